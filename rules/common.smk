@@ -1,0 +1,53 @@
+# Shared Python of the workflow: config validation, the grid, input functions.
+
+import json
+from pathlib import Path
+
+from canarykit.config import run_grid, validate_params
+from canarykit.errors import ConfigError
+from canarykit.types import CANARY_TYPES, CONDITIONS
+
+try:
+    _validated = validate_params(config, "params.yaml")
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+config.clear()
+config.update(_validated)
+
+#: pool -> conditions run against it (main grid plus the subtlety ablation)
+GRID = run_grid(config)
+POOLS = sorted(GRID)
+FIGURES = ["fig2_csr", "fig4_difficulty", "fig5_trap_heatmap", "fig6_profiles", "fig7_tsr_delta", "fig8_ablation", "fig9_recovery"]
+METRICS = [f"results/metrics/{c}-{p}.json" for p in POOLS for c in GRID[p]]
+
+wildcard_constraints:
+    pool="standard|subtle",
+    condition="baseline|declared|full",
+    fig="fig[0-9]+_[a-z0-9_]+",
+    fmt="svg|png|html",
+
+ALL_TARGETS = [
+    "results/table1.csv",
+    "results/table2.csv",
+    "results/table3.csv",
+    "results/stats.json",
+    "results/judge/validation.json",
+    *METRICS,
+    *[f"results/figures/{f}.{fmt}" for f in FIGURES for fmt in config["figures"]["formats"]],
+]
+
+
+def pool_suffixes(wildcards):
+    return config["canaries"]["suffixes"][wildcards.pool]
+
+
+def pool_conditions(wildcards):
+    return GRID[wildcards.pool]
+
+
+def canary_pools(wildcards):
+    return {f"canaries_{p}": f"results/canaries/{p}.json" for p in POOLS}
+
+
+def assembly_tables(wildcards):
+    return {f"assembly_{p}": f"results/assembly/{p}.parquet" for p in POOLS}

@@ -1,0 +1,41 @@
+rule stats:
+    input:
+        runs="results/runs.parquet",
+    output:
+        table1=report("results/table1.csv", category="Tables", caption="../report/table1.rst"),
+        table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
+        table3=report("results/table3.csv", category="Tables", caption="../report/table3.rst"),
+        stats=report("results/stats.json", category="Statistics", caption="../report/stats.rst"),
+    params:
+        stats=config["stats"],
+        primary_pool=config["canaries"]["pool"],
+        out_dir="results",
+    log:
+        "results/logs/stats.log",
+    benchmark:
+        "results/benchmarks/stats.tsv"
+    script:
+        "../scripts/stats.py"
+
+
+rule figures:
+    input:
+        runs="results/runs.parquet",
+        stats="results/stats.json",
+    output:
+        [
+            report(
+                f"results/figures/{fig}.{fmt}",
+                category="Figures",
+                caption=f"../report/{fig}.rst",
+            )
+            for fig in FIGURES
+            for fmt in config["figures"]["formats"]
+        ],
+    params:
+        formats=config["figures"]["formats"],
+        out_dir="results/figures",
+    log:
+        "results/logs/figures.log",
+    script:
+        "../scripts/figures.py"

@@ -1,0 +1,20 @@
+"""Assemble the offered tool list of every (condition, seed, task) for one pool."""
+
+import json
+from pathlib import Path
+
+from canarykit.assembly import build_assemblies, write_assemblies
+from canarykit.canaries import load_pool
+from canarykit.tasks import load_tasks
+from canarykit.workflow import run_script
+
+
+def main(smk):
+    tasks = load_tasks(smk.input.tasks)
+    tools = json.loads(Path(smk.input.tools).read_text())
+    pool = load_pool(smk.input.canaries)
+    assemblies = build_assemblies(tasks, tools, pool, smk.wildcards.pool, smk.params.conditions, smk.params.seeds)
+    write_assemblies(assemblies, smk.output[0])
+
+
+run_script(snakemake, main)  # noqa: F821

@@ -1,0 +1,157 @@
+"""Data contracts: one pandera (polars) model per intermediate table.
+
+Every table is validated where it is written and where it is read, with ``lazy=True`` so a
+failure lists every broken column and row at once (:func:`validate`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandera.polars as pa
+import polars as pl
+from pandera.errors import SchemaError, SchemaErrors
+
+from .errors import InputError
+from .types import CANARY_TYPES, CONDITIONS, DIFFICULTIES, POOLS
+
+_TYPES = list(CANARY_TYPES)
+
+
+class ToolsTable(pa.DataFrameModel):
+    """The real tools of the environment (one row per tool)."""
+
+    server: str = pa.Field(isin=["weather", "math", "file", "search", "database"])
+    name: str = pa.Field(unique=True, str_matches=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str = pa.Field(str_length={"min_value": 1})
+    input_schema: str = pa.Field(description="canonical JSON of the inputSchema")
+
+    class Config:
+        strict = False
+
+
+class CanariesTable(pa.DataFrameModel):
+    """One row per canary of one pool."""
+
+    id: str = pa.Field(unique=True)
+    type: str = pa.Field(isin=_TYPES)
+    shadows: str
+    name: str = pa.Field(unique=True, str_matches=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str = pa.Field(str_length={"min_value": 1})
+    input_schema: str
+    pool: str = pa.Field(isin=list(POOLS))
+
+    class Config:
+        strict = False
+
+
+class TasksTable(pa.DataFrameModel):
+    """One row per task of the suite."""
+
+    id: str = pa.Field(unique=True)
+    difficulty: str = pa.Field(isin=list(DIFFICULTIES))
+    prompt: str = pa.Field(str_length={"min_value": 1})
+    n_steps: int = pa.Field(ge=1)
+
+    class Config:
+        strict = False
+
+
+class AssemblyTable(pa.DataFrameModel):
+    """One row per offered tool per (pool, condition, seed, task), in the order offered."""
+
+    pool: str = pa.Field(isin=list(POOLS))
+    condition: str = pa.Field(isin=list(CONDITIONS))
+    seed: int = pa.Field(ge=0)
+    task_id: str
+    position: int = pa.Field(ge=0)
+    tool_name: str
+    canary_id: str = pa.Field(nullable=True)
+    canary_type: str = pa.Field(nullable=True, isin=_TYPES)
+    shadows: str = pa.Field(nullable=True)
+    tool_list_hash: str = pa.Field(str_length={"min_value": 16})
+
+    class Config:
+        strict = False
+
+    @pa.dataframe_check
+    def baseline_has_no_canary(cls, data: Any) -> Any:  # noqa: N805 - pandera API
+        return data.lazyframe.select(
+            ~((pl.col("condition") == "baseline") & pl.col("canary_id").is_not_null())
+        )
+
+
+class RunsTable(pa.DataFrameModel):
+    """The per-run table (``results/runs.parquet``): one row per (model, condition, pool, seed, task).
+
+    Other tools rely on these column names. Per canary type T there are two more columns,
+    ``present_T`` and ``trapped_T`` (checked by :func:`check_runs_type_columns`).
+    """
+
+    model: str
+    group: str
+    condition: str = pa.Field(isin=list(CONDITIONS))
+    pool: str = pa.Field(isin=list(POOLS))
+    seed: int = pa.Field(ge=0)
+    task_id: str
+    difficulty: str = pa.Field(isin=list(DIFFICULTIES))
+    tool_calls: int = pa.Field(ge=0)
+    canary_calls: int = pa.Field(ge=0)
+    csr: float = pa.Field(nullable=True, in_range={"min_value": 0.0, "max_value": 1.0})
+    trapped: bool
+    recovered: bool = pa.Field(nullable=True)
+    success: bool = pa.Field(nullable=True)
+    error: bool
+
+    class Config:
+        strict = False
+
+    @pa.dataframe_check
+    def canary_calls_within_calls(cls, data: Any) -> Any:  # noqa: N805
+        return data.lazyframe.select(pl.col("canary_calls") <= pl.col("tool_calls"))
+
+    @pa.dataframe_check
+    def recovered_only_when_trapped(cls, data: Any) -> Any:  # noqa: N805
+        return data.lazyframe.select(pl.col("trapped") | pl.col("recovered").is_null())
+
+
+RUNS_KEY = ["model", "condition", "pool", "seed", "task_id"]
+
+
+def check_runs_type_columns(df: pl.DataFrame, source: str) -> None:
+    """The per-type flag columns must all exist and be boolean."""
+    for t in CANARY_TYPES:
+        for prefix in ("present_", "trapped_"):
+            col = prefix + t
+            if col not in df.columns:
+                raise InputError(source, col, "missing column (one per canary type is required)")
+            if df.schema[col] != pl.Boolean:
+                raise InputError(source, col, f"expected Boolean, got {df.schema[col]}")
+    dup = df.group_by(RUNS_KEY).len().filter(pl.col("len") > 1)
+    if dup.height:
+        first = dup.row(0, named=True)
+        raise InputError(source, ",".join(RUNS_KEY), f"duplicate run key {first}")
+
+
+def validate(df: pl.DataFrame, model: type[pa.DataFrameModel], source: str | Path) -> pl.DataFrame:
+    """Validate ``df`` lazily; on failure raise :class:`InputError` naming the source and fields."""
+    try:
+        return model.validate(df, lazy=True)
+    except SchemaErrors as exc:
+        cases = exc.failure_cases
+        fields: list[str] = []
+        lines: list[str] = []
+        try:
+            rows = cases.head(20).to_dicts() if hasattr(cases, "to_dicts") else []
+        except Exception:  # pragma: no cover - defensive
+            rows = []
+        for row in rows:
+            col = str(row.get("column") or row.get("schema_context") or "?")
+            if col not in fields:
+                fields.append(col)
+            lines.append(f"  {col}: {row.get('check')} failed for {row.get('failure_case')!r}")
+        detail = "\n".join(lines) if lines else str(exc)
+        raise InputError(str(source), ", ".join(fields) or model.__name__, f"{model.__name__} validation failed:\n{detail}") from exc
+    except SchemaError as exc:  # pragma: no cover - lazy=True raises SchemaErrors
+        raise InputError(str(source), model.__name__, str(exc)) from exc

@@ -1,0 +1,88 @@
+"""params.yaml validation: defaults, and errors that name the key."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from canarykit.config import load_params, params_schema, run_grid, validate_params
+from canarykit.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _params() -> dict:
+    return yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def test_shipped_params_are_valid_and_complete():
+    cfg = load_params(ROOT / "params.yaml")
+    assert cfg["canaries"]["pool"] == "standard"
+    assert run_grid(cfg) == {"standard": ["baseline", "declared", "full"], "subtle": ["declared"]}
+    # one planted reference agent per canary type
+    planted = {m["canary_type"] for m in cfg["models"] if m.get("agent") == "planted"}
+    assert len(planted) == 6
+
+
+def test_every_schema_key_has_a_description_and_a_default():
+    schema = params_schema()
+
+    def walk(node: dict, path: str) -> None:
+        for key, sub in node.get("properties", {}).items():
+            if "$ref" in sub and len(sub) <= 1:
+                continue
+            assert sub.get("description"), f"{path}{key} has no description"
+            if path.count(".") < 3 and not path.startswith("$defs"):
+                assert "default" in sub or key in node.get("required", []), f"{path}{key} has no default"
+            walk(sub, f"{path}{key}.")
+
+    walk(schema, "")
+
+
+def test_empty_config_gets_defaults():
+    cfg = validate_params({})
+    assert cfg["study"]["seeds"] == [0, 1, 2]
+    assert cfg["agent"]["retries"]["max_attempts"] == 5
+    assert cfg["canaries"]["suffixes"]["standard"]["capability_mirage"].startswith("ADVANCED")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key"),
+    [
+        (lambda c: c["canaries"].__setitem__("pool", "subtel"), "canaries.pool"),
+        (lambda c: c["agent"].__setitem__("concurrency", 0), "agent.concurrency"),
+        (lambda c: c["study"].__setitem__("seeds", [-1]), "study.seeds[0]"),
+        (lambda c: c["models"][3].__setitem__("take_prob", 1.5), "models[3].take_prob"),
+        (lambda c: c["models"][0].__setitem__("backend", "openai"), "models[0].backend"),
+        (lambda c: c["stats"].__setitem__("bootstrap_resamples", "many"), "stats.bootstrap_resamples"),
+        (lambda c: c["models"].append(copy.deepcopy(c["models"][0])), "models[9].name"),
+        (lambda c: c["ablation"].__setitem__("pool", "standard"), "ablation.pool"),
+        (lambda c: c["judge"].__setitem__("primary", {"kind": "llm"}), "judge.primary"),
+    ],
+)
+def test_invalid_values_name_the_key(mutate, key):
+    cfg = _params()
+    mutate(cfg)
+    with pytest.raises(ConfigError) as err:
+        validate_params(cfg, "params.yaml")
+    assert err.value.file == "params.yaml"
+    assert key in str(err.value)
+
+
+def test_unknown_key_is_refused(tmp_path):
+    cfg = _params()
+    cfg["canaries"]["suffix"] = {}
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match="canaries.*'suffix' was unexpected"):
+        load_params(p)
+
+
+def test_not_yaml(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("study: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_params(p)
