@@ -17,13 +17,15 @@ config.update(_validated)
 #: pool -> conditions run against it (main grid plus the subtlety ablation)
 GRID = run_grid(config)
 POOLS = sorted(GRID)
-FIGURES = ["fig2_csr", "fig4_difficulty", "fig5_trap_heatmap", "fig6_profiles", "fig7_tsr_delta", "fig8_ablation", "fig9_recovery"]
+FIGURES = ["fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"]
+#: the tidy data behind each figure (written by the stats rule; DVC plots point at them)
+FIGURE_DATA = ["fig2_csr", "fig4_csr_by_difficulty", "fig5_trap_rates", "fig6_profiles", "fig7_tsr_delta", "fig8_ablation", "fig9_recovery_outcome"]
 METRICS = [f"results/metrics/{c}-{p}.json" for p in POOLS for c in GRID[p]]
 
 wildcard_constraints:
     pool="standard|subtle",
     condition="baseline|declared|full",
-    fig="fig[0-9]+_[a-z0-9_]+",
+    fig="fig[0-9]+",
     fmt="svg|png|html",
 
 ALL_TARGETS = [

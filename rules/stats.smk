@@ -5,10 +5,13 @@ rule stats:
         table1=report("results/table1.csv", category="Tables", caption="../report/table1.rst"),
         table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
         table3=report("results/table3.csv", category="Tables", caption="../report/table3.rst"),
+        markdown=expand("results/table{n}.md", n=[1, 2, 3]),
         stats=report("results/stats.json", category="Statistics", caption="../report/stats.rst"),
+        figure_data=expand("results/{name}.csv", name=FIGURE_DATA),
     params:
         stats=config["stats"],
         primary_pool=config["canaries"]["pool"],
+        ablation_condition=config["ablation"]["condition"],
         out_dir="results",
     log:
         "results/logs/stats.log",
@@ -20,7 +23,6 @@ rule stats:
 
 rule figures:
     input:
-        runs="results/runs.parquet",
         stats="results/stats.json",
     output:
         [

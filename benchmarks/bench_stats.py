@@ -1,0 +1,65 @@
+"""Benchmark: every statistic of an 11,520-run synthetic table with 10,000 bootstrap resamples.
+
+Table: 8 models x 3 conditions x 3 seeds x 120 tasks (8,640 runs) + the 2,880-run subtlety
+ablation. Target: under 10 s on a 2-core machine. Prints per-part times, the total and the
+ratio to the target. Run: ``.venv/bin/python benchmarks/bench_stats.py [--resamples N]``.
+Never asserted in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from canarykit import stats
+from canarykit.synthetic import synthetic_runs
+
+TARGET_S = 10.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--resamples", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    df = synthetic_runs(n_models=8, seeds=3, tasks=120, ablation=True, seed=0)
+    t_gen = time.perf_counter() - t0
+    print(f"synthetic table: {df.height:,} runs, {df.width} columns (generated in {t_gen:.3f} s)")
+    assert df.height == 11_520
+
+    best: dict[str, float] | None = None
+    best_total = float("inf")
+    for _ in range(args.repeat):
+        parts: dict[str, float] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "runs.parquet"
+            df.write_parquet(path)
+            start = time.perf_counter()
+            runs = stats.load_runs(path)
+            parts["read+validate"] = time.perf_counter() - start
+            result = stats.compute_all(
+                runs, stats.StatsConfig(resamples=args.resamples), validate=False, timings=parts
+            )
+            t = time.perf_counter()
+            stats.write_outputs(result, Path(tmp) / "out")
+            parts["write_outputs"] = time.perf_counter() - t
+            total = time.perf_counter() - start
+        if total < best_total:
+            best, best_total = parts, total
+
+    assert best is not None
+    print(f"\nresamples: {args.resamples:,}   (best of {args.repeat})")
+    width = max(len(k) for k in best)
+    for name, secs in best.items():
+        print(f"  {name:<{width}}  {secs:8.3f} s")
+    print(f"  {'TOTAL':<{width}}  {best_total:8.3f} s")
+    print(f"\ntarget {TARGET_S:.0f} s: ratio {best_total / TARGET_S:.3f} "
+          f"({'within' if best_total < TARGET_S else 'OVER'} target)")
+
+
+if __name__ == "__main__":
+    main()

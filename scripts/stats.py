@@ -1,0 +1,21 @@
+"""Every statistic, the three tables and the figure data from the per-run table alone."""
+
+from canarykit.stats import StatsConfig, compute_all, load_runs, write_outputs
+from canarykit.workflow import run_script
+
+
+def main(smk):
+    s = smk.params.stats
+    config = StatsConfig(
+        resamples=s["bootstrap_resamples"],
+        seed=s["seed"],
+        alpha=s["alpha"],
+        group_averages=s["group_averages"] or None,
+        primary_pool=smk.params.primary_pool,
+        ablation_condition=smk.params.ablation_condition,
+    )
+    df = load_runs(smk.input.runs)
+    write_outputs(compute_all(df, config, source=smk.input.runs, validate=False), smk.params.out_dir)
+
+
+run_script(snakemake, main)  # noqa: F821

@@ -1,0 +1,222 @@
+"""Synthetic per-run tables with planted, known structure (for tests and benchmarks).
+
+:func:`synthetic_runs` draws a table that satisfies :class:`canarykit.schemas.RunsTable` (plus
+the per-type ``present_T`` / ``trapped_T`` columns) from per-model profiles modelled loosely on
+the paper's eight models (three frontier, three mid-tier, two small open models). Everything is
+vectorised numpy; the same arguments always give the same table.
+
+Generative model of one run (model ``m``, condition ``c``, pool ``p``, task ``t``):
+
+- ``tool_calls`` is 0 with probability ``zero_call_rate``, else ``1 + Poisson(lambda_d)`` where
+  ``lambda_d`` depends on the task difficulty (and the model's ``call_scale``).
+- ``canary_calls ~ Binomial(tool_calls, q)`` with ``q`` the model's planted csr for the
+  condition (and pool); baseline has no canaries, so ``q = 0``. Hence the expected per-run
+  ``csr`` over runs with at least one call is exactly ``q`` (**planted**).
+- Present types: none in baseline, the task's two declared types in ``declared`` (fixed per
+  task), all six in ``full``. Each canary call lands on a present type with probabilities
+  proportional to the model's type weights; ``trapped_T`` = at least one call of type T.
+  Type-specific trap rates are therefore *derived* (ordered like the weights), not planted.
+- ``trapped = canary_calls > 0``; ``recovered ~ Bernoulli(r)`` among trapped runs (**planted**).
+- ``success ~ Bernoulli(s)`` with ``s = clean_success`` for untrapped runs,
+  :data:`RECOVERED_SUCCESS` for trapped-and-recovered runs and :data:`STUCK_SUCCESS` for
+  trapped-and-not-recovered runs (**planted**); null with probability ``unjudged_rate``.
+- ``error`` with probability ``error_rate``; an error row has no calls and no verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from .types import CANARY_TYPES, CONDITIONS, DIFFICULTIES
+
+#: Planted success probability of a trapped run that recovered (Appendix G: about half).
+RECOVERED_SUCCESS = 0.5
+#: Planted success probability of a trapped run that did not recover (about one in six).
+STUCK_SUCCESS = 0.15
+#: Mean extra tool calls (beyond the first) by difficulty.
+CALL_LAMBDA: dict[str, float] = {"easy": 1.2, "medium": 2.2, "hard": 3.2}
+
+_HOSTED_WEIGHTS = (0.05, 0.04, 0.55, 0.22, 0.04, 0.10)
+_SMALL_WEIGHTS = (0.14, 0.22, 0.20, 0.18, 0.16, 0.10)
+
+
+@dataclass(frozen=True)
+class SyntheticProfile:
+    """The planted truth of one synthetic model."""
+
+    model: str
+    group: str
+    provider: str
+    csr: dict[str, float]
+    """Planted csr per condition (standard pool); baseline is always 0."""
+    recovery: dict[str, float]
+    """Planted recovery probability per canary condition."""
+    clean_success: float
+    """Success probability of a run that was not trapped."""
+    subtle_factor: float = 1.0
+    """csr multiplier on the subtle pool (declared condition)."""
+    type_weights: tuple[float, ...] = field(default=_HOSTED_WEIGHTS)
+    call_scale: float = 1.0
+
+    def planted_csr(self, condition: str, pool: str = "standard") -> float:
+        if condition == "baseline":
+            return 0.0
+        q = self.csr[condition]
+        return q * self.subtle_factor if pool == "subtle" else q
+
+
+_BASE_PROFILES: tuple[SyntheticProfile, ...] = (
+    SyntheticProfile("frontier-1", "frontier", "provider-a", {"declared": 0.010, "full": 0.004},
+                     {"declared": 0.82, "full": 0.80}, 0.77, 0.95),
+    SyntheticProfile("frontier-2", "frontier", "provider-b", {"declared": 0.178, "full": 0.118},
+                     {"declared": 0.55, "full": 0.52}, 0.75, 0.97),
+    SyntheticProfile("frontier-3", "frontier", "provider-c", {"declared": 0.049, "full": 0.077},
+                     {"declared": 0.63, "full": 0.36}, 0.66, 0.95),
+    SyntheticProfile("mid-1", "mid", "provider-a", {"declared": 0.034, "full": 0.018},
+                     {"declared": 0.68, "full": 0.63}, 0.84, 0.96),
+    SyntheticProfile("mid-2", "mid", "provider-b", {"declared": 0.311, "full": 0.244},
+                     {"declared": 0.34, "full": 0.42}, 0.72, 0.85),
+    SyntheticProfile("mid-3", "mid", "provider-c", {"declared": 0.041, "full": 0.013},
+                     {"declared": 0.36, "full": 0.40}, 0.66, 0.92),
+    SyntheticProfile("small-1", "small", "provider-d", {"declared": 0.291, "full": 0.715},
+                     {"declared": 0.37, "full": 0.11}, 0.58, 0.93, _SMALL_WEIGHTS, 1.2),
+    SyntheticProfile("small-2", "small", "provider-e", {"declared": 0.378, "full": 0.167},
+                     {"declared": 0.18, "full": 0.02}, 0.33, 0.96, _SMALL_WEIGHTS, 0.7),
+)
+
+
+def synthetic_profiles(n_models: int = 8) -> list[SyntheticProfile]:
+    """The planted profiles of the first ``n_models`` synthetic models (cycled beyond eight)."""
+    if n_models < 1:
+        raise ValueError("n_models must be at least 1")
+    out: list[SyntheticProfile] = []
+    for i in range(n_models):
+        base = _BASE_PROFILES[i % len(_BASE_PROFILES)]
+        cycle = i // len(_BASE_PROFILES)
+        if cycle:
+            base = SyntheticProfile(
+                f"{base.model}.{cycle}", base.group, base.provider, base.csr, base.recovery,
+                base.clean_success, base.subtle_factor, base.type_weights, base.call_scale,
+            )
+        out.append(base)
+    return out
+
+
+def _declared_types(n_tasks: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_tasks, 6) boolean: each task declares two distinct canary types."""
+    keys = rng.random((n_tasks, len(CANARY_TYPES)))
+    order = np.argsort(keys, axis=1)[:, :2]
+    mask = np.zeros((n_tasks, len(CANARY_TYPES)), dtype=bool)
+    np.put_along_axis(mask, order, True, axis=1)
+    return mask
+
+
+def synthetic_runs(
+    n_models: int = 8,
+    seeds: int = 3,
+    tasks: int = 120,
+    conditions: Sequence[str] = CONDITIONS,
+    ablation: bool = True,
+    seed: int = 0,
+    *,
+    ablation_condition: str = "declared",
+    zero_call_rate: float = 0.02,
+    unjudged_rate: float = 0.01,
+    error_rate: float = 0.003,
+) -> pl.DataFrame:
+    """A synthetic per-run table (see the module docstring for the generative model).
+
+    One row per (model, condition, pool, seed, task): ``n_models * len(conditions) * seeds *
+    tasks`` rows on the standard pool plus, with ``ablation``, ``n_models * seeds * tasks``
+    rows of ``ablation_condition`` on the subtle pool. Extra column: ``provider``.
+    """
+    for c in conditions:
+        if c not in CONDITIONS:
+            raise ValueError(f"unknown condition {c!r}")
+    rng = np.random.default_rng(seed)
+    profiles = synthetic_profiles(n_models)
+    n_types = len(CANARY_TYPES)
+    task_ids = np.array([f"task-{i:03d}" for i in range(tasks)])
+    difficulty = np.array(DIFFICULTIES)[np.arange(tasks) * len(DIFFICULTIES) // max(tasks, 1)]
+    declared = _declared_types(tasks, rng)
+
+    cells: list[tuple[int, str, str]] = [(m, c, "standard") for m in range(n_models) for c in conditions]
+    if ablation:
+        cells += [(m, ablation_condition, "subtle") for m in range(n_models)]
+    n_cells = len(cells)
+    per_cell = seeds * tasks
+    n = n_cells * per_cell
+
+    cell_idx = np.repeat(np.arange(n_cells), per_cell)
+    seed_col = np.tile(np.repeat(np.arange(seeds), tasks), n_cells)
+    task_idx = np.tile(np.arange(tasks), n_cells * seeds)
+
+    model_of = np.array([m for m, _, _ in cells])[cell_idx]
+    cond_names = np.array([c for _, c, _ in cells])
+    pool_names = np.array([p for _, _, p in cells])
+    q_cell = np.array([profiles[m].planted_csr(c, p) for m, c, p in cells])
+    r_cell = np.array([profiles[m].recovery.get(c, 0.0) for m, c, _ in cells])
+    clean = np.array([p.clean_success for p in profiles])[model_of]
+    scale = np.array([p.call_scale for p in profiles])[model_of]
+    weights = np.array([p.type_weights for p in profiles], dtype=float)[model_of]
+
+    lam = np.array([CALL_LAMBDA[d] for d in DIFFICULTIES])
+    diff_idx = np.array([DIFFICULTIES.index(d) for d in difficulty])[task_idx]
+    calls = 1 + rng.poisson(lam[diff_idx] * scale)
+    calls[rng.random(n) < zero_call_rate] = 0
+    canary = rng.binomial(calls, q_cell[cell_idx])
+
+    cond_run = cond_names[cell_idx]
+    present = np.zeros((n, n_types), dtype=bool)
+    present[cond_run == "declared"] = declared[task_idx[cond_run == "declared"]]
+    present[cond_run == "full"] = True
+    canary[~present.any(axis=1)] = 0
+    probs = weights * present
+    totals = probs.sum(axis=1, keepdims=True)
+    probs = np.divide(probs, totals, out=np.full_like(probs, 1.0 / n_types), where=totals > 0)
+    per_type = rng.multinomial(canary, probs)
+    trapped_t = per_type > 0
+
+    trapped = canary > 0
+    recovered = trapped & (rng.random(n) < r_cell[cell_idx])
+    p_success = np.where(trapped, np.where(recovered, RECOVERED_SUCCESS, STUCK_SUCCESS), clean)
+    success = rng.random(n) < p_success
+    unjudged = rng.random(n) < unjudged_rate
+    error = rng.random(n) < error_rate
+    calls[error] = 0
+    canary[error] = 0
+    trapped[error] = False
+    trapped_t[error] = False
+    unjudged |= error
+
+    csr = np.divide(canary, calls, out=np.zeros(n), where=calls > 0)
+    data: dict[str, pl.Series] = {
+        "model": pl.Series([p.model for p in profiles])[model_of],
+        "group": pl.Series([p.group for p in profiles])[model_of],
+        "provider": pl.Series([p.provider for p in profiles])[model_of],
+        "condition": pl.Series(cond_run),
+        "pool": pl.Series(pool_names[cell_idx]),
+        "seed": pl.Series(seed_col, dtype=pl.Int64),
+        "task_id": pl.Series(task_ids[task_idx]),
+        "difficulty": pl.Series(difficulty[task_idx]),
+        "tool_calls": pl.Series(calls, dtype=pl.Int64),
+        "canary_calls": pl.Series(canary, dtype=pl.Int64),
+        "csr": pl.Series(csr),
+        "trapped": pl.Series(trapped),
+        "recovered": pl.Series(recovered),
+        "success": pl.Series(success),
+        "error": pl.Series(error),
+    }
+    for j, t in enumerate(CANARY_TYPES):
+        data[f"present_{t}"] = pl.Series(present[:, j])
+        data[f"trapped_{t}"] = pl.Series(trapped_t[:, j])
+    df = pl.DataFrame({k: v.alias(k) for k, v in data.items()})
+    return df.with_columns(
+        csr=pl.when(pl.col("tool_calls") > 0).then(pl.col("csr")),
+        recovered=pl.when(pl.col("trapped")).then(pl.col("recovered")),
+        success=pl.when(pl.Series(~unjudged)).then(pl.col("success")),
+    )
