@@ -7,14 +7,17 @@ rule detect_and_judge:
         template=config["judge"]["template"],
     output:
         runs="results/runs.parquet",
-        verdicts="results/judge/verdicts.parquet",
+        calls="results/judge/calls.parquet",
+        primary="results/judge/verdicts/primary.parquet",
+        cross="results/judge/verdicts/cross.parquet",
+        counts="results/judge/verdicts/counts.json",
         validation="results/judge/validation.json",
         metrics=METRICS,
     params:
         judge=config["judge"],
         models=config["models"],
         store="results/runs/store",
-        metrics_dir="results/metrics",
+        verdicts_dir="results/judge/verdicts",
     log:
         "results/logs/detect_and_judge.log",
     script:

@@ -1,0 +1,93 @@
+"""Outcome judges, cross-judging and judge validation (paper §4, Appendices B, D, E).
+
+Judges are registered by name and selected by ``judge.<role>.kind`` in params.yaml:
+
+- ``llm``: the Appendix B template filled in and sent through litellm at temperature 0; the
+  reply must be exactly ``{"success": bool, "reason": str}`` (a ```json fence is allowed),
+  else it is retried up to ``judge.max_attempts`` times and recorded ``unparseable``
+  (success NULL: neither success nor failure).
+- ``rubric`` (offline default primary): the task's outcome rubric against the final answer.
+- ``tool-coverage`` (offline default cross-judge): the paper's replaced heuristic.
+
+Verdicts are cached by content (:class:`VerdictCache`); :func:`check_judge_independence`
+refuses a judge sharing a provider with an evaluated model.
+"""
+
+from ._agreement import (
+    HumanGrade,
+    agreement,
+    cohen_kappa,
+    cross_judge_report,
+    human_validation,
+    read_human_sheet,
+    stability,
+)
+from ._base import (
+    RESULT_CAP,
+    CallView,
+    Judge,
+    JudgeInput,
+    Verdict,
+    judge_input,
+    judge_kinds,
+    make_judge,
+    register_judge,
+    render_trace,
+)
+from ._independence import check_judge_independence, normalise_provider, provider_of
+from ._llm import (
+    PARSER_VERSION,
+    LLMJudge,
+    fill_template,
+    judge_prompt,
+    parse_verdict,
+    read_template,
+)
+from ._offline import RubricJudge, ToolCoverageJudge
+from ._run import (
+    VERDICT_COLUMNS,
+    VerdictCache,
+    judge_all,
+    judge_inputs,
+    judge_options,
+    judge_runs,
+    load_task_map,
+)
+
+__all__ = [
+    "PARSER_VERSION",
+    "RESULT_CAP",
+    "VERDICT_COLUMNS",
+    "CallView",
+    "HumanGrade",
+    "Judge",
+    "JudgeInput",
+    "LLMJudge",
+    "RubricJudge",
+    "ToolCoverageJudge",
+    "Verdict",
+    "VerdictCache",
+    "agreement",
+    "check_judge_independence",
+    "cohen_kappa",
+    "cross_judge_report",
+    "fill_template",
+    "human_validation",
+    "judge_all",
+    "judge_input",
+    "judge_inputs",
+    "judge_kinds",
+    "judge_options",
+    "judge_prompt",
+    "judge_runs",
+    "load_task_map",
+    "make_judge",
+    "normalise_provider",
+    "parse_verdict",
+    "provider_of",
+    "read_human_sheet",
+    "read_template",
+    "register_judge",
+    "render_trace",
+    "stability",
+]

@@ -1,0 +1,358 @@
+"""The per-run table (``results/runs.parquet``) and the command that builds it.
+
+:func:`build_runs_table` joins the runner's index (current config labels: ``model``,
+``group``, ``backend``), the trap detector's per-run metrics (:mod:`canarykit.detect`) and the
+judges' verdicts. Columns, in order: the :class:`canarykit.schemas.RunsTable` interface
+(``model, group, condition, pool, seed, task_id, difficulty, tool_calls, canary_calls, csr,
+trapped, recovered, success, error``, then ``present_T`` and ``trapped_T`` for the six types)
+and the extras ``run_id, backend, unknown_calls, zero_call, success_cross, judge_status``
+(``judge_status``: ``ok | unparseable | error`` from the primary judge, ``skipped`` for a
+backend-error run).
+
+:func:`detect_and_judge` is the command the Snakemake script calls: independence check,
+both judges (cached), the runs table, the per-call table, the judge-validation report and
+the DVC metrics file. :func:`metrics_json` is the small metrics summary.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from .detect import csr_by, detect, load_records, recovery_rates, tsr_by
+from .errors import InputError
+from .jsonio import finite_or_none, write_json
+from .records import RunRecord
+from .schemas import RunsTable, check_runs_type_columns, validate
+from .types import CANARY_TYPES
+
+INTERFACE_COLUMNS: Final[tuple[str, ...]] = (
+    "model",
+    "group",
+    "condition",
+    "pool",
+    "seed",
+    "task_id",
+    "difficulty",
+    "tool_calls",
+    "canary_calls",
+    "csr",
+    "trapped",
+    "recovered",
+    "success",
+    "error",
+    *(f"present_{t}" for t in CANARY_TYPES),
+    *(f"trapped_{t}" for t in CANARY_TYPES),
+)
+EXTRA_COLUMNS: Final[tuple[str, ...]] = (
+    "run_id",
+    "backend",
+    "unknown_calls",
+    "zero_call",
+    "success_cross",
+    "judge_status",
+)
+RUNS_COLUMNS: Final[tuple[str, ...]] = INTERFACE_COLUMNS + EXTRA_COLUMNS
+
+INDEX_COLUMNS: Final[tuple[str, ...]] = (
+    "model",
+    "group",
+    "backend",
+    "condition",
+    "pool",
+    "seed",
+    "task_id",
+    "difficulty",
+    "run_id",
+    "error",
+)
+
+
+def read_index(index_path: str | os.PathLike[str]) -> pl.DataFrame:
+    """The runner's index (``results/runs/index.parquet``), checked for the columns used here."""
+    try:
+        df = pl.read_parquet(Path(index_path))
+    except (OSError, pl.exceptions.ComputeError) as exc:
+        raise InputError(str(index_path), "<file>", f"cannot read the run index: {exc}") from exc
+    for col in INDEX_COLUMNS:
+        if col not in df.columns:
+            raise InputError(str(index_path), col, "missing column in the run index")
+    return df
+
+
+def _verdicts(v: pl.DataFrame | str | os.PathLike[str] | None, source: str) -> pl.DataFrame | None:
+    if v is None:
+        return None
+    df = v if isinstance(v, pl.DataFrame) else pl.read_parquet(Path(v))
+    for col in ("run_id", "success", "status"):
+        if col not in df.columns:
+            raise InputError(source, col, "missing column in the verdicts table")
+    return df
+
+
+def assemble_runs_table(
+    index_df: pl.DataFrame,
+    records: Sequence[RunRecord],
+    primary: pl.DataFrame,
+    cross: pl.DataFrame | None = None,
+    source: str = "runs table",
+) -> pl.DataFrame:
+    """Join index, detector metrics and verdicts; validate; return the columns in order."""
+    _, metrics = detect(records)
+    idx = index_df.select(
+        pl.col("model").cast(pl.String),
+        pl.col("group").cast(pl.String),
+        pl.col("backend").cast(pl.String),
+        pl.col("condition").cast(pl.String),
+        pl.col("pool").cast(pl.String),
+        pl.col("seed").cast(pl.Int64),
+        pl.col("task_id").cast(pl.String),
+        pl.col("difficulty").cast(pl.String),
+        pl.col("run_id").cast(pl.String),
+    )
+    prim = primary.select(
+        "run_id",
+        pl.col("success").cast(pl.Boolean),
+        pl.col("status").cast(pl.String).alias("judge_status"),
+    )
+    missing = idx.join(prim, on="run_id", how="anti")
+    if missing.height:
+        raise InputError(
+            source,
+            "success",
+            f"no primary verdict for run {missing['run_id'][0]} ({missing.height} runs)",
+        )
+    df = idx.join(metrics, on="run_id", how="left", maintain_order="left").join(
+        prim, on="run_id", how="left", maintain_order="left"
+    )
+    if cross is not None:
+        df = df.join(
+            cross.select("run_id", pl.col("success").cast(pl.Boolean).alias("success_cross")),
+            on="run_id",
+            how="left",
+            maintain_order="left",
+        )
+    else:
+        df = df.with_columns(pl.lit(None, dtype=pl.Boolean).alias("success_cross"))
+    df = df.with_columns(
+        # backend-error runs are never judged: no verdict counts for them
+        pl.when(pl.col("error")).then(None).otherwise(pl.col("success")).alias("success"),
+        pl.when(pl.col("error"))
+        .then(None)
+        .otherwise(pl.col("success_cross"))
+        .alias("success_cross"),
+        pl.when(pl.col("error"))
+        .then(pl.lit("skipped"))
+        .otherwise(pl.col("judge_status"))
+        .alias("judge_status"),
+    ).select(RUNS_COLUMNS)
+    df = validate(df, RunsTable, source)
+    check_runs_type_columns(df, source)
+    return df
+
+
+def build_runs_table(
+    index_path: str | os.PathLike[str],
+    store_dir: str | os.PathLike[str],
+    tasks_path: str | os.PathLike[str] | None,
+    primary_verdicts: pl.DataFrame | str | os.PathLike[str],
+    cross_verdicts: pl.DataFrame | str | os.PathLike[str] | None = None,
+    source: str = "results/runs.parquet",
+) -> pl.DataFrame:
+    """The validated per-run table from the index, the record store and the verdicts.
+
+    ``tasks_path`` (optional) checks that every run's task is in the suite.
+    """
+    index_df = read_index(index_path)
+    records = load_records(index_df, store_dir, str(index_path))
+    if tasks_path is not None:
+        from .judging import load_task_map
+
+        known = load_task_map(tasks_path)
+        unknown = index_df.filter(~pl.col("task_id").is_in(list(known)) & ~pl.col("error"))
+        if unknown.height:
+            raise InputError(
+                str(index_path), "task_id", f"task {unknown['task_id'][0]!r} is not in {tasks_path}"
+            )
+    primary = _verdicts(primary_verdicts, "primary verdicts")
+    assert primary is not None
+    return assemble_runs_table(
+        index_df, records, primary, _verdicts(cross_verdicts, "cross verdicts"), source
+    )
+
+
+def _r(x: Any) -> float | None:
+    value = finite_or_none(x)
+    return None if value is None else round(value, 6)
+
+
+def metrics_json(df: pl.DataFrame) -> dict[str, Any]:
+    """``{condition: {pool: {model: {csr, tsr, recovery, recovery_n, runs, error_runs,
+    zero_call_runs}}}}`` for a DVC metrics file (numbers rounded to 6 digits; every aggregate
+    excludes backend-error runs, which are counted in ``error_runs``; ``runs`` counts all)."""
+    keys = ["condition", "pool", "model"]
+    base = df.group_by(keys).agg(pl.len().cast(pl.Int64).alias("runs"))
+    table = (
+        base.join(csr_by(df, keys), on=keys, how="left")
+        .join(tsr_by(df, keys).select(*keys, "tsr"), on=keys, how="left")
+        .join(recovery_rates(df, keys).rename({"n": "recovery_n"}), on=keys, how="left")
+        .with_columns(pl.col("recovery_n", "zero_call_runs").fill_null(0))
+        .sort(keys)
+    )
+    out: dict[str, Any] = {}
+    for row in table.iter_rows(named=True):
+        out.setdefault(row["condition"], {}).setdefault(row["pool"], {})[row["model"]] = {
+            "csr": _r(row["csr"]),
+            "tsr": _r(row["tsr"]),
+            "recovery": _r(row["recovery"]),
+            "recovery_n": int(row["recovery_n"]),
+            "runs": int(row["runs"]),
+            "error_runs": int(row["error_runs"]),
+            "zero_call_runs": int(row["zero_call_runs"]),
+        }
+    return out
+
+
+def detect_and_judge(
+    index_path: str | os.PathLike[str],
+    store_dir: str | os.PathLike[str],
+    tasks_path: Any,
+    judge_cfg: Mapping[str, Any],
+    models: Sequence[Mapping[str, Any]],
+    cache_dir: str | os.PathLike[str] | None,
+    runs_out: str | os.PathLike[str],
+    verdicts_out_dir: str | os.PathLike[str],
+    validation_out: str | os.PathLike[str],
+    human_sheet: str | os.PathLike[str] | None = None,
+    *,
+    calls_out: str | os.PathLike[str] | None = None,
+    metrics_out: str | os.PathLike[str] | None = None,
+    source: str = "params.yaml",
+    completion_fn: Callable[..., Any] | None = None,
+    retry_delay_s: float = 1.0,
+) -> dict[str, Any]:
+    """Detect traps, judge every run with both judges and write the results.
+
+    ``judge_cfg`` is the whole ``judge:`` block of params.yaml (``template``, ``primary``,
+    ``cross``, ``max_attempts``, ``stability``, ``human_sheet``, ``cache_dir``); ``models`` the
+    ``models:`` list (for the independence check); ``cache_dir`` the verdict cache
+    (``judge.cache_dir``; None disables it); ``tasks_path`` the task file (or the tasks).
+
+    Writes ``runs_out`` (validated parquet), ``verdicts_out_dir/{primary,cross}.parquet``
+    and ``verdicts_out_dir/counts.json`` (judged vs reused per judge), ``validation_out``
+    (JSON: cross-judge agreement overall and per canary type, tsr difference, stability of the
+    primary judge, human-sheet comparison or null), and optionally the per-call table
+    ``calls_out`` and the DVC metrics ``metrics_out``. Returns the summary written to
+    ``validation_out``.
+    """
+    from .judging import (
+        VerdictCache,
+        check_judge_independence,
+        cross_judge_report,
+        human_validation,
+        judge_all,
+        judge_inputs,
+        judge_options,
+        load_task_map,
+        make_judge,
+        read_human_sheet,
+        stability,
+    )
+    from .judging._base import Verdict
+
+    primary_cfg = judge_cfg.get("primary") or {"kind": "rubric"}
+    cross_cfg = judge_cfg.get("cross")
+    check_judge_independence({"primary": primary_cfg, "cross": cross_cfg or {}}, models, source)
+
+    index_df = read_index(index_path)
+    records = load_records(index_df, store_dir, str(index_path))
+    tasks_source = str(tasks_path) if isinstance(tasks_path, str | os.PathLike) else "tasks"
+    inputs = judge_inputs(records, load_task_map(tasks_path, tasks_source), tasks_source)
+    cache = VerdictCache(cache_dir) if cache_dir is not None else None
+    options: dict[str, Any] = {**judge_options(judge_cfg), "retry_delay_s": retry_delay_s}
+    if completion_fn is not None:
+        options["completion_fn"] = completion_fn
+
+    primary_judge = make_judge(dict(primary_cfg), source=source, key="judge.primary", **options)
+    primary_df, primary_counts = judge_all(primary_judge, inputs, cache)
+    counts: dict[str, Any] = {"primary": primary_counts}
+    cross_df: pl.DataFrame | None = None
+    cross_judge = None
+    if cross_cfg:
+        cross_judge = make_judge(dict(cross_cfg), source=source, key="judge.cross", **options)
+        cross_df, counts["cross"] = judge_all(cross_judge, inputs, cache)
+    for role, c in counts.items():
+        print(
+            f"canarykit: judge {role}: {c['judged']} judged, {c['reused']} reused from the cache, "
+            f"{c['skipped']} error runs skipped, {c['unparseable']} unparseable",
+            file=sys.stderr,
+        )
+
+    out_dir = Path(verdicts_out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    primary_df.write_parquet(out_dir / "primary.parquet")
+    if cross_df is not None:
+        cross_df.write_parquet(out_dir / "cross.parquet")
+    write_json(out_dir / "counts.json", counts)
+
+    runs = assemble_runs_table(index_df, records, primary_df, cross_df, str(runs_out))
+    Path(runs_out).parent.mkdir(parents=True, exist_ok=True)
+    runs.write_parquet(Path(runs_out))
+    if calls_out is not None:
+        calls, _ = detect(records)
+        Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
+        calls.write_parquet(Path(calls_out))
+    if metrics_out is not None:
+        write_json(metrics_out, metrics_json(runs))
+
+    stab_cfg = judge_cfg.get("stability") or {}
+    base = {
+        row["run_id"]: Verdict(
+            row["success"], row["reason"] or "", row["status"], row["attempts"] or 0
+        )
+        for row in primary_df.filter(pl.col("status") != "skipped").iter_rows(named=True)
+    }
+    stab = None
+    if int(stab_cfg.get("sample", 300)) > 0:
+        stab = stability(
+            lambda t: make_judge(
+                dict(primary_cfg),
+                source=source,
+                key="judge.primary",
+                **{**options, "temperature": t},
+            ),
+            inputs,
+            sample=int(stab_cfg.get("sample", 300)),
+            repeats=int(stab_cfg.get("repeats", 3)),
+            temperature=float(stab_cfg.get("temperature", 0.7)),
+            seed=int(stab_cfg.get("seed", 0)),
+            base_verdicts=base,
+            cache=cache,
+        )
+    human = None
+    sheet = human_sheet if human_sheet is not None else judge_cfg.get("human_sheet")
+    if sheet:
+        judged = {"primary": dict(zip(runs["run_id"], runs["success"], strict=True))}
+        if cross_df is not None:
+            judged["cross"] = dict(zip(runs["run_id"], runs["success_cross"], strict=True))
+        human = human_validation(read_human_sheet(Path(sheet)), judged, str(sheet))
+    report = {
+        "judges": {
+            "primary": primary_judge.identity(),
+            "cross": None if cross_judge is None else cross_judge.identity(),
+        },
+        "counts": counts,
+        "cross": cross_judge_report(runs) if cross_df is not None else None,
+        "stability": stab,
+        "human": human,
+        "runs": runs.height,
+        "error_runs": int(runs["error"].sum()),
+        "zero_call_runs": int(runs["zero_call"].sum()),
+    }
+    write_json(validation_out, report)
+    return report
