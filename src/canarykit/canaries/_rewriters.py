@@ -1,0 +1,341 @@
+"""Rewriters: reword a tool's name and description for the semantic and capability canaries.
+
+``offline`` (the default) is a deterministic rewording from synonym tables and works for
+any tool name. ``llm`` asks a model through litellm at temperature 0 and persists every
+rewording in a JSON cache keyed by the content hash of (model, prompt version, tool,
+type), so that the pool is generated once and reruns are byte-identical without a call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import CanaryKitError, ConfigError, InputError
+from ..jsonio import HostileJSONError, content_hash, safe_json_loads, write_json
+from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name
+
+#: Canary types whose name and description come from a rewriter (Appendix C).
+REWORDED_TYPES: tuple[str, ...] = ("semantic_decoy", "capability_mirage")
+
+
+class RewriterError(CanaryKitError):
+    """A rewriter could not produce a usable name and description."""
+
+
+@runtime_checkable
+class Rewriter(Protocol):
+    """Rewords a tool for one canary type: returns ``(name, description without suffix)``."""
+
+    name: str
+
+    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]: ...
+
+
+def _provenance(rewriter: Rewriter) -> dict[str, Any]:
+    prov: dict[str, Any] = {"rewriter": rewriter.name}
+    model = getattr(rewriter, "model", None)
+    if isinstance(model, str):
+        prov["model"] = model
+        prov["prompt_version"] = LLMRewriter.PROMPT_VERSION
+    return prov
+
+
+class OfflineRewriter:
+    """Deterministic rewording from verb/noun synonym tables.
+
+    - semantic_decoy: the name is paraphrased (``web_search`` -> ``find_online``,
+      ``get_weather`` -> ``fetch_conditions``) and the description is reworded word by word;
+    - capability_mirage: the name is ``advanced_<name>`` and an inflated first sentence is
+      put before the description.
+    """
+
+    name = "offline"
+
+    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]:
+        tool_name = str(tool["name"])
+        description = str(tool.get("description") or "").strip() or end_sentence(
+            humanize(tool_name)
+        )
+        if canary_type == "capability_mirage":
+            inflated = (
+                "Expert-level engine that goes beyond the standard tool in depth, coverage and "
+                "precision, handling the cases it cannot."
+            )
+            return "advanced_" + tool_name, f"{inflated} {description}"
+        if canary_type == "semantic_decoy":
+            reworded = paraphrase(description)
+            if reworded == description:
+                reworded = f"{end_sentence(humanize(paraphrase_name(tool_name)))} {description}"
+            return paraphrase_name(tool_name), reworded
+        raise ValueError(f"the offline rewriter rewords {REWORDED_TYPES}, not {canary_type!r}")
+
+
+CompletionFn = Callable[..., Any]
+
+_PROMPTS: Mapping[str, str] = {
+    "semantic_decoy": (
+        "Paraphrase this tool so that it reads as a different tool doing the same job. "
+        "Give it a NEW name (a snake_case synonym, not the same words as the original) and "
+        "reword the description in different words while keeping its meaning. Do not mention "
+        "caching, staleness or versions."
+    ),
+    "capability_mirage": (
+        "Write a more powerful-sounding variant of this tool. Its name must be 'advanced_' "
+        "followed by the original name. Its description must claim inflated capabilities "
+        "(expert-level, more thorough, more accurate) while describing the same job."
+    ),
+}
+
+_SYSTEM = (
+    "You rename and redescribe software tools. Answer with ONLY a JSON object "
+    '{"name": "...", "description": "..."}; the name uses only letters, digits, "_" and "-" '
+    "(at most 64 characters); the description is one to three plain sentences."
+)
+
+
+def _message_text(response: Any) -> str:
+    """The text of the first choice of a litellm (or OpenAI-shaped dict) response."""
+    choices = (
+        response["choices"] if isinstance(response, Mapping) else getattr(response, "choices", None)
+    )
+    if not choices:
+        raise RewriterError("the model returned no choices")
+    first = choices[0]
+    message = first["message"] if isinstance(first, Mapping) else getattr(first, "message", None)
+    content = (
+        message.get("content")
+        if isinstance(message, Mapping)
+        else getattr(message, "content", None)
+    )
+    if not isinstance(content, str) or not content.strip():
+        raise RewriterError("the model returned an empty message")
+    return content
+
+
+def parse_rewording(text: str, original_name: str) -> tuple[str, str]:
+    """Parse a model's ``{"name", "description"}`` answer defensively.
+
+    Code fences and prose around the object are ignored; the name is mapped to the
+    allowed charset. Raises :class:`RewriterError` on anything unusable.
+    """
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise RewriterError("no JSON object in the model's answer")
+    try:
+        obj = safe_json_loads(text[start : end + 1], max_chars=20_000, max_depth=4)
+    except HostileJSONError as exc:
+        raise RewriterError(f"unparseable answer: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise RewriterError("the answer is not a JSON object")
+    name, description = obj.get("name"), obj.get("description")
+    if not isinstance(name, str) or not isinstance(description, str):
+        raise RewriterError('the answer lacks string "name" and "description" fields')
+    clean = sanitize_name(name)
+    if not clean:
+        raise RewriterError(f"unusable name {name!r}")
+    if clean.lower() == original_name.lower():
+        raise RewriterError(f"the name {clean!r} is the original tool's name")
+    desc = re.sub(r"\s+", " ", description).strip()[:1024]
+    if not desc:
+        raise RewriterError("empty description")
+    return clean, desc
+
+
+class LLMRewriter:
+    """Rewords through ``litellm.completion`` at temperature 0, with a persistent cache.
+
+    The cache (``cache_path``, a JSON file) maps ``content_hash`` of (model, prompt
+    version, tool definition, canary type) to the rewording; a hit never calls the model,
+    so reruns are byte-identical. ``api_key_env`` names the environment variable holding
+    the key; without it a dummy key is sent (local OpenAI-compatible servers ignore it).
+    ``completion_fn`` replaces ``litellm.completion`` (tests inject a fake).
+    """
+
+    name = "llm"
+    PROMPT_VERSION = "1"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        cache_path: str | os.PathLike[str],
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        completion_fn: CompletionFn | None = None,
+        max_attempts: int = 3,
+        timeout_s: float = 60.0,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError(
+                "params.yaml", "canaries.llm.model", "the llm rewriter needs a model id"
+            )
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.model = model
+        self.cache_path = Path(cache_path)
+        self.api_base = api_base
+        self.api_key_env = api_key_env
+        self.max_attempts = max_attempts
+        self.timeout_s = timeout_s
+        self._completion_fn = completion_fn
+        self.calls = 0
+        self._cache = self._load_cache()
+
+    def _load_cache(self) -> dict[str, dict[str, Any]]:
+        if not self.cache_path.exists():
+            return {}
+        src = str(self.cache_path)
+        try:
+            data = safe_json_loads(
+                self.cache_path.read_text(encoding="utf-8"), max_chars=50_000_000
+            )
+        except (OSError, ValueError) as exc:
+            raise InputError(src, "<root>", f"unreadable rewording cache: {exc}") from exc
+        entries = data.get("entries") if isinstance(data, dict) else None
+        if not isinstance(entries, dict):
+            raise InputError(src, "entries", "expected an object of cached rewordings")
+        for key, entry in entries.items():
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("name"), str)
+                and isinstance(entry.get("description"), str)
+            ):
+                raise InputError(
+                    src, f"entries.{key}", 'expected {"name": str, "description": str}'
+                )
+        return entries
+
+    def cache_key(self, tool: Mapping[str, Any], canary_type: str) -> str:
+        return content_hash(
+            {
+                "model": self.model,
+                "prompt_version": self.PROMPT_VERSION,
+                "tool": {
+                    "name": tool["name"],
+                    "description": tool.get("description", ""),
+                    "inputSchema": tool.get("inputSchema"),
+                },
+                "type": canary_type,
+            }
+        )
+
+    def _completion(self) -> CompletionFn:
+        if self._completion_fn is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            self._completion_fn = litellm.completion
+        return self._completion_fn
+
+    def _api_key(self) -> str:
+        if not self.api_key_env:
+            return "sk-no-key-needed"
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                "params.yaml",
+                "canaries.llm.api_key_env",
+                f"environment variable {self.api_key_env} is not set",
+            )
+        return key
+
+    def messages(self, tool: Mapping[str, Any], canary_type: str) -> list[dict[str, str]]:
+        from ..jsonio import pretty_json
+
+        shown = {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "inputSchema": tool.get("inputSchema"),
+        }
+        return [
+            {"role": "system", "content": _SYSTEM},
+            {"role": "user", "content": f"{_PROMPTS[canary_type]}\n\nTOOL:\n{pretty_json(shown)}"},
+        ]
+
+    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]:
+        if canary_type not in _PROMPTS:
+            raise ValueError(f"the llm rewriter rewords {REWORDED_TYPES}, not {canary_type!r}")
+        key = self.cache_key(tool, canary_type)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit["name"], hit["description"]
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": self.messages(tool, canary_type),
+            "temperature": 0,
+            "api_key": self._api_key(),
+            "timeout": self.timeout_s,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        completion = self._completion()
+        problem = "no attempt made"
+        for _ in range(self.max_attempts):
+            self.calls += 1
+            try:
+                name, description = parse_rewording(
+                    _message_text(completion(**kwargs)), str(tool["name"])
+                )
+            except RewriterError as exc:
+                problem = str(exc)
+                continue
+            except Exception as exc:  # network, provider and rate-limit errors of any backend
+                problem = f"{type(exc).__name__}: {exc}"
+                continue
+            self._cache[key] = {
+                "name": name,
+                "description": description,
+                "tool": tool["name"],
+                "type": canary_type,
+            }
+            write_json(self.cache_path, {"entries": self._cache})
+            return name, description
+        raise RewriterError(
+            f"llm rewriter ({self.model}) gave no usable rewording of tool {tool['name']!r} for "
+            f"{canary_type} after {self.max_attempts} attempts; last problem: {problem}"
+        )
+
+
+RewriterFactory = Callable[..., Rewriter]
+
+#: Rewriters by name, so configuration (``canaries.generator``) can select one.
+REWRITERS: dict[str, RewriterFactory] = {"offline": OfflineRewriter, "llm": LLMRewriter}
+
+
+def register_rewriter(name: str, factory: RewriterFactory) -> None:
+    """Make a rewriter selectable by ``name``."""
+    REWRITERS[name] = factory
+
+
+#: Where the llm rewriter persists its rewordings unless told otherwise (next to the
+#: agents' response cache, ``agent.cache_dir``).
+DEFAULT_REWORDING_CACHE = "results/cache/canary_rewordings.json"
+
+
+def make_rewriter(name: str, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Rewriter:
+    """Build the rewriter registered as ``name``.
+
+    ``config`` is params.yaml's ``canaries.llm`` section (``model``, ``api_base``,
+    ``api_key_env``); keyword arguments override it. ``offline`` ignores both. The llm
+    rewriter's cache defaults to :data:`DEFAULT_REWORDING_CACHE`.
+    """
+    if name not in REWRITERS:
+        raise ConfigError(
+            "params.yaml",
+            "canaries.generator",
+            f"unknown rewriter {name!r}; expected one of {sorted(REWRITERS)}",
+        )
+    if name == "offline":
+        return OfflineRewriter()
+    options = {k: v for k, v in dict(config or {}).items() if v is not None}
+    options.update(kwargs)
+    if name == "llm":
+        options.setdefault("cache_path", DEFAULT_REWORDING_CACHE)
+        if not options.get("model"):
+            raise ConfigError("params.yaml", "canaries.llm.model", "generator llm needs a model id")
+        return LLMRewriter(options.pop("model"), **options)
+    return REWRITERS[name](**options)
