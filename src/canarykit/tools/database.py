@@ -1,0 +1,348 @@
+"""The database server: read-only SQL over an embedded SQLite shop database.
+
+The database is generated once per process from a fixed seed (customers, products, orders,
+order_items, employees; every order total equals the sum of its line items, every foreign key
+resolves), serialised, and then opened as one private in-memory copy per thread. Each copy is
+guarded three ways: ``PRAGMA query_only``, an authorizer that allows only reads, and a
+progress handler that stops runaway queries. Non-deterministic SQL (``random()``, ``'now'``)
+is refused so results stay a pure function of the query text.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import sqlite3
+import threading
+from datetime import date, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, Final
+
+from ._common import ToolError
+
+SEED: Final = 20261130
+MAX_ROWS: Final = 200
+MAX_SQL_CHARS: Final = 5000
+#: SQLite VM instructions between progress checks, and the number of checks allowed.
+_PROGRESS_STEP: Final = 10_000
+_PROGRESS_LIMIT: Final = 500
+
+_SCHEMA = """
+CREATE TABLE customers (
+    customer_id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    email TEXT NOT NULL UNIQUE,
+    city TEXT NOT NULL,
+    country TEXT NOT NULL,
+    segment TEXT NOT NULL,
+    signup_date TEXT NOT NULL
+);
+CREATE TABLE products (
+    product_id INTEGER PRIMARY KEY,
+    sku TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    category TEXT NOT NULL,
+    unit_price REAL NOT NULL,
+    stock INTEGER NOT NULL
+);
+CREATE TABLE orders (
+    order_id INTEGER PRIMARY KEY,
+    customer_id INTEGER NOT NULL REFERENCES customers(customer_id),
+    order_date TEXT NOT NULL,
+    status TEXT NOT NULL,
+    total REAL NOT NULL
+);
+CREATE TABLE order_items (
+    order_item_id INTEGER PRIMARY KEY,
+    order_id INTEGER NOT NULL REFERENCES orders(order_id),
+    product_id INTEGER NOT NULL REFERENCES products(product_id),
+    quantity INTEGER NOT NULL,
+    unit_price REAL NOT NULL,
+    line_total REAL NOT NULL
+);
+CREATE TABLE employees (
+    employee_id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    department TEXT NOT NULL,
+    title TEXT NOT NULL,
+    office TEXT NOT NULL,
+    salary INTEGER NOT NULL,
+    hire_date TEXT NOT NULL,
+    manager_id INTEGER REFERENCES employees(employee_id)
+);
+CREATE INDEX idx_orders_customer ON orders(customer_id);
+CREATE INDEX idx_items_order ON order_items(order_id);
+"""
+
+_FIRST = ("Aarav", "Olivia", "Liam", "Sofia", "Noah", "Mia", "Lukas", "Emma", "Hiro", "Yuki", "Priya",
+          "Rahul", "Camila", "Mateo", "Chloe", "Lucas", "Amara", "Kwame", "Ingrid", "Erik", "Fatima",
+          "Omar", "Mei", "Wei", "Isabella", "James", "Charlotte", "Ethan", "Ananya", "Diego", "Hannah",
+          "Felix", "Leila", "Tomas", "Grace", "Daniel", "Nora", "Arjun", "Sakura", "Ben")
+_LAST = ("Sharma", "Smith", "Müller", "Tanaka", "Silva", "Garcia", "Johnson", "Nguyen", "Kowalski",
+         "Rossi", "Dubois", "Patel", "Kim", "Okafor", "Andersson", "Hernandez", "Schmidt", "Sato",
+         "Fernandes", "Brown", "Martin", "Chen", "Wilson", "Iyer", "Costa", "Lopez", "Becker", "Ito",
+         "Murphy", "Novak")
+_PLACES = (("United States", ("New York", "Chicago", "Seattle", "Austin", "Denver")),
+           ("Germany", ("Berlin", "Munich", "Hamburg")),
+           ("India", ("Mumbai", "Bengaluru", "Delhi", "Pune")),
+           ("Japan", ("Tokyo", "Osaka")),
+           ("United Kingdom", ("London", "Manchester", "Edinburgh")),
+           ("France", ("Paris", "Lyon")),
+           ("Brazil", ("Sao Paulo", "Rio de Janeiro")),
+           ("Canada", ("Toronto", "Vancouver")),
+           ("Australia", ("Sydney", "Melbourne")),
+           ("Spain", ("Madrid", "Barcelona")))
+_DOMAINS = ("gmail.com", "outlook.com", "proton.me", "yahoo.com", "icloud.com", "fastmail.com")
+_SEGMENTS = ("consumer", "consumer", "consumer", "small_business", "enterprise")
+
+_PRODUCTS = (
+    ("Electronics", "Wireless noise-cancelling headphones", "249.00"),
+    ("Electronics", "27-inch 4K monitor", "379.99"), ("Electronics", "Mechanical keyboard, brown switches", "119.50"),
+    ("Electronics", "USB-C docking station", "189.00"), ("Electronics", "1080p webcam with ring light", "79.95"),
+    ("Electronics", "Portable SSD 2 TB", "159.00"), ("Electronics", "Bluetooth travel speaker", "59.99"),
+    ("Electronics", "Ergonomic vertical mouse", "44.90"),
+    ("Office", "Sit-stand desk, walnut top", "549.00"), ("Office", "Mesh task chair", "389.00"),
+    ("Office", "A5 dotted notebook, 3-pack", "18.75"), ("Office", "Gel pens, 12-pack", "11.40"),
+    ("Office", "Monitor arm, gas spring", "74.95"), ("Office", "Desk lamp with wireless charger", "64.00"),
+    ("Office", "Whiteboard 90x60 cm", "52.30"),
+    ("Kitchen", "Espresso machine, 15 bar", "429.00"), ("Kitchen", "Burr coffee grinder", "139.00"),
+    ("Kitchen", "Cast iron skillet 26 cm", "42.50"), ("Kitchen", "Chef's knife 20 cm", "89.00"),
+    ("Kitchen", "Electric kettle, variable temperature", "69.90"), ("Kitchen", "Glass meal-prep containers, 10-pack", "34.99"),
+    ("Kitchen", "Stand mixer 5 L", "349.00"),
+    ("Outdoor", "Ultralight tent, 2-person", "299.00"), ("Outdoor", "Down sleeping bag, -5 C", "219.00"),
+    ("Outdoor", "Trekking poles, carbon", "99.00"), ("Outdoor", "Insulated water bottle 1 L", "32.00"),
+    ("Outdoor", "Headlamp 400 lumen", "39.95"), ("Outdoor", "Daypack 28 L", "119.00"),
+    ("Books", "The Pragmatic Programmer, 20th anniversary ed.", "44.99"),
+    ("Books", "Designing Data-Intensive Applications", "49.99"), ("Books", "Thinking, Fast and Slow", "18.00"),
+    ("Books", "The Design of Everyday Things", "19.99"), ("Books", "Atomic Habits", "16.20"),
+    ("Books", "Sapiens: A Brief History of Humankind", "22.50"),
+)
+_STATUSES = ("delivered",) * 6 + ("shipped", "shipped", "processing", "cancelled", "returned")
+_DEPARTMENTS = (("Engineering", ("Software Engineer", "Senior Software Engineer", "Staff Engineer"), 118000, 205000),
+                ("Sales", ("Account Executive", "Senior Account Executive", "Sales Engineer"), 72000, 140000),
+                ("Marketing", ("Marketing Specialist", "Content Strategist", "Growth Manager"), 68000, 128000),
+                ("Finance", ("Financial Analyst", "Senior Accountant", "Controller"), 74000, 150000),
+                ("Operations", ("Operations Analyst", "Logistics Coordinator", "Facilities Manager"), 60000, 112000),
+                ("Support", ("Support Specialist", "Support Engineer", "Customer Success Manager"), 52000, 98000))
+_OFFICES = ("Seattle", "Berlin", "Bengaluru", "Toronto", "Sao Paulo")
+
+
+def _cents(x: Decimal) -> Decimal:
+    return x.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+def _build_connection() -> sqlite3.Connection:
+    rng = random.Random(SEED)
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(_SCHEMA)
+    customers = []
+    used_emails: set[str] = set()
+    for cid in range(1, 151):
+        first, last = rng.choice(_FIRST), rng.choice(_LAST)
+        country, cities = rng.choice(_PLACES)
+        base = f"{first}.{last}".lower().replace("ü", "ue")
+        email = f"{base}@{rng.choice(_DOMAINS)}"
+        n = 2
+        while email in used_emails:
+            email = f"{base}{n}@{rng.choice(_DOMAINS)}"
+            n += 1
+        used_emails.add(email)
+        signup = date(2023, 1, 1) + timedelta(days=rng.randrange(0, 1000))
+        customers.append((cid, f"{first} {last}", email, rng.choice(cities), country,
+                          rng.choice(_SEGMENTS), signup.isoformat()))
+    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?)", customers)
+
+    products = []
+    for pid, (cat, name, price) in enumerate(_PRODUCTS, start=1):
+        sku = f"{cat[:3].upper()}-{1000 + pid * 7}"
+        products.append((pid, sku, name, cat, float(price), rng.randrange(0, 400)))
+    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?)", products)
+
+    signup_by_id = {c[0]: date.fromisoformat(c[6]) for c in customers}
+    orders = []
+    items = []
+    item_id = 1
+    start = date(2025, 1, 1)
+    span = (date(2026, 11, 29) - start).days
+    for oid in range(1, 801):
+        cid = rng.randrange(1, 151)
+        day = start + timedelta(days=rng.randrange(0, span + 1))
+        day = max(day, signup_by_id[cid])
+        status = rng.choice(_STATUSES)
+        if (date(2026, 11, 30) - day).days < 5 and status == "delivered":
+            status = "shipped"
+        total = Decimal(0)
+        for pid in rng.sample(range(1, len(_PRODUCTS) + 1), rng.randint(1, 4)):
+            qty = rng.choice((1, 1, 1, 2, 2, 3, 5))
+            unit_price = Decimal(_PRODUCTS[pid - 1][2])
+            line = _cents(unit_price * qty)
+            total += line
+            items.append((item_id, oid, pid, qty, float(unit_price), float(line)))
+            item_id += 1
+        orders.append((oid, cid, day.isoformat(), status, float(total)))
+    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?)", orders)
+    conn.executemany("INSERT INTO order_items VALUES (?,?,?,?,?,?)", items)
+
+    employees: list[tuple[Any, ...]] = []
+    eid = 1
+    for dept, titles, lo, hi in _DEPARTMENTS:
+        head = eid
+        employees.append((eid, f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", dept, f"Head of {dept}",
+                          rng.choice(_OFFICES), (hi + 30000) // 500 * 500,
+                          (date(2018, 1, 1) + timedelta(days=rng.randrange(0, 900))).isoformat(), None))
+        eid += 1
+        for _ in range(rng.randint(6, 10)):
+            salary = rng.randrange(lo, hi) // 500 * 500
+            hired = date(2019, 1, 1) + timedelta(days=rng.randrange(0, 2500))
+            employees.append((eid, f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", dept, rng.choice(titles),
+                              rng.choice(_OFFICES), salary, hired.isoformat(), head))
+            eid += 1
+    conn.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?,?)", employees)
+    conn.commit()
+    return conn
+
+
+_build_lock = threading.Lock()
+_image: bytes | None = None
+_tables: dict[str, dict[str, Any]] = {}
+_local = threading.local()
+
+
+def _ensure_image() -> bytes:
+    global _image
+    if _image is None:
+        with _build_lock:
+            if _image is None:
+                conn = _build_connection()
+                for (table,) in conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name").fetchall():
+                    cols = [
+                        {"name": r[1], "type": r[2], "nullable": not r[3], "primary_key": bool(r[5])}
+                        for r in conn.execute(f"PRAGMA table_info({table})")
+                    ]
+                    fks = {r[3]: f"{r[2]}.{r[4]}" for r in conn.execute(f"PRAGMA foreign_key_list({table})")}
+                    for col in cols:
+                        if col["name"] in fks:
+                            col["references"] = fks[col["name"]]
+                    count = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                    _tables[table] = {"columns": cols, "row_count": count}
+                _image = conn.serialize()
+                conn.close()
+    return _image
+
+
+_ALLOWED_ACTIONS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                                     sqlite3.SQLITE_RECURSIVE})
+_BANNED_FUNCTIONS: Final = frozenset({"random", "randomblob", "changes", "total_changes",
+                                      "last_insert_rowid", "load_extension", "sqlite_offset"})
+
+
+def _authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    if action not in _ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _BANNED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def __call__(self) -> int:
+        self.ticks += 1
+        return 1 if self.ticks > _PROGRESS_LIMIT else 0
+
+
+def _connection() -> tuple[sqlite3.Connection, _Budget]:
+    conn: sqlite3.Connection | None = getattr(_local, "conn", None)
+    if conn is None:
+        image = _ensure_image()
+        conn = sqlite3.connect(":memory:", check_same_thread=True)
+        conn.deserialize(image)
+        conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(_authorizer)
+        budget = _Budget()
+        conn.set_progress_handler(budget, _PROGRESS_STEP)
+        _local.conn = conn
+        _local.budget = budget
+    return conn, _local.budget
+
+
+_WRITE_WORDS = re.compile(
+    r"^\s*(insert|update|delete|drop|create|alter|replace|attach|detach|pragma|vacuum|reindex|analyze|"
+    r"begin|commit|rollback|savepoint|release)\b", re.IGNORECASE)
+_CLOCK = re.compile(r"'\s*now\s*'|\bcurrent_(?:date|time|timestamp)\b", re.IGNORECASE)
+
+
+def _strip_comments(sql: str) -> str:
+    return re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.DOTALL)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    return v
+
+
+def query_database(sql: str) -> dict[str, Any]:
+    if len(sql) > MAX_SQL_CHARS:
+        raise ToolError(f"query is longer than {MAX_SQL_CHARS} characters")
+    body = _strip_comments(sql).strip()
+    while body.endswith(";"):
+        body = body[:-1].rstrip()
+    if not body:
+        raise ToolError("sql must contain a SELECT statement")
+    if ";" in re.sub(r"'(?:[^']|'')*'", "''", body):
+        raise ToolError("only one statement per call is allowed; remove the extra ';'")
+    match = _WRITE_WORDS.match(body)
+    if match:
+        raise ToolError(f"the database is read-only: {match.group(1).upper()} statements are not allowed")
+    if _CLOCK.search(body):
+        raise ToolError("the database clock is not available; use literal dates (today is 2026-11-30)")
+    conn, budget = _connection()
+    budget.ticks = 0
+    try:
+        cur = conn.execute(body)
+        rows = cur.fetchmany(MAX_ROWS + 1)
+    except sqlite3.DatabaseError as exc:
+        msg = str(exc)
+        if "interrupted" in msg:
+            raise ToolError("query exceeded the execution limit; add filters or a LIMIT") from exc
+        if "not authorized to use function" in msg:
+            name = msg.rsplit(":", 1)[-1].strip()
+            raise ToolError(f"function {name}() is not available here (non-deterministic or unsafe)") from exc
+        if "not authorized" in msg or "prohibited" in msg or "readonly" in msg or "query_only" in msg:
+            raise ToolError(f"the database is read-only and only SELECT queries are allowed ({msg})") from exc
+        raise ToolError(f"SQL error: {msg}") from exc
+    except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
+        raise ToolError(f"SQL error: {exc}") from exc
+    if cur.description is None:
+        raise ToolError("the statement returned no result set; only SELECT queries are allowed")
+    columns = [d[0] for d in cur.description]
+    truncated = len(rows) > MAX_ROWS
+    rows = rows[:MAX_ROWS]
+    return {
+        "columns": columns,
+        "rows": [[_jsonable(v) for v in row] for row in rows],
+        "row_count": len(rows),
+        "truncated": truncated,
+        **({"note": f"only the first {MAX_ROWS} rows are returned; add LIMIT or aggregate"} if truncated else {}),
+    }
+
+
+def table_names() -> list[str]:
+    _ensure_image()
+    return sorted(_tables)
+
+
+def describe_table(table: str) -> dict[str, Any]:
+    _ensure_image()
+    key = table.strip().strip('"`[]').lower()
+    if key not in _tables:
+        raise ToolError(f"unknown table {table!r}; tables: {', '.join(sorted(_tables))}")
+    info = _tables[key]
+    return {"table": key, "columns": [dict(c) for c in info["columns"]], "row_count": info["row_count"]}
