@@ -1,0 +1,45 @@
+"""Agent execution: the tool-calling loop, model backends, reference agents and the run store.
+
+- :func:`run_one` runs one task through the loop and returns its :class:`~canarykit.records.RunRecord`.
+- :func:`run_grid` runs (or reuses) a whole study grid and writes the run index and summary.
+- Backends (:class:`Backend`, registered by name: ``litellm``, ``ollama``, ``local``,
+  ``reference``) speak one protocol (:class:`ChatRequest` -> :class:`ChatResponse`).
+"""
+
+from __future__ import annotations
+
+from .cache import ResponseCache, response_key
+from .calls import BackendFailure, CallStats, ModelCaller, RetryPolicy
+from .loop import (
+    LOOP_VERSION,
+    SYSTEM_PROMPT,
+    Environment,
+    RunSpec,
+    ToolSet,
+    build_toolset,
+    code_version,
+    default_environment,
+    run_one,
+    toolset_from_assembly,
+)
+from .protocol import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    ChatResponse,
+    RunContext,
+    ToolCall,
+    make_backend,
+    register_backend,
+    registered_backends,
+)
+from .runner import RunSummary, run_grid
+from .store import RunStore, model_identity, run_identity
+
+__all__ = [
+    "LOOP_VERSION", "SYSTEM_PROMPT", "Backend", "BackendError", "BackendFailure", "CallStats", "ChatRequest",
+    "ChatResponse", "Environment", "ModelCaller", "ResponseCache", "RetryPolicy", "RunContext", "RunSpec",
+    "RunStore", "RunSummary", "ToolCall", "ToolSet", "build_toolset", "code_version", "default_environment",
+    "make_backend", "model_identity", "register_backend", "registered_backends", "response_key", "run_grid",
+    "run_identity", "run_one", "toolset_from_assembly",
+]

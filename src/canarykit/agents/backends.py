@@ -1,0 +1,332 @@
+"""Model backends: ``litellm`` (hosted or any OpenAI-compatible gateway), ``ollama``, ``local``.
+
+Every backend turns a :class:`~.protocol.ChatRequest` into a normalised
+:class:`~.protocol.ChatResponse` and maps failures to :class:`~.protocol.BackendError`
+(retryable for 408/409/429, 5xx, timeouts and connection errors). Retrying is the caller's
+job (:mod:`.calls`); backends make exactly one attempt.
+
+Keys come only from the environment variable a model spec names (``api_key_env``) and are
+passed to the client explicitly; nothing here records request arguments, and key values are
+scrubbed from error messages. litellm is imported only when a litellm/local model is used
+(the import costs seconds), with ``LITELLM_LOCAL_MODEL_COST_MAP`` set so it never fetches the
+cost map over the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..jsonio import canonical_json, safe_json_loads
+from ..records import Usage
+from .protocol import (
+    BackendError,
+    ChatRequest,
+    ChatResponse,
+    ToolCall,
+    is_retryable_status,
+    register_backend,
+)
+
+#: Sent to endpoints that need no key (local servers, fake gateways): litellm would otherwise
+#: send OPENAI_API_KEY to a custom api_base.
+NO_KEY = "sk-no-key"
+
+_LITELLM_LOCK = threading.Lock()
+
+
+def import_litellm() -> Any:
+    """Import litellm once, offline (bundled cost map), quietly."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with _LITELLM_LOCK:
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+    return litellm
+
+
+def provider_of(spec: Mapping[str, Any]) -> str:
+    """The concurrency pool of a model: ``provider``, else the model id's prefix, else the backend."""
+    if spec.get("provider"):
+        return str(spec["provider"])
+    backend = str(spec.get("backend", ""))
+    if backend in ("ollama", "reference", "local"):
+        return backend
+    model = str(spec.get("model") or "")
+    return model.split("/", 1)[0] if "/" in model else (backend or "default")
+
+
+def parse_retry_after(headers: Mapping[str, Any] | None) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {str(k).lower(): v for k, v in dict(headers).items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except (TypeError, ValueError):
+            pass
+    ra = lower.get("retry-after")
+    if ra is None:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except (TypeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(ra))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _exception_headers(exc: BaseException) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    response = getattr(exc, "response", None)
+    for source in (getattr(response, "headers", None), getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None)):
+        if source:
+            try:
+                out.update({str(k).lower(): v for k, v in dict(source).items()})
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    text = text[:1000]
+    if secret and secret != NO_KEY and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text
+
+
+# --------------------------------------------------------------------------- litellm
+
+
+class LiteLLMBackend:
+    """Any model litellm reaches: hosted providers or an OpenAI-compatible ``api_base``."""
+
+    cacheable = True
+
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None, *, kind: str = "litellm",
+                 api_base: str | None = None, model: str | None = None, scope_endpoint: str | None = None,
+                 default_decoding: Mapping[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.model = str(model or spec.get("model") or "")
+        if not self.model:
+            raise BackendError(f"model {spec.get('name')!r}: no `model` identifier configured", error_type="ConfigError")
+        self.api_base = api_base if api_base is not None else spec.get("api_base")
+        self.api_key_env = spec.get("api_key_env")
+        self.decoding = {**dict(default_decoding or {}), **dict(spec.get("decoding") or {})}
+        self.provider = provider_of(spec)
+        endpoint = scope_endpoint or f"{kind}:{self.api_base or ''}"
+        self.cache_scope = {"endpoint": endpoint, "model": self.model, "decoding": self.decoding}
+        self._litellm: Any = None
+        self._price_unknown = False
+
+    def _api_key(self) -> str | None:
+        if self.api_key_env:
+            value = os.environ.get(str(self.api_key_env))
+            if not value:
+                raise BackendError(f"environment variable {self.api_key_env} (api_key_env) is not set", error_type="MissingAPIKey")
+            return value
+        return NO_KEY if self.api_base else None
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        if self._litellm is None:
+            self._litellm = import_litellm()
+        litellm = self._litellm
+        key = self._api_key()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "tools": request.tools or None,
+            "timeout": request.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,  # the OpenAI SDK's own retries too: the retry policy is ours alone
+            **self.decoding,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if key is not None:
+            kwargs["api_key"] = key
+        t0 = time.perf_counter()
+        try:
+            resp = await litellm.acompletion(**kwargs)
+        except Exception as exc:  # mapped and classified, never re-raised raw
+            raise self._map_error(exc, key) from None
+        latency = time.perf_counter() - t0
+        return self._normalise(resp, latency)
+
+    def _map_error(self, exc: Exception, key: str | None) -> BackendError:
+        litellm = self._litellm
+        status = getattr(exc, "status_code", None)
+        try:
+            status = int(status) if status is not None else None
+        except (TypeError, ValueError):
+            status = None
+        transient = isinstance(exc, litellm.Timeout | litellm.APIConnectionError | asyncio.TimeoutError | ConnectionError)
+        if isinstance(exc, litellm.Timeout):
+            status = status or 408
+        return BackendError(
+            _scrub(str(exc), key),
+            error_type=type(exc).__name__,
+            status_code=status,
+            retryable=transient or is_retryable_status(status),
+            retry_after_s=parse_retry_after(_exception_headers(exc)),
+        )
+
+    def _normalise(self, resp: Any, latency: float) -> ChatResponse:
+        choice = resp.choices[0]
+        msg = choice.message
+        calls = []
+        for i, tc in enumerate(getattr(msg, "tool_calls", None) or []):
+            fn = tc.function
+            args = fn.arguments
+            if args is None:
+                args = ""
+            elif not isinstance(args, str):
+                args = canonical_json(args)
+            calls.append(ToolCall(id=str(tc.id or f"call_{i}"), name=str(fn.name or ""), arguments=args))
+        usage = getattr(resp, "usage", None)
+        u = Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+        return ChatResponse(
+            content=msg.content,
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            usage=u,
+            cost_usd=self._cost(resp),
+            latency_s=latency,
+        )
+
+    def _cost(self, resp: Any) -> float | None:
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if cost is None and not self._price_unknown:
+            try:
+                cost = self._litellm.completion_cost(completion_response=resp)
+            except Exception:  # unknown model: litellm does not know its price; do not ask again
+                self._price_unknown = True
+                cost = None
+        try:
+            return None if cost is None else float(cost)
+        except (TypeError, ValueError):
+            return None
+
+
+@register_backend("litellm")
+def _make_litellm(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> LiteLLMBackend:
+    return LiteLLMBackend(spec, agent_cfg)
+
+
+# --------------------------------------------------------------------------- ollama
+
+_OLLAMA_OPTION_NAMES = {"max_tokens": "num_predict"}
+
+
+def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-form messages in Ollama's form (arguments as objects, tool results by name)."""
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        if role == "assistant" and m.get("tool_calls"):
+            calls = []
+            for tc in m["tool_calls"]:
+                fn = tc["function"]
+                names[tc["id"]] = fn["name"]
+                try:
+                    args = safe_json_loads(fn.get("arguments") or "{}", max_chars=100_000)
+                except ValueError:
+                    args = {}
+                calls.append({"function": {"name": fn["name"], "arguments": args if isinstance(args, dict) else {}}})
+            out.append({"role": "assistant", "content": m.get("content") or "", "tool_calls": calls})
+        elif role == "tool":
+            out.append({"role": "tool", "content": m.get("content") or "", "tool_name": names.get(m.get("tool_call_id", ""), "")})
+        else:
+            out.append({"role": role, "content": m.get("content") or ""})
+    return out
+
+
+class OllamaBackend:
+    """A local model served by Ollama (``/api/chat``, non-streaming, with tools)."""
+
+    kind = "ollama"
+    cacheable = True
+
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
+        self.model = str(spec.get("model") or "")
+        if not self.model:
+            raise BackendError(f"model {spec.get('name')!r}: no `model` identifier configured", error_type="ConfigError")
+        self.host = str(spec.get("host") or spec.get("api_base") or os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434")
+        self.decoding = dict(spec.get("decoding") or {})
+        self.provider = provider_of(spec)
+        self.cache_scope = {"endpoint": f"ollama:{self.host}", "model": self.model, "decoding": self.decoding}
+        self._clients: dict[int, Any] = {}
+
+    def _client(self, timeout_s: float) -> Any:
+        import ollama
+
+        loop_id = id(asyncio.get_running_loop())
+        client = self._clients.get(loop_id)
+        if client is None:
+            client = ollama.AsyncClient(host=self.host, timeout=timeout_s)
+            self._clients = {loop_id: client}  # one event loop at a time
+        return client
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        import httpx
+        import ollama
+
+        options = {_OLLAMA_OPTION_NAMES.get(k, k): v for k, v in self.decoding.items()}
+        t0 = time.perf_counter()
+        try:
+            resp = await self._client(request.timeout_s).chat(
+                model=self.model,
+                messages=ollama_messages(request.messages),
+                tools=request.tools or None,
+                options=options or None,
+                stream=False,
+            )
+        except ollama.ResponseError as exc:
+            status = getattr(exc, "status_code", None)
+            raise BackendError(str(exc)[:1000], error_type="ResponseError", status_code=status, retryable=is_retryable_status(status)) from None
+        except httpx.TimeoutException as exc:
+            raise BackendError(f"timeout: {exc}", error_type="Timeout", status_code=408, retryable=True) from None
+        except (httpx.TransportError, ConnectionError) as exc:
+            raise BackendError(f"connection error: {exc}"[:1000], error_type=type(exc).__name__, retryable=True) from None
+        latency = time.perf_counter() - t0
+        msg = resp.message
+        calls = [
+            ToolCall(id=f"call_{request.turn}_{i}", name=str(tc.function.name), arguments=canonical_json(dict(tc.function.arguments or {})))
+            for i, tc in enumerate(msg.tool_calls or [])
+        ]
+        return ChatResponse(
+            content=msg.content,
+            tool_calls=calls,
+            finish_reason=getattr(resp, "done_reason", None),
+            usage=Usage(int(getattr(resp, "prompt_eval_count", 0) or 0), int(getattr(resp, "eval_count", 0) or 0)),
+            cost_usd=None,
+            latency_s=latency,
+        )
+
+
+@register_backend("ollama")
+def _make_ollama(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> OllamaBackend:
+    return OllamaBackend(spec, agent_cfg)
+
+
+# --------------------------------------------------------------------------- local (embedded)
+
+
+@register_backend("local")
+def _make_local(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> Any:
+    from .local import LocalBackend
+
+    return LocalBackend(spec, agent_cfg)

@@ -1,0 +1,49 @@
+"""A content-addressed, on-disk cache of model responses: no model call is paid for twice.
+
+The key is the canonical JSON of everything that decides a response (the backend's
+``cache_scope``: endpoint, model, decoding; the messages; the tools), never an API key.
+Entries are written atomically (``cache_dir/<h[:2]>/<h>.json``), so a crash leaves a whole
+entry or none, and a crashed run resumes without repeating the calls it had already made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..jsonio import atomic_write_text, canonical_json, content_hash, safe_json_loads
+from .protocol import ChatResponse
+
+CACHE_FORMAT = 1
+
+
+def response_key(scope: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
+    return content_hash({"format": CACHE_FORMAT, "scope": dict(scope), "messages": list(messages), "tools": list(tools)})
+
+
+class ResponseCache:
+    """Model responses by request hash. Unreadable entries count as misses (and are rewritten)."""
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.dir = Path(cache_dir)
+
+    def path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> ChatResponse | None:
+        p = self.path(key)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            data = safe_json_loads(text, max_chars=20_000_000)
+            if not isinstance(data, dict) or data.get("key") != key:
+                return None
+            return ChatResponse.from_dict(data["response"])
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def put(self, key: str, response: ChatResponse) -> None:
+        atomic_write_text(self.path(key), canonical_json({"key": key, "response": response.to_dict()}))

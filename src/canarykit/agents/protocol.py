@@ -1,0 +1,178 @@
+"""The backend protocol: what the loop sends a model and what it gets back.
+
+Every agent, a hosted model, a local one or a reference agent, speaks this one protocol, so
+they all run through the same loop (section 4: "removes per-provider adapter confounds").
+Backends are registered by name; ``params.yaml`` selects one per model with ``backend:``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..errors import ConfigError
+from ..records import OfferedTool, Usage
+
+if TYPE_CHECKING:
+    from ..types import ToolResult
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the model sent it: ``arguments`` is the raw text, never trusted."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Read-only facts about the run, for reference agents only (models never see it).
+
+    ``evidence`` is the loop's structured view of the tool results already shown to the agent
+    in the conversation: (tool name, parsed arguments, result), in call order.
+    """
+
+    run_id: str
+    identity_hash: str
+    task: Any
+    offered: Sequence[OfferedTool]
+    tools: Sequence[Mapping[str, Any]]
+    evidence: Sequence[tuple[str, dict[str, Any], ToolResult]]
+    compose_answer: Callable[[Sequence[tuple[str, dict[str, Any], ToolResult]]], str]
+
+
+@dataclass
+class ChatRequest:
+    """One model call: the whole conversation so far plus the offered tools (OpenAI form)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    turn: int
+    timeout_s: float = 120.0
+    context: RunContext | None = None
+
+
+@dataclass
+class ChatResponse:
+    """A backend's answer, normalised across providers."""
+
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "tool_calls": [[c.id, c.name, c.arguments] for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChatResponse:
+        calls = [ToolCall(str(c[0]), str(c[1]), str(c[2])) for c in d.get("tool_calls") or []]
+        u = d.get("usage") or {}
+        cost = d.get("cost_usd")
+        return cls(
+            content=d.get("content"),
+            tool_calls=calls,
+            finish_reason=d.get("finish_reason"),
+            usage=Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0))),
+            cost_usd=None if cost is None else float(cost),
+            latency_s=float(d.get("latency_s", 0.0)),
+        )
+
+
+class BackendError(Exception):
+    """A model call failed. ``retryable`` follows the retry policy (429/5xx/timeouts/connection)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str = "BackendError",
+        status_code: int | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
+        self.status_code = status_code
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+#: HTTP statuses worth another attempt; every other 4xx is the request's fault.
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def is_retryable_status(status: int | None) -> bool:
+    return status is not None and (status in RETRYABLE_STATUS or status >= 500)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model (or reference agent) behind the loop.
+
+    ``kind`` is the registered backend name recorded in run records; ``cache_scope`` is what,
+    besides the conversation and tools, decides a response (endpoint, model, decoding; never
+    a key) and keys the response cache; ``cacheable`` is false for reference agents, whose
+    answers cost nothing; ``provider`` picks the concurrency pool.
+    """
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def cache_scope(self) -> Mapping[str, Any]: ...
+
+    @property
+    def cacheable(self) -> bool: ...
+
+    @property
+    def provider(self) -> str: ...
+
+    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+BackendFactory = Callable[[Mapping[str, Any], Mapping[str, Any]], Backend]
+_REGISTRY: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+    """Register a backend factory ``(model_spec, agent_cfg) -> Backend`` under ``name``."""
+
+    def deco(factory: BackendFactory) -> BackendFactory:
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def registered_backends() -> tuple[str, ...]:
+    _ensure_builtin()
+    return tuple(sorted(_REGISTRY))
+
+
+def make_backend(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None, source: str = "params.yaml") -> Backend:
+    """Build the backend a model spec names (``backend:`` key)."""
+    _ensure_builtin()
+    kind = spec.get("backend")
+    factory = _REGISTRY.get(str(kind))
+    if factory is None:
+        raise ConfigError(source, f"models[{spec.get('name')}].backend", f"unknown backend {kind!r}; expected one of {sorted(_REGISTRY)}")
+    return factory(spec, agent_cfg or {})
+
+
+def _ensure_builtin() -> None:
+    # Importing the modules registers the built-in backends (cheap: heavy clients load lazily).
+    from . import backends, reference  # noqa: F401

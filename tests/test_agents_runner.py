@@ -1,0 +1,150 @@
+"""run_grid: reuse, resumability, budgets, identity dedupe, and a SIGKILL mid-study."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from fakes.openai_server import FakeOpenAIServer, body_key, run_key, simple_agent
+from fakes.study import make_study
+
+from canarykit.agents import run_grid
+from canarykit.records import read_record
+
+KEY_ENV = "CANARYKIT_TEST_RUNNER_KEY"
+SECRET = "sk-runner-secret-0xDEADBEEF"
+FAST = {"max_turns": 4, "timeout_s": 5, "concurrency": 4, "retries": {"max_attempts": 2, "base_delay_s": 0.01, "max_delay_s": 0.02}}
+
+
+def gateway_model(url: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "gw", "backend": "litellm", "group": "hosted", "model": "openai/fake-model", "api_base": url, "api_key_env": KEY_ENV, **extra}
+
+
+def grid(tmp: Path, models: list[dict[str, Any]], tasks_path: Path, pools: dict[str, Any], seeds: list[int] | None = None,
+         **agent: Any) -> tuple[Any, pl.DataFrame, dict[str, Any]]:
+    cfg = {**FAST, "cache_dir": str(tmp / "cache"), **agent}
+    s = run_grid(models, tasks_path, pools, seeds or [0], cfg, tmp / "store", tmp / "runs.parquet", tmp / "summary.json", progress=False)
+    return s, pl.read_parquet(tmp / "runs.parquet"), json.loads((tmp / "summary.json").read_text())
+
+
+def all_records(store: Path) -> list[Any]:
+    return [read_record(p) for p in sorted(store.rglob("*.json"))]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+
+
+def test_gateway_grid_is_resumable_and_key_never_written(tmp_path: Path) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=3)
+    with FakeOpenAIServer(simple_agent) as server:
+        s1, idx, summ = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+        n_runs = 3 * len(tasks)
+        assert s1.total == n_runs and s1.executed + s1.deduplicated == n_runs and s1.failed == 0
+        assert summ["backend_calls"] == len(server.requests) > 0 and summ["executed"] == s1.executed
+        assert set(idx.columns) >= {"model", "group", "backend", "provider", "condition", "pool", "seed", "task_id",
+                                    "difficulty", "run_id", "status", "error", "executed"}
+        assert idx.height == n_runs and idx["provider"].unique().to_list() == ["openai"]
+        before = len(server.requests)
+        s2, idx2, summ2 = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+        assert s2.executed == 0 and s2.reused == n_runs and summ2["backend_calls"] == 0 and len(server.requests) == before
+        assert not idx2["executed"].any()
+        assert all(h["authorization"] == f"Bearer {SECRET}" for _, h in server.requests)
+    for p in [*tmp_path.rglob("*.json"), *tmp_path.rglob("*.parquet")]:
+        assert SECRET.encode() not in p.read_bytes(), p
+
+
+def test_error_records_are_re_executed(tmp_path: Path) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=2, pools={"standard": ["baseline"]})
+    from fakes.openai_server import Reply, error_body
+
+    with FakeOpenAIServer(lambda b, h, n: Reply(error_body("down"), status=503)) as server:
+        s1, idx, _ = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+    assert s1.failed == 2 and idx["error"].all() and (idx["status"] == "error").all()
+    with FakeOpenAIServer(simple_agent) as server:
+        s2, idx2, _ = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+    assert s2.executed == 2 and s2.failed == 0 and not idx2["error"].any()
+
+
+def test_renamed_model_reuses_nothing_but_pays_nothing(tmp_path: Path) -> None:
+    tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=2, pools={"standard": ["baseline"]})
+    with FakeOpenAIServer(simple_agent) as server:
+        grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+        n = len(server.requests)
+        s2, idx2, summ2 = grid(tmp_path, [gateway_model(server.url, name="gw-renamed")], tasks_path, pools)
+        assert len(server.requests) == n and summ2["backend_calls"] == 0 and summ2["cached_calls"] > 0
+        assert idx2["model"].unique().to_list() == ["gw-renamed"]
+
+
+def test_identical_runs_across_pools_are_executed_once(tmp_path: Path) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=5, pools={"standard": ["declared"], "subtle": ["declared"]})
+    with FakeOpenAIServer(simple_agent) as server:
+        s, idx, _ = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+    same = idx.group_by("task_id").agg(pl.col("identity_hash").n_unique().alias("n"))
+    n_identical = same.filter(pl.col("n") == 1).height
+    assert s.deduplicated == n_identical and s.executed == 2 * len(tasks) - n_identical
+    recs = {r.run_id: r for r in all_records(tmp_path / "store")}
+    assert len(recs) == idx.height
+    for row in idx.iter_rows(named=True):
+        r = recs[row["run_id"]]
+        assert (r.pool, r.task_id, r.model) == (row["pool"], row["task_id"], row["model"])
+
+
+def test_budget_stops_new_runs_cleanly(tmp_path: Path) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=5, pools={"standard": ["baseline", "declared"]})
+    with FakeOpenAIServer(simple_agent) as server:
+        # A model litellm knows the price of, so every call has a cost.
+        m = gateway_model(server.url, model="openai/gpt-4o-mini")
+        s, idx, summ = grid(tmp_path, [m], tasks_path, pools, concurrency=1, budget_usd=1e-9)
+    assert summ["budget_exhausted"] is True and s.skipped > 0 and summ["cost_usd"] > 0
+    assert idx.height == s.total - s.skipped and not idx["error"].any()
+    assert len(list((tmp_path / "store").rglob("*.json"))) == idx.height
+
+
+def test_sigkill_mid_study_leaves_no_partial_record_and_repeats_no_finished_call(tmp_path: Path) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=5, seeds=[0, 1])
+    with FakeOpenAIServer(simple_agent, latency_s=0.15) as server:
+        cfg = {
+            "models": [gateway_model(server.url)], "tasks_path": str(tasks_path),
+            "pools": {k: {**v, "canaries": str(v["canaries"]), "assembly": str(v["assembly"])} for k, v in pools.items()},
+            "seeds": [0, 1], "agent_cfg": {**FAST, "concurrency": 2, "cache_dir": str(tmp_path / "cache")},
+            "store_dir": str(tmp_path / "store"), "index_out": str(tmp_path / "runs.parquet"),
+            "summary_out": str(tmp_path / "summary.json"), "progress": False,
+        }
+        (tmp_path / "grid.json").write_text(json.dumps(cfg))
+        driver = Path(__file__).parent / "fakes" / "grid_driver.py"
+        env = {**os.environ, KEY_ENV: SECRET}
+        proc = subprocess.Popen([sys.executable, str(driver), str(tmp_path / "grid.json")], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        store = tmp_path / "store"
+        while time.monotonic() < deadline and len(list(store.rglob("*.json"))) < 4:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        finished = all_records(store)  # every file parses: no partial record
+        assert 4 <= len(finished) < 30
+        assert not list(store.rglob("*.tmp"))  # orphan temp files of an interrupted write are hidden dot-files, if any
+        prompts = {t.id: t.prompt for t in tasks}
+        done_keys = {run_key({"messages": [{"role": "user", "content": prompts[r.task_id]}],
+                              "tools": [{"function": {"name": o.name}} for o in r.offered]}) for r in finished}
+        first_phase = len(server.requests)
+        out = subprocess.run([sys.executable, str(driver), str(tmp_path / "grid.json")], env=env, capture_output=True, timeout=120)
+        assert out.returncode == 0, out.stderr.decode()[-2000:]
+        second = server.requests[first_phase:]
+        assert all(run_key(b) not in done_keys for b, _ in second)
+        repeated = [k for k, c in server.counts.items() if c > 1]
+        assert len(repeated) <= 2  # at most the calls in flight when killed (concurrency 2)
+        assert {body_key(b) for b, _ in second} >= set(repeated)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["reused"] >= len(finished) and summary["failed"] == 0
+    assert len(all_records(store)) == summary["total"] == 3 * 2 * len(tasks)

@@ -1,0 +1,56 @@
+"""Changing one canary type's suffix re-executes exactly the runs that offer that type."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from fakes.openai_server import FakeOpenAIServer, simple_agent
+from fakes.study import make_study, write_assembly, write_pool
+
+from canarykit.agents import run_grid
+
+KEY_ENV = "CANARYKIT_TEST_SUFFIX_KEY"
+
+
+def test_capability_mirage_suffix_change_reruns_only_affected_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-suffix")
+    conds = ["baseline", "declared", "full"]
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=6, pools={"standard": conds}, seeds=[0, 1])
+    agent = {"max_turns": 4, "timeout_s": 5, "concurrency": 4, "cache_dir": str(tmp_path / "cache"),
+             "retries": {"max_attempts": 2, "base_delay_s": 0.01, "max_delay_s": 0.02}}
+    with FakeOpenAIServer(simple_agent) as server:
+        models = [
+            {"name": "gw", "backend": "litellm", "group": "hosted", "model": "openai/fake-model", "api_base": server.url, "api_key_env": KEY_ENV},
+            {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"},
+        ]
+
+        def go() -> tuple[object, pl.DataFrame]:
+            s = run_grid(models, tasks_path, pools, [0, 1], agent, tmp_path / "store", tmp_path / "runs.parquet",
+                         tmp_path / "summary.json", progress=False)
+            return s, pl.read_parquet(tmp_path / "runs.parquet")
+
+        first, _ = go()
+        records = write_pool(pools["standard"]["canaries"], "standard", {"capability_mirage": "Enhanced precision variant."})
+        built = write_assembly(pools["standard"]["assembly"], tasks, records, "standard", conds, [0, 1])
+        affected = {(a.condition, a.seed, a.task_id) for a in built if any(o.canary_type == "capability_mirage" for o in a.offered)}
+        assert 0 < len(affected) < len(built)
+        calls_before = len(server.requests)
+        second, idx = go()
+        calls_made = len(server.requests) - calls_before
+
+    rows = idx.with_columns(pl.struct("condition", "seed", "task_id").map_elements(
+        lambda r: (r["condition"], r["seed"], r["task_id"]) in affected, return_dtype=pl.Boolean).alias("affected"))
+    # Exactly the runs that offer a capability mirage were redone: each distinct one executed,
+    # the rest copied from an identical run of this invocation (e.g. declared == full).
+    n_affected = rows.filter(pl.col("affected")).height
+    assert n_affected == len(models) * len(affected)
+    assert rows.filter(pl.col("executed"))["affected"].all()
+    assert second.executed == rows.filter(pl.col("affected")).select(pl.struct("model", "identity_hash").n_unique()).item()
+    copies = rows.filter(pl.col("affected") & ~pl.col("executed"))
+    executed_ids = set(rows.filter(pl.col("executed"))["identity_hash"])
+    assert set(copies["identity_hash"]) <= executed_ids and copies.height == n_affected - second.executed
+    assert second.reused == rows.height - second.executed
+    gw = second.per_model["gw"]
+    assert gw.backend_calls == calls_made == 2 * gw.executed  # simple_agent: one tool call, one answer
