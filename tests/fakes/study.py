@@ -10,47 +10,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "data" / "tasks.json"
 
-#: Used when the project's task suite is not there: one task per tool family.
-FALLBACK_TASKS: list[dict[str, Any]] = [
-    {"id": "fb-weather", "difficulty": "easy", "prompt": "What is the weather in Paris right now?",
-     "plan": [{"tool": "get_weather", "args": {"city": "Paris"}}], "declared_types": ["capability_mirage", "parameter_trap"]},
-    {"id": "fb-calc", "difficulty": "easy", "prompt": "Compute 17 * 23 + 4.",
-     "plan": [{"tool": "calculate", "args": {"expression": "17 * 23 + 4"}}], "declared_types": ["semantic_decoy"]},
-    {"id": "fb-news", "difficulty": "medium", "prompt": "Find the latest news on NVIDIA earnings and search the web for its revenue.",
-     "plan": [{"tool": "news_search", "args": {"query": "NVIDIA earnings"}}, {"tool": "web_search", "args": {"query": "NVIDIA revenue"}}],
-     "declared_types": ["temporal_decoy", "capability_mirage"]},
-    {"id": "fb-file", "difficulty": "easy", "prompt": "Read the file notes.txt and tell me what it says.",
-     "plan": [{"tool": "read_file", "args": {"path": "notes.txt"}}], "declared_types": ["prerequisite_blindness"]},
-    {"id": "fb-forecast", "difficulty": "medium", "prompt": "Give me the 3-day forecast for Mumbai and its air quality.",
-     "plan": [{"tool": "get_forecast", "args": {"city": "Mumbai", "days": 3}}, {"tool": "get_air_quality", "args": {"city": "Mumbai"}}],
-     "declared_types": ["granularity_trap", "capability_mirage"]},
-]
-
-
-def _fallback_doc() -> dict[str, Any]:
-    tasks = []
-    for t in FALLBACK_TASKS:
-        tools = list(dict.fromkeys(s["tool"] for s in t["plan"]))
-        tasks.append({**t, "correct_tools": tools, "rubric": [{"kind": "text", "label": "tool", "value": tools[0]}]})
-    return {"version": "1", "tasks": tasks}
-
-
-def write_tasks(path: Path, n: int | None = None, *, suite_only: bool = False) -> list[Any]:
-    """A task file of the suite's first ``n`` tasks (or the fallback tasks); returns the tasks."""
+def write_tasks(path: Path, n: int | None = None, *, suite_only: bool = True) -> list[Any]:
+    """A task file of the suite's first ``n`` tasks; returns the tasks."""
     from canarykit.tasks import load_tasks
 
-    if SUITE.exists():
-        doc = json.loads(SUITE.read_text(encoding="utf-8"))
-        if n is not None:
-            doc = {**doc, "tasks": doc["tasks"][:n]}
-    else:
-        if suite_only:
-            import pytest
-
-            pytest.skip(f"the task suite {SUITE} is not there yet")
-        doc = _fallback_doc()
-        if n is not None:
-            doc["tasks"] = doc["tasks"][:n]
+    doc = json.loads(SUITE.read_text(encoding="utf-8"))
+    if n is not None:
+        doc = {**doc, "tasks": doc["tasks"][:n]}
     path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     return load_tasks(path)
 

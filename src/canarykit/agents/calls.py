@@ -101,8 +101,7 @@ class ModelCaller:
         while True:
             attempt += 1
             try:
-                if self.backend.cacheable:
-                    self.stats.backend_calls += 1
+                self.stats.backend_calls += 1
                 resp = await self._once(request)
             except BackendError as exc:
                 if not exc.retryable or attempt >= self.retry.max_attempts:

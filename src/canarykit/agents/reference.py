@@ -15,11 +15,14 @@ makes one tool call per turn and, when its script is done, answers with
   it calls the candidate with the highest BM25 score between the task prompt and the tool's
   name + description (snake_case and camelCase split; ties go to the earlier offered tool),
   with the step's arguments mapped onto that tool's parameters.
-- ``planted``: the canonical plan, except that when a canary of its own ``canary_type``
-  shadows the step's tool it takes the canary with probability ``take_prob``; after the
-  canary's (defective) result it backs off to the real tool with probability
-  ``backoff_prob``, else goes on with the next step. Its measured take rate is the
-  instrument's known answer.
+- ``planted``: the canonical plan, except that in a run where a canary of its own
+  ``canary_type`` shadows a tool it needs, it falls for that type with probability
+  ``take_prob`` (one draw per run): it calls the canary at the first such step, and after
+  the canary's (defective) result backs off with probability ``backoff_prob`` (one draw per
+  run): it then calls the real tool for that step and uses real tools from there on;
+  otherwise it stays on canaries of its type for every step they shadow. So, in
+  expectation, its type-specific trap rate is ``take_prob`` and its recovery rate is
+  ``backoff_prob``: the known answers the diagnostics must recover.
 """
 
 from __future__ import annotations
@@ -209,15 +212,19 @@ def lexical(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> S
 @agent("planted")
 def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     ctype = params["canary_type"]
-    take, back = float(params["take_prob"]), float(params["backoff_prob"])
+    takes = rng.random() < float(params["take_prob"])
+    backs = rng.random() < float(params["backoff_prob"])
     tools = _tools_by_name(ctx)
     script: Script = []
+    trapped = recovered = False
     for step in ctx.task.plan:
         canary = next((o for o in ctx.offered if o.canary_type == ctype and o.shadows == step.tool), None)
-        if canary is not None and rng.random() < take:
+        if canary is not None and takes and not recovered:
             script.append((canary.name, adapt_arguments(step.args, tools[canary.name], tools.get(step.tool))))
-            if rng.random() < back:
+            if not trapped and backs:
                 script.append((step.tool, dict(step.args)))
+                recovered = True
+            trapped = True
         else:
             script.append((step.tool, dict(step.args)))
     return script

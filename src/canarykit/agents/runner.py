@@ -21,8 +21,9 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   are kept, unstarted runs have no index row, the summary says ``budget_exhausted: true``
   and stderr says so; :func:`run_grid` returns normally (exit status 0), so the next
   invocation with a larger budget resumes where this one stopped.
-- ``backend_calls`` counts requests sent to a model backend in this invocation (retries
-  included); ``cached_calls`` counts responses served from the response cache.
+- ``backend_calls`` counts requests sent to a backend in this invocation (retries included;
+  a reference agent's turns count too, answered locally at no cost); ``cached_calls``
+  counts responses served from the response cache.
 """
 
 from __future__ import annotations
