@@ -44,7 +44,7 @@ def pool_suffixes(wildcards):
 
 
 def pool_conditions(wildcards):
-    return GRID[wildcards.pool]
+    return GRID.get(wildcards.pool, [])
 
 
 def canary_pools(wildcards):

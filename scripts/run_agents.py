@@ -1,10 +1,16 @@
 """Run every agent over the grid; reuse each run whose identity already has a finished record."""
 
+from pathlib import Path
+
 from canarykit.agents.runner import run_grid
 from canarykit.workflow import run_script
 
 
 def main(smk):
+    # Both directories are DVC outputs that persist between reproductions: they must exist
+    # even when no model response is cached (reference agents).
+    Path(smk.params.agent["cache_dir"]).mkdir(parents=True, exist_ok=True)
+    Path(smk.params.store).mkdir(parents=True, exist_ok=True)
     pools = {
         pool: {
             "canaries": smk.input[f"canaries_{pool}"],

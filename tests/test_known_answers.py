@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from fakes.study import make_study
 
 from canarykit.agents import run_grid
 from canarykit.runs_table import detect_and_judge
 from canarykit.stats import bootstrap_mean_ci
 from canarykit.types import CANARY_TYPES
-
-from fakes.study import make_study
 
 TAKE, BACK = 0.4, 0.6
 
