@@ -14,6 +14,13 @@ except ConfigError as exc:
 config.clear()
 config.update(_validated)
 
+# A fresh clone after `dvc pull`: DVC checks outputs out in no particular mtime order, so
+# restore the pipeline order (only when DVC confirms every output matches dvc.lock).
+if not Path(".snakemake/metadata").exists() and Path("dvc.lock").exists():
+    from canarykit.workflow import align_mtimes_with_dvc_lock
+
+    align_mtimes_with_dvc_lock(".")
+
 #: pool -> conditions run against it (main grid plus the subtlety ablation)
 GRID = run_grid(config)
 POOLS = sorted(GRID)

@@ -100,6 +100,8 @@ def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
         if m["backend"] != "reference" and m.get("agent"):
             raise ConfigError(source, f"models[{i}].agent", "only reference agents take an agent kind")
     ab = cfg["ablation"]
+    if ab["pool"] == "other":
+        ab["pool"] = "subtle" if cfg["canaries"]["pool"] == "standard" else "standard"
     if ab["enabled"] and ab["pool"] == cfg["canaries"]["pool"]:
         raise ConfigError(source, "ablation.pool", f"the ablation pool must differ from canaries.pool ({ab['pool']!r}); disable the ablation or pick the other pool")
 

