@@ -14,10 +14,28 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-# The embedded local LLM (llama-cpp-python builds from source: about 14 minutes on 2 cores;
-# pip keeps the built wheel in its cache, so later installs on the same machine are quick).
+# The embedded local LLM (llama-cpp-python builds from source: about 25 minutes on 2 cores).
+# LLAMA_CMAKE_ARGS: a portable AVX2 build. The default build is native (-march=native); on a
+# CPU with AMX (Xeon Sapphire Rapids and later) that compiles in ggml's AMX kernels, and with
+# GCC 12 (Debian 12) their tile configuration is miscompiled (_tile_loadconfig's asm operand
+# covers only 8 bytes, so the stores that fill the rest are dropped): the first completion
+# dies with SIGSEGV in ggml_backend_amx_mul_mat.
+# The wheel is built once per (version, flags) into LLAMA_WHEELS and reused by every later
+# install on the machine (CI included). pip's own wheel cache is not used for it: it is keyed
+# on the package, not on CMAKE_ARGS, so it could hand back a native build. The last line
+# fails the target if the installed build still has the AMX kernels.
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_WHEELS ?= $(HOME)/.cache/canarykit/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell printf '%s' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 $(BIN)/.installed-local: $(BIN)/.installed
-	CMAKE_BUILD_PARALLEL_LEVEL=$(CORES) $(BIN)/python -m pip install --quiet -e '.[test,local]'
+	@if ! ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) (about 25 minutes on 2 cores; once per machine)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(CORES) \
+	    $(BIN)/python -m pip wheel --quiet --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION); \
+	fi
+	$(BIN)/python -m pip install --quiet "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl | head -n 1)[server]"
+	$(BIN)/python -m pip install --quiet -e '.[test,local]'
+	$(BIN)/python -c "import llama_cpp, sys; info = llama_cpp.llama_print_system_info().decode(); sys.exit('llama-cpp-python was built with AMX kernels; uninstall it and rerun make install-local' if 'AMX' in info else 0)"
 	touch $@
 
 install-local: $(BIN)/.installed-local

@@ -9,18 +9,21 @@ terminates the process on exit. llama-cpp-python is an optional extra
 (``pip install canarykit[local]``, see the Makefile's ``install-local`` for the build flags);
 nothing here imports it.
 
-Tool calls use grammar-constrained decoding, not the server's ``chatml-function-calling``
-tool path. That path (llama-cpp-python 0.3.36) ignores ``max_tokens`` for the arguments
-(runaway generations up to ``n_ctx``), may chain calls without bound, reports a truncated call
-as ``finish_reason="tool_calls"``, only answers tools when ``tool_choice`` is sent (without it
-the tools are silently left out of the prompt) and drops ``role: tool`` messages from the
-prompt, so the model never sees a tool's result. Instead :class:`LocalBackend` lists the
-offered tools in the system message, shows tool results as user messages, and constrains every
-answer to one JSON object (``response_format`` ``json_object`` with a ``schema``; the
-``json_schema`` form is silently ignored by this server): ``{"tool": <offered name>,
-"arguments": {...}}`` or ``{"answer": "..."}``. ``max_tokens`` and the stop sequences then
-bound every answer, and a cut-off answer is reported as such (``finish_reason="length"``; a
-cut-off call keeps its partial arguments, which the loop classifies as malformed).
+Tool calls use grammar-constrained decoding with the server's ``gemma`` chat format (the
+model's own turn markers), not the ``chatml-function-calling`` tool path. That path
+(llama-cpp-python 0.3.36) renders its prompt through an HTML-autoescaping template (every
+``"`` of a tool schema becomes ``&#34;``: about twice the tokens, over ``n_ctx`` with the full
+tool list), ignores ``max_tokens`` for the arguments (runaway generations up to ``n_ctx``), may
+chain calls without bound, reports a truncated call as ``finish_reason="tool_calls"``, answers
+with tools only when ``tool_choice`` is sent (without it the tools are silently left out of
+the prompt) and drops ``role: tool`` messages, so the model never sees a tool's result.
+Instead :class:`LocalBackend` lists the offered tools at the start of the conversation, shows
+tool results as user turns, and constrains every answer to one JSON object
+(``response_format`` ``json_object`` with a ``schema``; the ``json_schema`` form is silently
+ignored by this server): ``{"tool": <offered name>, "arguments": {...}}`` or
+``{"answer": "..."}``. ``max_tokens`` and the stop sequences then bound every answer, and a
+cut-off answer is reported as such (``finish_reason="length"``; a cut-off call keeps its
+partial arguments, which the loop classifies as malformed).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ DEFAULT_ALIAS = "gemma3-270m"
 #: A base model rarely stops on its own: bound every answer and stop at turn markers.
 DEFAULT_DECODING: dict[str, Any] = {"max_tokens": 256, "stop": ["<|im_end|>", "<end_of_turn>", "<|im_start|>"]}
 #: Part of the response-cache scope: changing how requests are rendered invalidates old answers.
-PROTOCOL = "json-grammar-1"
+PROTOCOL = "gemma-json-grammar-1"
 
 
 class LocalModelUnavailable(CanaryKitError):
@@ -126,7 +129,7 @@ class LocalServer:
     """``python -m llama_cpp.server`` for the lifetime of a ``with`` block."""
 
     def __init__(self, model_path: str | Path | None = None, *, alias: str = DEFAULT_ALIAS, n_ctx: int = 4096,
-                 chat_format: str = "chatml-function-calling", ready_timeout_s: float = 180.0,
+                 chat_format: str = "gemma", ready_timeout_s: float = 180.0,
                  log_path: str | Path | None = None) -> None:
         self.model_path = Path(model_path) if model_path else None
         self.alias = alias
@@ -257,27 +260,27 @@ def answer_schema(tool_names: list[str]) -> dict[str, Any]:
 
 
 def render_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation as plain system/user/assistant messages the server's template shows.
+    """The conversation as the user/assistant turns of Gemma's chat format.
 
-    The offered tools (name, description, parameter schema) and the answer format go into the
-    system message; earlier tool calls become the assistant's JSON answers; tool results
-    become user messages naming the call they answer.
+    Gemma has no system role (the server's ``gemma`` format drops system messages), so the
+    system message, the offered tools (name, description, parameter schema) and the answer
+    format open the first user turn. Earlier tool calls become the assistant's JSON answers;
+    tool results become user turns naming the call they answer.
     """
     catalogue = []
     for t in tools:
         fn = t.get("function", {})
         catalogue.append(f"- {fn.get('name')}: {fn.get('description', '')}\n  parameters: {canonical_json(fn.get('parameters', {}))}")
-    preamble = ("Tools:\n" + "\n".join(catalogue) + "\n\n" if catalogue else "") + FORMAT_INSTRUCTIONS
+    preamble = [p for p in (m.get("content") for m in messages if m.get("role") == "system") if p]
+    if catalogue:
+        preamble.append("Tools:\n" + "\n".join(catalogue))
+    preamble.append(FORMAT_INSTRUCTIONS)
     names: dict[str, str] = {}
     out: list[dict[str, Any]] = []
-    system_seen = False
     for m in messages:
         role = m.get("role")
         content = str(m.get("content") or "")
-        if role == "system" and not system_seen:
-            out.append({"role": "system", "content": f"{content}\n\n{preamble}" if content else preamble})
-            system_seen = True
-        elif role == "assistant" and m.get("tool_calls"):
+        if role == "assistant" and m.get("tool_calls"):
             parts = [content] if content else []
             for tc in m["tool_calls"]:
                 fn = tc.get("function", {})
@@ -287,10 +290,13 @@ def render_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]])
         elif role == "tool":
             name = names.get(str(m.get("tool_call_id")), "the tool")
             out.append({"role": "user", "content": f"Result of {name}: {content}"})
-        elif role in ("user", "assistant", "system"):
+        elif role in ("user", "assistant"):
             out.append({"role": str(role), "content": content})
-    if not system_seen:
-        out.insert(0, {"role": "system", "content": preamble})
+    head = "\n\n".join(str(p) for p in preamble)
+    if out and out[0]["role"] == "user":
+        out[0] = {"role": "user", "content": f"{head}\n\n{out[0]['content']}"}
+    else:
+        out.insert(0, {"role": "user", "content": head})
     return out
 
 
