@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run test test-slow check bench clean-results
+.PHONY: install install-local run test test-slow check bench report clean-results
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,3 +60,8 @@ bench: install
 
 clean-results:
 	rm -rf results .snakemake
+
+# One self-contained HTML report (tables, figures with captions, parameters).
+report: run
+	$(BIN)/snakemake --report results/report.html
+	@echo "open results/report.html in a browser"

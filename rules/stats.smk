@@ -6,7 +6,7 @@ rule stats:
         table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
         table3=report("results/table3.csv", category="Tables", caption="../report/table3.rst"),
         markdown=expand("results/table{n}.md", n=[1, 2, 3]),
-        stats=report("results/stats.json", category="Statistics", caption="../report/stats.rst"),
+        stats=report("results/stats.json", category="Tests and intervals", caption="../report/stats.rst"),
         figure_data=expand("results/{name}.csv", name=FIGURE_DATA),
     params:
         stats=config["stats"],

@@ -85,7 +85,8 @@ def fig2(fd: Mapping[str, pl.DataFrame]) -> Any:
     d = fd["fig2"].filter(pl.col("csr").is_not_null())
     if d.is_empty():
         return _empty(title, "No declared-condition runs with a defined csr")
-    order = _model_order(d, "csr")
+    # Grouped by provider/tier group (as the paper orders its bars), by csr within a group.
+    order = d.sort(["group", "csr", "model"], nulls_last=True).get_column("model").to_list()
     y = alt.Y("model:N", sort=order, title=None)
     color = alt.Color("group:N", scale=_group_scale(d.get_column("group").to_list()), title="Group")
     base = alt.Chart(d).properties(width=_WIDTH, height=_ROW * len(order))
@@ -97,7 +98,7 @@ def fig2(fd: Mapping[str, pl.DataFrame]) -> Any:
     whisk = base.mark_rule(strokeWidth=1.6, color="black").encode(y=y, x="lo:Q", x2="hi:Q")
     caps = base.mark_tick(color="black", thickness=1.6, size=_ROW * 0.5)
     return alt.layer(bars, whisk, caps.encode(y=y, x="lo:Q"), caps.encode(y=y, x="hi:Q")).properties(
-        title=alt.Title(title, subtitle="bars: csr; whiskers: bootstrap 95% CI; lower is better")
+        title=alt.Title(title, subtitle="bars grouped by model group; whiskers: bootstrap 95% CI; lower is better")
     )
 
 
