@@ -1,14 +1,26 @@
 """Benchmark the runner: model-call throughput against a fixed-latency gateway, and the
 pipeline's own overhead with zero-latency reference agents over the paper's full grid.
 
-    .venv/bin/python benchmarks/bench_runner.py [--latency 0.2] [--slots 1 8 32]
+    .venv/bin/python benchmarks/bench_runner.py [--latency 0.2] [--slots 1 8 32] [--workers N]
 
 1. Throughput. ``benchmarks/fake_gateway.py`` (a separate process) answers every chat call
    after ``--latency`` seconds; each run makes two calls (a tool call, then an answer). With
    ``agent.concurrency = slots`` the ideal rate is ``slots / latency`` calls per second; the
    benchmark prints the measured rate over that ideal (target >= 0.9), both over the
    gateway's busy window and over the whole ``run_grid`` call (planning, index and summary
-   included).
+   included), the client CPU per call (runner process and its shards) and the load average
+   (other processes on the machine take CPU from the runner too). At the largest slot count
+   it also runs with ``agent.workers = 1`` (one event loop, the pre-shard runner) for
+   comparison.
+
+   Why shards. A litellm call costs ~4-6 ms of client CPU in litellm itself (request building
+   and tool-schema sanitising, the OpenAI SDK's request/response models, the success-logging
+   payload and the cost lookup litellm runs on every response), with no callbacks configured:
+   litellm has no switch that skips them (``success_callback``/``callbacks`` are already
+   empty; ``turn_off_message_logging`` and the httpx transport measured no better). One event
+   loop thus tops out near 150-200 calls/s, and 32 slots at 200 ms need 160 calls/s: the loop
+   saturates and queueing stretches every call. The runner therefore spreads litellm runs over
+   ``agent.workers`` processes (default: the CPU count), see :mod:`canarykit.agents.runner`.
 2. Overhead. The 8 reference agents of ``params.yaml`` (all but one planted agent, to match
    the paper's 8 models) over 3 conditions x 3 seeds x 120 tasks plus the 2,880-run subtle
    ablation (11,520 runs): a cold invocation (every run executed and written) and a warm one
@@ -118,7 +130,14 @@ def gw(url: str, path: str, method: str = "GET") -> dict[str, Any]:
         return dict(json.loads(r.read()))
 
 
-def throughput(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: float, slots_list: list[int]) -> list[dict[str, Any]]:
+def _cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the runner's shards)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def throughput(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: float, slots_list: list[int],
+               workers: int | None = None) -> list[dict[str, Any]]:
     from canarykit.agents import run_grid
     from canarykit.agents.backends import import_litellm
 
@@ -126,8 +145,12 @@ def throughput(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: floa
     os.environ[KEY_ENV] = "sk-bench"
     proc, url = start_gateway(latency)
     rows = []
+    # The default runner at every slot count, then one event loop at the largest for comparison.
+    cases: list[tuple[int, int | None]] = [(slots, workers) for slots in slots_list]
+    if max(slots_list) > 1 and workers != 1:
+        cases.append((max(slots_list), 1))
     try:
-        for slots in slots_list:
+        for slots, n_workers in cases:
             n_tasks, seeds = (min(120, 4 * slots), [0]) if slots <= 30 else (min(120, 2 * slots), [0, 1])
             work = OUT / f"throughput-{slots}"
             shutil.rmtree(work, ignore_errors=True)
@@ -137,20 +160,25 @@ def throughput(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: floa
             # litellm's per-call cost lookup fails slowly, which a real study does not pay).
             model = {"name": "bench", "backend": "litellm", "group": "bench", "model": "openai/gpt-4o-mini",
                      "api_base": url + "/v1", "api_key_env": KEY_ENV}
-            agent = {"max_turns": 4, "timeout_s": 30, "concurrency": slots, "cache_dir": str(work / "cache"),
-                     "retries": {"max_attempts": 2, "base_delay_s": 0.1, "max_delay_s": 1.0}}
+            agent: dict[str, Any] = {"max_turns": 4, "timeout_s": 30, "concurrency": slots, "cache_dir": str(work / "cache"),
+                                     "retries": {"max_attempts": 2, "base_delay_s": 0.1, "max_delay_s": 1.0}}
+            if n_workers is not None:
+                agent["workers"] = n_workers
             gw(url, "/reset", "POST")
+            cpu0 = _cpu_s()
             t0 = time.perf_counter()
             s = run_grid([model], tp, {"standard": pools["standard"]}, seeds, agent, work / "store", work / "runs.parquet",
                          work / "summary.json", progress=False)
             wall = time.perf_counter() - t0
+            cpu = _cpu_s() - cpu0
             st = gw(url, "/stats")
             window = (st["last"] - st["first"]) if st["count"] else float("nan")
             ideal = slots / latency
             rows.append({
-                "slots": slots, "runs": s.total, "calls": st["count"], "failed": s.failed, "peak_in_flight": st["peak_in_flight"],
+                "slots": slots, "workers": "default" if n_workers is None else n_workers, "runs": s.total, "calls": st["count"], "failed": s.failed, "peak_in_flight": st["peak_in_flight"],
                 "ideal_calls_per_s": ideal, "busy_window_s": window, "wall_s": wall,
                 "ratio_busy": (st["count"] / window) / ideal, "ratio_wall": (st["count"] / wall) / ideal,
+                "cpu_ms_per_call": 1000 * cpu / max(st["count"], 1), "loadavg_1m": os.getloadavg()[0],
             })
     finally:
         proc.terminate()
@@ -183,6 +211,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--slots", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--workers", type=int, default=None, help="agent.workers (default: the runner's default, the CPU count)")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-overhead", action="store_true")
     a = ap.parse_args()
@@ -192,13 +221,15 @@ def main() -> None:
           f"gateway latency {a.latency * 1000:.0f} ms, {os.cpu_count()} CPUs")
     results: dict[str, Any] = {"latency_s": a.latency}
     if not a.skip_throughput:
-        rows = throughput(tasks_path, pools, a.latency, a.slots)
+        rows = throughput(tasks_path, pools, a.latency, a.slots, a.workers)
         results["throughput"] = rows
         print("\nthroughput (calls/s over ideal = slots/latency; target >= 0.9)")
-        print(f"{'slots':>5} {'runs':>5} {'calls':>6} {'peak':>5} {'ideal/s':>8} {'busy s':>7} {'wall s':>7} {'ratio(busy)':>11} {'ratio(wall)':>11}")
+        print(f"{'slots':>5} {'workers':>7} {'runs':>5} {'calls':>6} {'peak':>5} {'ideal/s':>8} {'busy s':>7} {'wall s':>7} "
+              f"{'ratio(busy)':>11} {'ratio(wall)':>11} {'cpu ms/call':>11} {'load':>5}")
         for r in rows:
-            print(f"{r['slots']:>5} {r['runs']:>5} {r['calls']:>6} {r['peak_in_flight']:>5} {r['ideal_calls_per_s']:>8.1f} "
-                  f"{r['busy_window_s']:>7.2f} {r['wall_s']:>7.2f} {r['ratio_busy']:>11.3f} {r['ratio_wall']:>11.3f}")
+            print(f"{r['slots']:>5} {r['workers']:>7} {r['runs']:>5} {r['calls']:>6} {r['peak_in_flight']:>5} {r['ideal_calls_per_s']:>8.1f} "
+                  f"{r['busy_window_s']:>7.2f} {r['wall_s']:>7.2f} {r['ratio_busy']:>11.3f} {r['ratio_wall']:>11.3f} "
+                  f"{r['cpu_ms_per_call']:>11.2f} {r['loadavg_1m']:>5.1f}")
     if not a.skip_overhead:
         o = overhead(tasks_path, pools, a.latency)
         results["overhead"] = o

@@ -148,3 +148,51 @@ def test_sigkill_mid_study_leaves_no_partial_record_and_repeats_no_finished_call
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["reused"] >= len(finished) and summary["failed"] == 0
     assert len(all_records(store)) == summary["total"] == 3 * 2 * len(tasks)
+
+
+def _index_by_run(idx: pl.DataFrame) -> dict[str, tuple[Any, ...]]:
+    return {r["run_id"]: (r["status"], r["error"], r["executed"]) for r in idx.iter_rows(named=True)}
+
+
+def test_sharded_grid_matches_one_process_and_holds_provider_limit(tmp_path: Path) -> None:
+    import threading
+
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=6, pools={"standard": ["baseline", "declared"], "subtle": ["declared"]})
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def handler(body: Any, headers: dict[str, str], n: int) -> Any:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.03)
+        with lock:
+            state["now"] -= 1
+        return simple_agent(body, headers, n)
+
+    limits = {"concurrency": 8, "provider_concurrency": {"openai": 3}}
+    with FakeOpenAIServer(handler) as server:
+        s2, idx2, summ2 = grid(tmp_path / "two", [gateway_model(server.url)], tasks_path, pools, workers=2, **limits)
+        peak_sharded = state["peak"]
+        s1, idx1, summ1 = grid(tmp_path / "one", [gateway_model(server.url)], tasks_path, pools, workers=1, **limits)
+        n_requests = len(server.requests)
+        # Resumable: a second sharded invocation reuses everything and calls nothing.
+        s3, _, summ3 = grid(tmp_path / "two", [gateway_model(server.url)], tasks_path, pools, workers=2, **limits)
+        assert s3.reused == s3.total and summ3["backend_calls"] == 0 and len(server.requests) == n_requests
+    assert 1 <= peak_sharded <= 3  # the per-shard shares of the provider limit sum to the limit
+    keys = ("total", "executed", "reused", "deduplicated", "failed", "skipped", "backend_calls", "cached_calls", "budget_exhausted")
+    assert {k: summ2[k] for k in keys} == {k: summ1[k] for k in keys}
+    assert s2.failed == 0 and s2.executed > 0 and summ2["per_model"]["gw"]["backend_calls"] == summ2["backend_calls"]
+    assert _index_by_run(idx2) == _index_by_run(idx1)
+    assert len(list((tmp_path / "two" / "store").rglob("*.json"))) == idx2.height == s2.total
+
+
+def test_budget_holds_across_shards(tmp_path: Path) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=6, pools={"standard": ["baseline", "declared"]})
+    with FakeOpenAIServer(simple_agent, latency_s=0.02) as server:
+        m = gateway_model(server.url, model="openai/gpt-4o-mini")
+        s, idx, summ = grid(tmp_path, [m], tasks_path, pools, concurrency=2, workers=2, budget_usd=1e-9)
+    assert summ["budget_exhausted"] is True and s.skipped > 0 and summ["cost_usd"] > 0
+    assert s.executed <= 2 + 2  # each shard starts at most one run after the other's spend lands
+    assert idx.height == s.total - s.skipped and not idx["error"].any()
+    assert len(list((tmp_path / "store").rglob("*.json"))) == idx.height

@@ -13,11 +13,22 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   semaphore; one call in flight per run), and each provider's calls are also bounded by
   ``agent.provider_concurrency[provider]`` when given. Reference agents need no slot: they
   run in their own lane, which yields to the event loop between runs.
+- **Shards.** A litellm call costs ~5 ms of client CPU (litellm's request building, response
+  parsing, success logging and cost lookup), so one event loop tops out near 150-200 calls/s
+  whatever the latency. On Linux, litellm model runs are therefore spread over
+  ``agent.workers`` processes (default: the CPU count; ``1`` keeps everything in this process),
+  forked after planning, each with its own event loop and its share of ``concurrency`` and of
+  every provider limit (the shares sum to the configured limits; the number of shards never
+  exceeds the smallest of them nor the number of runs). Shards claim runs from a shared
+  cursor, share the response cache and the run store (atomic writes), report progress and
+  spend through shared counters, and die with the parent (``PR_SET_PDEATHSIG``); the parent
+  runs the reference lane meanwhile and writes the index and the summary. Grids with
+  ``ollama``/``local`` models run in this process (their cost is the model, not the client).
 - **Retries.** ``agent.retries`` (exponential backoff, full jitter, ``Retry-After``
   honoured; only 408/409/429/5xx/timeouts/connection errors). A failure that outlives them
   gives a record with ``error: true``, status ``error`` and a ``backend_error`` event.
 - **Budget.** With ``agent.budget_usd`` set, no new model run starts once the spend of this
-  invocation (costs litellm reports; unknown costs count 0) reaches it. Finished records
+  invocation (costs litellm reports; unknown costs count 0; summed over all shards) reaches it. Finished records
   are kept, unstarted runs have no index row, the summary says ``budget_exhausted: true``
   and stderr says so; :func:`run_grid` returns normally (exit status 0), so the next
   invocation with a larger budget resumes where this one stopped.
@@ -30,11 +41,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import io
+import itertools
 import json
+import multiprocessing as mp
+import os
+import signal
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -49,6 +66,11 @@ from .calls import CallStats, ModelCaller, RetryPolicy
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
 from .protocol import Backend, make_backend
 from .store import RunStore, model_identity
+
+#: Backends whose model runs may be sharded over processes: their calls cost client CPU
+#: (litellm's request building, response parsing, logging and cost lookup), not a local model.
+SHARDED_KINDS = frozenset({"litellm"})
+_PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal a child gets when its parent dies
 
 INDEX_SCHEMA: dict[str, Any] = {
     "model": pl.String, "group": pl.String, "backend": pl.String, "provider": pl.String,
@@ -103,10 +125,10 @@ class _Planned:
     spec: RunSpec
     model_idx: int
     provider: str
-    record: RunRecord | None = None
     status: str | None = None
     error: bool = False
     executed: bool = False
+    copied: bool = False  # a copy of a run executed in this invocation (same identity)
 
 
 class _Progress:
@@ -118,9 +140,9 @@ class _Progress:
         self.done = self.errors = 0
         self.spend = 0.0
 
-    def tick(self, n: int = 1, error: bool = False, force: bool = False) -> None:
+    def tick(self, n: int = 1, error: bool = False, force: bool = False, errors: int = 0) -> None:
         self.done += n
-        self.errors += int(error)
+        self.errors += int(error) + errors
         now = time.monotonic()
         if self.out is not None and (force or now - self.last >= self.every_s):
             self.last = now
@@ -190,71 +212,270 @@ def _relabel(record: RunRecord, spec: RunSpec) -> RunRecord:
     )
 
 
-async def _execute_all(
-    planned: list[_Planned],
-    todo: list[list[_Planned]],
-    backends: dict[int, Backend],
-    callers: dict[int, ModelCaller],
-    stats: dict[int, CallStats],
+class _Shared:
+    """State the shard processes share with the parent: a work cursor, progress and spend."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.cursor = ctx.Value("q", 0)  # index of the next unclaimed model group
+        self.done = ctx.Value("q", 0)  # runs finished (copies included)
+        self.errors = ctx.Value("q", 0)
+        self.spend = ctx.Value("d", 0.0)  # USD reported by all shards
+
+    def claim(self) -> int:
+        with self.cursor.get_lock():
+            i = int(self.cursor.value)
+            self.cursor.value = i + 1
+        return i
+
+
+def _share(total: int, n: int, k: int) -> int:
+    """Shard ``k``'s part of ``total`` split over ``n`` shards (the parts sum to ``total``)."""
+    return total // n + (1 if k < total % n else 0)
+
+
+def _save_group(store: RunStore, group: list[_Planned], rec: RunRecord) -> None:
+    store.save(rec)
+    head = group[0]
+    head.status, head.error, head.executed = rec.status, rec.error, True
+    for other in group[1:]:
+        clone = _relabel(rec, other.spec)
+        store.save(clone)
+        other.status, other.error, other.copied = clone.status, clone.error, True
+
+
+async def _model_lane(
+    groups: Sequence[list[_Planned]],
+    claim: Callable[[], int],
+    slots: int,
+    backends: Mapping[int, Backend],
+    callers: Mapping[int, ModelCaller],
     store: RunStore,
     env: Environment,
-    agent_cfg: Mapping[str, Any],
+    timeout_s: float,
+    over_budget: Callable[[], bool],
+    on_done: Callable[[list[_Planned], RunRecord], None],
+) -> bool:
+    """Run model groups, ``slots`` at a time, claiming each with ``claim()`` (an index into
+    ``groups``; past the end means no work left). True if the budget stopped it."""
+    exhausted = False
+
+    async def worker() -> None:
+        nonlocal exhausted
+        while True:
+            if over_budget():
+                exhausted = True
+                return
+            i = claim()
+            if i >= len(groups):
+                return
+            g = groups[i]
+            head = g[0]
+            rec = await run_one(head.spec, backends[head.model_idx], caller=callers[head.model_idx], env=env, timeout_s=timeout_s)
+            # Keep the event loop free while the records are fsynced.
+            await asyncio.to_thread(_save_group, store, g, rec)
+            on_done(g, rec)
+
+    await asyncio.gather(*(worker() for _ in range(min(slots, len(groups)))))
+    return exhausted
+
+
+async def _reference_lane(
+    groups: Sequence[list[_Planned]],
+    backends: Mapping[int, Backend],
+    callers: Mapping[int, ModelCaller],
+    store: RunStore,
+    env: Environment,
+    timeout_s: float,
+    progress: _Progress,
+) -> None:
+    """Reference agents: no slot, no I/O wait; yield to the event loop every 32 runs."""
+    for i, g in enumerate(groups):
+        head = g[0]
+        rec = await run_one(head.spec, backends[head.model_idx], caller=callers[head.model_idx], env=env, timeout_s=timeout_s)
+        _save_group(store, g, rec)
+        progress.tick(len(g), error=rec.error)
+        if i % 32 == 31:
+            await asyncio.sleep(0)
+
+
+def _make_callers(
+    backends: Mapping[int, Backend], stats: Mapping[int, CallStats], cache: ResponseCache, retry: RetryPolicy, timeout_s: float,
+) -> dict[int, ModelCaller]:
+    return {mi: ModelCaller(b, cache=cache, retry=retry, limiter=None, stats=stats[mi], timeout_s=timeout_s) for mi, b in backends.items()}
+
+
+def _limit_callers(callers: Mapping[int, ModelCaller], providers: Mapping[int, str], limits: Mapping[str, int]) -> None:
+    """Bound each provider's calls (semaphores bind to the running loop: call this inside it)."""
+    sems = {k: asyncio.Semaphore(max(1, n)) for k, n in limits.items()}
+    for mi, c in callers.items():
+        c.limiter = sems.get(providers[mi])
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this shard when the parent dies (a killed study stops at once)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+@dataclass
+class _ShardJob:
+    """Everything a shard needs; inherited through ``fork``, never pickled."""
+
+    groups: list[list[_Planned]]
+    backends: dict[int, Backend]
+    providers: dict[int, str]
+    cache: ResponseCache
+    retry: RetryPolicy
+    store: RunStore
+    env: Environment
+    timeout_s: float
+    concurrency: int
+    provider_limits: dict[str, int]
+    budget: float | None
+    shared: _Shared
+    n: int
+    parent_pid: int
+
+
+def _shard_main(job: _ShardJob, k: int, conn: Any) -> None:
+    """One shard process: its share of the slots and provider limits, its own event loop."""
+    _die_with_parent(job.parent_pid)
+    try:
+        stats = {mi: CallStats() for mi in job.backends}
+        callers = _make_callers(job.backends, stats, job.cache, job.retry, job.timeout_s)
+        done: list[tuple[int, str, bool]] = []
+        position = {id(g): i for i, g in enumerate(job.groups)}
+        reported = 0.0
+        shared = job.shared
+
+        def local_spend() -> float:
+            return sum(s.cost_usd for s in stats.values())
+
+        def over_budget() -> bool:
+            return job.budget is not None and shared.spend.value - reported + local_spend() >= job.budget
+
+        def on_done(g: list[_Planned], rec: RunRecord) -> None:
+            nonlocal reported
+            done.append((position[id(g)], rec.status, rec.error))
+            spend = local_spend()
+            with shared.spend.get_lock():
+                shared.spend.value += spend - reported
+            reported = spend
+            with shared.done.get_lock():
+                shared.done.value += len(g)
+            if rec.error:
+                with shared.errors.get_lock():
+                    shared.errors.value += 1
+
+        async def main() -> bool:
+            _limit_callers(callers, job.providers, {p: _share(n, job.n, k) for p, n in job.provider_limits.items()})
+            return await _model_lane(job.groups, shared.claim, _share(job.concurrency, job.n, k), job.backends, callers,
+                                     job.store, job.env, job.timeout_s, over_budget, on_done)
+
+        exhausted = asyncio.run(main())
+        counts = {mi: (s.backend_calls, s.cached_calls, s.retries, s.cost_usd) for mi, s in stats.items()}
+        conn.send(("ok", done, counts, exhausted))
+    except BaseException as exc:  # reported to the parent, which raises it
+        with contextlib.suppress(Exception):
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-4000:]}"))
+        raise
+    finally:
+        conn.close()
+
+
+def _n_shards(agent_cfg: Mapping[str, Any], model_groups: Sequence[list[_Planned]], backends: Mapping[int, Backend],
+              provider_limits: Mapping[str, int]) -> int:
+    """How many processes to run the model groups in (1: in this process). See the module doc."""
+    workers = agent_cfg.get("workers")
+    n = int(workers) if workers is not None else (os.cpu_count() or 1)
+    if n <= 1 or not model_groups or sys.platform != "linux" or "fork" not in mp.get_all_start_methods():
+        return 1
+    if any(backends[g[0].model_idx].kind not in SHARDED_KINDS for g in model_groups):
+        return 1
+    caps = [n, max(1, int(agent_cfg.get("concurrency", 8))), len(model_groups)]
+    caps += [max(1, provider_limits[p]) for p in {g[0].provider for g in model_groups} if p in provider_limits]
+    return min(caps)
+
+
+async def _run_sharded(
+    job: _ShardJob,
+    ref_groups: Sequence[list[_Planned]],
+    backends: Mapping[int, Backend],
+    callers: Mapping[int, ModelCaller],
+    stats: dict[int, CallStats],
     progress: _Progress,
     summary: RunSummary,
 ) -> None:
-    concurrency = max(1, int(agent_cfg.get("concurrency", 8)))
-    budget = agent_cfg.get("budget_usd")
-    budget_f = float(budget) if budget is not None else None
-    timeout_s = float(agent_cfg.get("timeout_s", 120))
+    """Fork ``job.n`` shards for the model groups; run the reference lane here meanwhile."""
+    ctx = mp.get_context("fork")
+    procs: list[Any] = []
+    conns: dict[int, Any] = {}
+    try:
+        for k in range(job.n):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_shard_main, args=(job, k, send), name=f"canarykit-shard-{k}", daemon=True)
+            proc.start()
+            send.close()
+            procs.append(proc)
+            conns[k] = recv
+        failures: list[str] = []
+        seen = [0, 0]
 
-    def spent() -> float:
-        return sum(s.cost_usd for s in stats.values())
+        def sync_progress() -> None:
+            done, errors = int(job.shared.done.value), int(job.shared.errors.value)
+            progress.spend = float(job.shared.spend.value)
+            progress.tick(done - seen[0], errors=errors - seen[1])
+            seen[0], seen[1] = done, errors
 
-    def save_group(group: list[_Planned], rec: RunRecord) -> None:
-        store.save(rec)
-        head = group[0]
-        head.record, head.status, head.error, head.executed = rec, rec.status, rec.error, True
-        for other in group[1:]:
-            clone = _relabel(rec, other.spec)
-            store.save(clone)
-            other.record, other.status, other.error = clone, clone.status, clone.error
-
-    async def run_group(group: list[_Planned], threaded: bool = False) -> None:
-        head = group[0]
-        rec = await run_one(head.spec, backends[head.model_idx], caller=callers[head.model_idx], env=env, timeout_s=timeout_s)
-        if threaded:  # model runs: keep the event loop free while the record is fsynced
-            await asyncio.to_thread(save_group, group, rec)
-        else:
-            save_group(group, rec)
-        progress.spend = spent()
-        progress.tick(len(group), error=rec.error)
-
-    ref_groups = [g for g in todo if backends[g[0].model_idx].kind == "reference"]
-    model_groups = [g for g in todo if backends[g[0].model_idx].kind != "reference"]
-
-    async def reference_lane() -> None:
-        for i, g in enumerate(ref_groups):
-            await run_group(g)
-            if i % 32 == 31:
-                await asyncio.sleep(0)
-
-    queue: asyncio.Queue[list[_Planned]] = asyncio.Queue()
-    for g in model_groups:
-        queue.put_nowait(g)
-
-    async def worker() -> None:
-        while True:
-            try:
-                g = queue.get_nowait()
-            except asyncio.QueueEmpty:
+        def take(k: int, msg: Any) -> None:
+            if msg[0] != "ok":
+                failures.append(str(msg[1]))
                 return
-            if budget_f is not None and spent() >= budget_f:
-                summary.budget_exhausted = True
-                return
-            await run_group(g, threaded=True)
+            _, done, counts, exhausted = msg
+            for gi, status, error in done:
+                g = job.groups[gi]
+                g[0].status, g[0].error, g[0].executed = status, error, True
+                for other in g[1:]:
+                    other.status, other.error, other.copied = status, error, True
+            for mi, (calls, cached, retries, cost) in counts.items():
+                s = stats[mi]
+                s.backend_calls += calls
+                s.cached_calls += cached
+                s.retries += retries
+                s.cost_usd += cost
+            summary.budget_exhausted = summary.budget_exhausted or bool(exhausted)
 
-    n_workers = min(concurrency, len(model_groups))
-    await asyncio.gather(reference_lane(), *(worker() for _ in range(n_workers)))
+        async def watch() -> None:
+            while conns:
+                for k, conn in list(conns.items()):
+                    msg: Any = None
+                    if conn.poll():
+                        try:
+                            msg = conn.recv()
+                        except EOFError:
+                            msg = ("error", f"shard {k} exited with status {procs[k].exitcode} and no result")
+                    elif not procs[k].is_alive():
+                        msg = conn.recv() if conn.poll() else ("error", f"shard {k} exited with status {procs[k].exitcode} and no result")
+                    if msg is not None:
+                        take(k, msg)
+                        conn.close()
+                        del conns[k]
+                sync_progress()
+                if conns:
+                    await asyncio.sleep(0.05)
+
+        await asyncio.gather(_reference_lane(ref_groups, backends, callers, job.store, job.env, job.timeout_s, progress), watch())
+        if failures:
+            raise RuntimeError("a shard of the model runs failed:\n" + "\n".join(failures))
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+        for conn in conns.values():
+            conn.close()
 
 
 def run_grid(
@@ -326,23 +547,45 @@ def run_grid(
     cache = ResponseCache(agent_cfg.get("cache_dir") or Path(store_dir).parent / "cache" / "responses")
     retry = RetryPolicy.from_config(agent_cfg.get("retries"))
     provider_limits = {str(k): int(v) for k, v in (agent_cfg.get("provider_concurrency") or {}).items()}
+    timeout_s = float(agent_cfg.get("timeout_s", 120))
+    concurrency = max(1, int(agent_cfg.get("concurrency", 8)))
+    budget = agent_cfg.get("budget_usd")
+    budget_f = float(budget) if budget is not None else None
     stats = {mi: CallStats() for mi in needed}
-    callers = {
-        mi: ModelCaller(backends[mi], cache=cache, retry=retry, limiter=None, stats=stats[mi], timeout_s=float(agent_cfg.get("timeout_s", 120)))
-        for mi in needed
-    }
+    callers = _make_callers(backends, stats, cache, retry, timeout_s)
+    providers = {g[0].model_idx: g[0].provider for g in todo}
+    ref_groups = [g for g in todo if backends[g[0].model_idx].kind == "reference"]
+    model_groups = [g for g in todo if backends[g[0].model_idx].kind != "reference"]
+    n_shards = _n_shards(agent_cfg, model_groups, backends, provider_limits)
     bar = _Progress(summary.total, out if progress else None)
     bar.done = summary.reused
     try:
-        if todo:
-            async def main() -> None:
-                # Semaphores bind to the running loop: create the provider limits inside it.
-                limits = {k: asyncio.Semaphore(max(1, n)) for k, n in provider_limits.items()}
-                for mi, c in callers.items():
-                    c.limiter = limits.get(planned_provider[mi])
-                await _execute_all(planned, todo, backends, callers, stats, store, env, agent_cfg, bar, summary)
+        if n_shards > 1:
+            if any(b.kind == "litellm" for b in backends.values()):
+                from .backends import import_litellm
 
-            planned_provider = {g[0].model_idx: g[0].provider for g in todo}
+                import_litellm()  # once, here: the shards inherit it (each import costs seconds)
+            model_backends = {g[0].model_idx: backends[g[0].model_idx] for g in model_groups}
+            job = _ShardJob(model_groups, model_backends, {mi: providers[mi] for mi in model_backends}, cache, retry, store, env,
+                            timeout_s, concurrency, provider_limits, budget_f, _Shared(mp.get_context("fork")), n_shards, os.getpid())
+            asyncio.run(_run_sharded(job, ref_groups, backends, callers, stats, bar, summary))
+        elif todo:
+            cursor = itertools.count()
+
+            def spent() -> float:
+                return sum(s.cost_usd for s in stats.values())
+
+            def on_done(g: list[_Planned], rec: RunRecord) -> None:
+                bar.spend = spent()
+                bar.tick(len(g), error=rec.error)
+
+            async def main() -> None:
+                _limit_callers(callers, providers, provider_limits)
+                lane = _model_lane(model_groups, lambda: next(cursor), concurrency, backends, callers, store, env, timeout_s,
+                                   lambda: budget_f is not None and spent() >= budget_f, on_done)
+                _, exhausted = await asyncio.gather(_reference_lane(ref_groups, backends, callers, store, env, timeout_s, bar), lane)
+                summary.budget_exhausted = exhausted
+
             asyncio.run(main())
     finally:
         for b in backends.values():
@@ -364,7 +607,7 @@ def run_grid(
         if p.executed:
             tally.executed += 1
             summary.executed += 1
-        elif p.record is not None:  # a copy of a run executed in this invocation
+        elif p.copied:  # a copy of a run executed in this invocation
             tally.reused += 1
             tally.deduplicated += 1
             summary.reused += 1
