@@ -5,12 +5,13 @@ from pathlib import Path
 
 from canarykit.assembly import build_assemblies, write_assemblies
 from canarykit.canaries import load_pool
-from canarykit.tasks import load_tasks
+from canarykit.tasks import load_tasks, tasks_table
 from canarykit.workflow import run_script
 
 
 def main(smk):
     tasks = load_tasks(smk.input.tasks)
+    tasks_table(tasks, smk.input.tasks)  # the TasksTable contract
     tools = json.loads(Path(smk.input.tools).read_text())
     pool = load_pool(smk.input.canaries)
     assemblies = build_assemblies(tasks, tools, pool, smk.wildcards.pool, smk.params.conditions, smk.params.seeds)

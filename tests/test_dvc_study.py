@@ -7,35 +7,19 @@ A small study (three reference agents, one seed, 24 tasks) keeps it to a couple 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
+from fakes.workflow import copy_workflow, run, set_param
 
 from canarykit.records import read_record
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-COPY = ["Snakefile", "rules", "scripts", "report", "src", "dvc.yaml", ".dvcignore", ".gitignore", "data/prompts"]
 N_TASKS = 24
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.update(DVC_NO_ANALYTICS="1", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
-    return env
-
-
 def sh(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    proc = run(cwd, *args)
     return proc.stdout + proc.stderr
 
 
@@ -43,36 +27,9 @@ def _summary(repo: Path) -> dict:
     return json.loads((repo / "results/logs/run-summary.json").read_text())
 
 
-def _set(repo: Path, path: list[str], value: object) -> None:
-    p = repo / "params.yaml"
-    cfg = yaml.safe_load(p.read_text())
-    node = cfg
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    p.write_text(yaml.safe_dump(cfg, sort_keys=False))
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = tmp_path_factory.mktemp("study") / "repo"
-    repo.mkdir()
-    for item in COPY:
-        src, dst = ROOT / item, repo / item
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-    doc = json.loads((ROOT / "data/tasks.json").read_text())
-    easy, medium, hard = ([t for t in doc["tasks"] if t["difficulty"] == d][:8] for d in ("easy", "medium", "hard"))
-    (repo / "data/tasks.json").write_text(json.dumps({**doc, "tasks": easy + medium + hard}, indent=1))
-    cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
-    cfg["study"]["seeds"] = [0]
-    cfg["models"] = [m for m in cfg["models"] if m["name"] in ("oracle", "lexical", "planted:capability_mirage")]
-    cfg["stats"]["bootstrap_resamples"] = 500
-    cfg["figures"]["formats"] = ["svg"]
-    (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    repo = copy_workflow(tmp_path_factory.mktemp("study") / "repo")
     sh(repo, "git", "init", "-q")
     sh(repo, "dvc", "init", "-q")
     sh(repo, "git", "add", "-A")
@@ -87,7 +44,7 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
     sh(repo, "git", "add", "-A")
     sh(repo, "git", "commit", "-qm", "first reproduction")
 
-    _set(repo, ["canaries", "suffixes", "standard", "capability_mirage"], "ADVANCED: state-of-the-art accuracy on the hardest cases.")
+    set_param(repo, ["canaries", "suffixes", "standard", "capability_mirage"], "ADVANCED: state-of-the-art accuracy on the hardest cases.")
     out = sh(repo, "dvc", "repro")
     assert "Stage 'canaries@subtle' didn't change" in out and "Running stage 'canaries@standard'" in out
     summary = _summary(repo)
@@ -113,7 +70,7 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
 
 
 def test_switching_pools_is_one_key_and_diffs_as_data(repo: Path) -> None:
-    _set(repo, ["canaries", "pool"], "subtle")
+    set_param(repo, ["canaries", "pool"], "subtle")
     sh(repo, "dvc", "repro")
     sh(repo, "git", "add", "-A")
     sh(repo, "git", "commit", "-qm", "main grid on the subtle pool")

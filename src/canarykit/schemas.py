@@ -76,7 +76,7 @@ class AssemblyTable(pa.DataFrameModel):
         strict = False
 
     @pa.dataframe_check
-    def baseline_has_no_canary(cls, data: Any) -> Any:  # noqa: N805 - pandera API
+    def baseline_has_no_canary(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
         return data.lazyframe.select(
             ~((pl.col("condition") == "baseline") & pl.col("canary_id").is_not_null())
         )
@@ -108,11 +108,11 @@ class RunsTable(pa.DataFrameModel):
         strict = False
 
     @pa.dataframe_check
-    def canary_calls_within_calls(cls, data: Any) -> Any:  # noqa: N805
+    def canary_calls_within_calls(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
         return data.lazyframe.select(pl.col("canary_calls") <= pl.col("tool_calls"))
 
     @pa.dataframe_check
-    def recovered_only_when_trapped(cls, data: Any) -> Any:  # noqa: N805
+    def recovered_only_when_trapped(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
         return data.lazyframe.select(pl.col("trapped") | pl.col("recovered").is_null())
 
 

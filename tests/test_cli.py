@@ -1,0 +1,83 @@
+"""The installed `canarykit` command: exit codes and messages a user sees."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from canarykit.synthetic import synthetic_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = shutil.which("canarykit", path=str(Path(sys.executable).parent)) or "canarykit"
+FOREIGN = ROOT / "tests/fixtures/foreign_tools.json"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_generate_canaries_for_another_servers_tools(tmp_path: Path) -> None:
+    out = tmp_path / "canaries.json"
+    proc = run("generate-canaries", str(FOREIGN), "-o", str(out), "--pool", "subtle")
+    assert proc.returncode == 0, proc.stderr
+    records = json.loads(out.read_text())
+    doc = json.loads(FOREIGN.read_text())
+    n_tools = len(doc["tools"] if isinstance(doc, dict) else doc)
+    assert len(records) == 6 * n_tools
+    assert {r["pool"] for r in records} == {"subtle"}
+    for r in records:
+        assert {"id", "type", "shadows", "name", "description", "inputSchema", "pool"} <= set(r)
+
+
+@pytest.mark.parametrize(
+    ("tools", "expected"),
+    [
+        ([{"name": "ok", "description": "d", "inputSchema": {"type": "object"}},
+          {"name": "broken", "description": "d", "inputSchema": {"type": "objekt"}}], ["tools[1]", "broken", "inputSchema"]),
+        ([{"description": "no name", "inputSchema": {"type": "object"}}], ["tools[0]", "name"]),
+        ({"name": "not a list"}, ["tools"]),
+    ],
+)
+def test_generate_canaries_names_the_bad_tool_and_field(tmp_path: Path, tools: object, expected: list[str]) -> None:
+    src = tmp_path / "tools.json"
+    src.write_text(json.dumps(tools))
+    out = tmp_path / "out.json"
+    proc = run("generate-canaries", str(src), "-o", str(out))
+    assert proc.returncode == 2
+    assert str(src) in proc.stderr
+    for word in expected:
+        assert word in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_stats_command_writes_the_interface(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.parquet"
+    synthetic_runs(n_models=3, seeds=1, tasks=30).write_parquet(runs)
+    proc = run("stats", str(runs), "-o", str(tmp_path / "out"), "--resamples", "200")
+    assert proc.returncode == 0, proc.stderr
+    stats = json.loads((tmp_path / "out/stats.json").read_text())
+    for key in ("csr_ci", "chi2", "kruskal", "fisher_holm", "spearman", "tsr_delta", "recovery_outcome", "ablation"):
+        assert key in stats
+    assert (tmp_path / "out/table1.csv").read_text().startswith("model,")
+
+
+def test_stats_command_refuses_a_table_without_the_interface_columns(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.parquet"
+    synthetic_runs(n_models=2, seeds=1, tasks=10).drop("present_temporal_decoy").write_parquet(runs)
+    proc = run("stats", str(runs), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "present_temporal_decoy" in proc.stderr and str(runs) in proc.stderr
+
+
+def test_validate_config_names_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "params.yaml"
+    bad.write_text((ROOT / "params.yaml").read_text().replace("pool: standard", "pool: subtel"))
+    proc = run("validate-config", str(bad))
+    assert proc.returncode == 2 and "canaries.pool" in proc.stderr and "subtel" in proc.stderr
+    ok = run("validate-config", "params.yaml", cwd=ROOT)
+    assert ok.returncode == 0 and "120 tasks" in ok.stdout
