@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from canarykit.assembly import build_assemblies, write_assemblies
-from canarykit.canaries import load_pool
+from canarykit.canaries import canary_table, load_pool
 from canarykit.tasks import load_tasks, tasks_table
 from canarykit.workflow import run_script
 
@@ -14,6 +14,7 @@ def main(smk):
     tasks_table(tasks, smk.input.tasks)  # the TasksTable contract
     tools = json.loads(Path(smk.input.tools).read_text())
     pool = load_pool(smk.input.canaries)
+    canary_table(pool, smk.input.canaries)
     assemblies = build_assemblies(tasks, tools, pool, smk.wildcards.pool, smk.params.conditions, smk.params.seeds)
     write_assemblies(assemblies, smk.output[0])
 

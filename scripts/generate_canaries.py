@@ -3,7 +3,13 @@
 import json
 from pathlib import Path
 
-from canarykit.canaries import generate_pool, make_rewriter, validate_tool_defs, write_pool
+from canarykit.canaries import (
+    canary_table,
+    generate_pool,
+    make_rewriter,
+    validate_tool_defs,
+    write_pool,
+)
 from canarykit.workflow import run_script
 
 
@@ -19,6 +25,7 @@ def main(smk):
         rewriter=rewriter,
         source=source,
     )
+    canary_table(records, smk.output[0])  # the CanariesTable contract
     write_pool(records, smk.output[0])
 
 

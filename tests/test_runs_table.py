@@ -119,7 +119,7 @@ def write_store(
                 "model": r.model.removeprefix("old-"),
                 "group": "grp",
                 "backend": "reference",
-                "provider": None,
+                "provider": "reference",
                 "condition": r.condition,
                 "pool": r.pool,
                 "seed": r.seed,

@@ -28,7 +28,14 @@ from .detect import csr_by, detect, load_records, recovery_rates, tsr_by
 from .errors import InputError
 from .jsonio import finite_or_none, write_json
 from .records import RunRecord
-from .schemas import RunsTable, check_runs_type_columns, validate
+from .schemas import (
+    CallsTable,
+    RunIndexTable,
+    RunsTable,
+    VerdictsTable,
+    check_runs_type_columns,
+    validate,
+)
 from .types import CANARY_TYPES
 
 INTERFACE_COLUMNS: Final[tuple[str, ...]] = (
@@ -82,7 +89,7 @@ def read_index(index_path: str | os.PathLike[str]) -> pl.DataFrame:
     for col in INDEX_COLUMNS:
         if col not in df.columns:
             raise InputError(str(index_path), col, "missing column in the run index")
-    return df
+    return validate(df, RunIndexTable, str(index_path))
 
 
 def _verdicts(v: pl.DataFrame | str | os.PathLike[str] | None, source: str) -> pl.DataFrame | None:
@@ -92,7 +99,7 @@ def _verdicts(v: pl.DataFrame | str | os.PathLike[str] | None, source: str) -> p
     for col in ("run_id", "success", "status"):
         if col not in df.columns:
             raise InputError(source, col, "missing column in the verdicts table")
-    return df
+    return validate(df, VerdictsTable, source)
 
 
 def assemble_runs_table(
@@ -295,9 +302,9 @@ def detect_and_judge(
 
     out_dir = Path(verdicts_out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    primary_df.write_parquet(out_dir / "primary.parquet")
+    validate(primary_df, VerdictsTable, str(out_dir / "primary.parquet")).write_parquet(out_dir / "primary.parquet")
     if cross_df is not None:
-        cross_df.write_parquet(out_dir / "cross.parquet")
+        validate(cross_df, VerdictsTable, str(out_dir / "cross.parquet")).write_parquet(out_dir / "cross.parquet")
     write_json(out_dir / "counts.json", counts)
 
     runs = assemble_runs_table(index_df, records, primary_df, cross_df, str(runs_out))
@@ -306,7 +313,7 @@ def detect_and_judge(
     if calls_out is not None:
         calls, _ = detect(records)
         Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
-        calls.write_parquet(Path(calls_out))
+        validate(calls, CallsTable, str(calls_out)).write_parquet(Path(calls_out))
     if metrics_out is not None:
         write_json(metrics_out, metrics_json(runs))
 

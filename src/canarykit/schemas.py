@@ -7,7 +7,7 @@ failure lists every broken column and row at once (:func:`validate`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pandera.polars as pa
 import polars as pl
@@ -114,6 +114,70 @@ class RunsTable(pa.DataFrameModel):
     @pa.dataframe_check
     def recovered_only_when_trapped(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
         return data.lazyframe.select(pl.col("trapped") | pl.col("recovered").is_null())
+
+
+class RunIndexTable(pa.DataFrameModel):
+    """The runner's index (``results/runs/index.parquet``): one row per run of the grid."""
+
+    model: str
+    group: str
+    backend: str = pa.Field(isin=["reference", "litellm", "ollama", "local"])
+    provider: str = pa.Field(nullable=True)
+    condition: str = pa.Field(isin=list(CONDITIONS))
+    pool: str = pa.Field(isin=list(POOLS))
+    seed: int = pa.Field(ge=0)
+    task_id: str
+    difficulty: str = pa.Field(isin=list(DIFFICULTIES))
+    run_id: str = pa.Field(unique=True)
+    status: str = pa.Field(isin=["completed", "turn_limit", "error"])
+    error: bool
+    executed: bool
+
+    class Config:
+        strict = False
+
+    @pa.dataframe_check
+    def error_iff_error_status(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        return data.lazyframe.select(pl.col("error") == (pl.col("status") == "error"))
+
+
+class CallsTable(pa.DataFrameModel):
+    """The detector's verdict on every tool call (``results/judge/calls.parquet``)."""
+
+    run_id: str
+    idx: int = pa.Field(ge=0)
+    call_idx: int = pa.Field(ge=0)
+    name: str = pa.Field(nullable=True)
+    status: str = pa.Field(isin=["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"])
+    cls: str = pa.Field(isin=["real", "canary", "unknown"])
+    canary_id: str = pa.Field(nullable=True)
+    canary_type: str = pa.Field(nullable=True, isin=_TYPES)
+    shadows: str = pa.Field(nullable=True)
+
+    class Config:
+        strict = False
+
+    @pa.dataframe_check
+    def canary_calls_are_typed(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        return data.lazyframe.select((pl.col("cls") != "canary") | pl.col("canary_type").is_not_null())
+
+
+class VerdictsTable(pa.DataFrameModel):
+    """One judge's verdict per run (``results/judge/verdicts/<primary|cross>.parquet``)."""
+
+    run_id: str = pa.Field(unique=True)
+    judge: Optional[str]  # noqa: UP045 - pandera reads Optional as "column may be absent"
+    success: bool = pa.Field(nullable=True)
+    status: str = pa.Field(isin=["ok", "unparseable", "error", "skipped"])
+    reason: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+    attempts: Optional[int] = pa.Field(ge=0)  # noqa: UP045
+
+    class Config:
+        strict = False
+
+    @pa.dataframe_check
+    def only_ok_verdicts_decide(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        return data.lazyframe.select((pl.col("status") == "ok") | pl.col("success").is_null())
 
 
 RUNS_KEY = ["model", "condition", "pool", "seed", "task_id"]

@@ -648,7 +648,9 @@ def run_grid(
 
 
 def _write_index(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
-    df = pl.DataFrame(list(rows), schema=INDEX_SCHEMA)
+    from ..schemas import RunIndexTable, validate
+
+    df = validate(pl.DataFrame(list(rows), schema=INDEX_SCHEMA), RunIndexTable, str(path))
     buf = io.BytesIO()
     df.write_parquet(buf, compression="zstd", statistics=False)
     atomic_write_bytes(path, buf.getvalue())
