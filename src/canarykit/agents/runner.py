@@ -95,17 +95,9 @@ class ModelTally:
 
 
 @dataclass
-class RunSummary:
-    executed: int = 0
-    reused: int = 0
-    deduplicated: int = 0
-    failed: int = 0
-    skipped: int = 0
-    total: int = 0
-    backend_calls: int = 0
-    cached_calls: int = 0
-    retries: int = 0
-    cost_usd: float = 0.0
+class RunSummary(ModelTally):
+    """The counts of :class:`ModelTally` over the whole grid, plus the invocation's facts."""
+
     budget_usd: float | None = None
     budget_exhausted: bool = False
     elapsed_s: float = 0.0
