@@ -41,6 +41,7 @@ ALL_TARGETS = [
     "results/table3.csv",
     "results/stats.json",
     "results/judge/validation.json",
+    "results/params.resolved.yaml",
     *METRICS,
     *[f"results/figures/{f}.{fmt}" for f in FIGURES for fmt in config["figures"]["formats"]],
 ]

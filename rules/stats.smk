@@ -41,3 +41,15 @@ rule figures:
         "results/logs/figures.log",
     script:
         "../scripts/figures.py"
+
+
+# The parameters of the study as run (params.yaml with every default filled in), for the report.
+rule study_parameters:
+    output:
+        report("results/params.resolved.yaml", category="Configuration", caption="../report/params.rst"),
+    params:
+        config=config,
+    log:
+        "results/logs/study_parameters.log",
+    script:
+        "../scripts/study_parameters.py"
