@@ -86,3 +86,34 @@ def test_not_yaml(tmp_path):
     p.write_text("study: [unclosed")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_params(p)
+
+
+def test_paper_profile_merges_and_validates():
+    cfg = _params()
+    profile = yaml.safe_load((ROOT / "src/canarykit/resources/profiles/paper.yaml").read_text())
+    cfg["models"] = profile["models"]
+    cfg["judge"].update(profile["judge"])
+    out = validate_params(cfg)
+    assert len(out["models"]) == 8 and out["judge"]["primary"]["model"].endswith("deepseek-v3.2-maas")
+
+
+def test_a_judge_sharing_a_provider_is_refused_at_validation():
+    cfg = _params()
+    cfg["models"].append({"name": "gpt-4.1", "backend": "litellm", "model": "openai/gpt-4.1", "group": "mid"})
+    cfg["judge"]["primary"] = {"kind": "llm", "model": "openai/gpt-4o"}
+    with pytest.raises(ConfigError, match="judge.primary") as err:
+        validate_params(cfg, "params.yaml")
+    assert "openai" in str(err.value)
+
+
+def test_local_profile_merges_and_validates():
+    cfg = _params()
+    profile = yaml.safe_load((ROOT / "src/canarykit/resources/profiles/local-gemma.yaml").read_text())
+    for key, value in profile.items():
+        if isinstance(value, dict):
+            cfg[key].update(value)
+        else:
+            cfg[key] = value
+    out = validate_params(cfg)
+    assert [m["backend"] for m in out["models"]] == ["local", "reference"]
+    assert run_grid(out) == {"standard": ["baseline", "declared"]}

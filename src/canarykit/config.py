@@ -92,6 +92,10 @@ def _message(error: jsonschema.ValidationError) -> str:
 
 
 def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
+    from .judging._independence import check_judge_independence
+
+    # Refuse a judge that shares a provider with an evaluated model before anything is paid for.
+    check_judge_independence({"primary": cfg["judge"]["primary"], "cross": cfg["judge"]["cross"]}, cfg["models"], source)
     seen: dict[str, int] = {}
     for i, m in enumerate(cfg["models"]):
         if m["name"] in seen:
