@@ -54,3 +54,34 @@ def test_capability_mirage_suffix_change_reruns_only_affected_runs(tmp_path: Pat
     assert second.reused == rows.height - second.executed
     gw = second.per_model["gw"]
     assert gw.backend_calls == calls_made == 2 * gw.executed  # simple_agent: one tool call, one answer
+
+
+def test_environment_code_change_reexecutes_but_replays_model_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editing the tools or the canaries' runtime changes what a model reads, so every run
+    re-executes; a model whose conversation is unchanged is answered from the response cache."""
+    from canarykit.agents import store
+
+    monkeypatch.setenv(KEY_ENV, "sk-env")
+    tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=4, pools={"standard": ["declared"]}, seeds=[0])
+    agent = {"max_turns": 4, "timeout_s": 5, "concurrency": 2, "cache_dir": str(tmp_path / "cache"),
+             "retries": {"max_attempts": 2, "base_delay_s": 0.01, "max_delay_s": 0.02}}
+    with FakeOpenAIServer(simple_agent) as server:
+        models = [
+            {"name": "gw", "backend": "litellm", "group": "hosted", "model": "openai/fake-model", "api_base": server.url, "api_key_env": KEY_ENV},
+            {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"},
+        ]
+
+        def go() -> object:
+            return run_grid(models, tasks_path, pools, [0], agent, tmp_path / "store", tmp_path / "runs.parquet",
+                            tmp_path / "summary.json", progress=False)
+
+        first = go()
+        assert go().executed == 0
+        calls = len(server.requests)
+        monkeypatch.setattr(store, "environment_version", lambda: "edited-environment")
+        again = go()
+        assert again.executed == first.total and len(server.requests) == calls
+        assert again.per_model["gw"].cached_calls > 0 and again.per_model["gw"].backend_calls == 0
+        monkeypatch.setattr(store, "reference_version", lambda: "edited-reference-agents")
+        ref_only = go()
+        assert ref_only.per_model["oracle"].executed == 4 and ref_only.per_model["gw"].executed == 0

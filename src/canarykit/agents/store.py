@@ -3,8 +3,14 @@
 A run's *identity* is everything that decides what happens in it: the loop version (which
 includes the system message), the model spec minus its labels, the offered tool list (its
 hash covers every definition and the order), the task (its prompt; plus its plan for
-reference agents, which follow it) and ``max_turns``. Two runs with one identity are the
-same experiment: the runner executes it once and copies the record to the other.
+reference agents, which follow it), ``max_turns`` and the version of the tool environment
+(the source of the real tools and of the canaries' runtime, which decide every tool result
+the model reads). For reference agents the model *is* code: their implementation (and the
+scripted answer they compose) is part of the identity too. Editing the environment thus
+re-executes runs, but a model's calls are replayed from the response cache for as long as
+the conversation is unchanged, so only conversations that really differ cost a call. Two
+runs with one identity are the same experiment: the runner executes it once and copies the
+record to the other.
 
 The *run id* is the identity hash plus the run's coordinates (model name, group, condition,
 pool, seed, task), so every (model, condition, pool, seed, task) has its own record file,
@@ -13,6 +19,7 @@ pool, seed, task), so every (model, condition, pool, seed, task) has its own rec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -25,6 +32,25 @@ from ..records import Event, OfferedTool, RunRecord, Usage, read_record
 #: Model-spec keys that name or group a model, or say where its key lives: not part of what
 #: the model does, so renaming or regrouping a model never re-runs it.
 LABEL_KEYS = frozenset({"name", "group", "api_key_env", "provider"})
+
+
+def _source_hash(*paths: Path) -> str:
+    files = sorted(p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py")))
+    return content_hash([[f.name, f.read_text(encoding="utf-8")] for f in files], 16)
+
+
+@functools.cache
+def environment_version() -> str:
+    """Hash of the code that answers tool calls: the real tools and the canaries' runtime."""
+    pkg = Path(__file__).resolve().parents[1]
+    return _source_hash(pkg / "tools", pkg / "canaries")
+
+
+@functools.cache
+def reference_version() -> str:
+    """Hash of the reference agents' code and of the answer they compose (tasks.compose_answer)."""
+    pkg = Path(__file__).resolve().parents[1]
+    return _source_hash(pkg / "agents" / "reference.py", pkg / "tasks.py")
 
 
 def model_identity(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,9 +68,13 @@ def run_identity(
     task_ident: dict[str, Any] = {"prompt": task.prompt}
     if spec.get("backend") == "reference":
         task_ident["plan"] = [[step.tool, dict(step.args)] for step in task.plan]
+    model = dict(model_ident if model_ident is not None else model_identity(spec))
+    if spec.get("backend") == "reference":
+        model["implementation"] = reference_version()
     return {
         "loop_version": loop_version,
-        "model": dict(model_ident if model_ident is not None else model_identity(spec)),
+        "environment": environment_version(),
+        "model": model,
         "tool_list_hash": tool_list_hash,
         "task": task_ident,
         "max_turns": int(max_turns),
