@@ -6,6 +6,7 @@ rule run_agents:
         unpack(canary_pools),
         unpack(assembly_tables),
         tasks=config["study"]["tasks"],
+        code=package_code("agents", "tools", "canaries", "records.py", "tasks.py"),
     output:
         index="results/runs/index.parquet",
         summary="results/logs/run-summary.json",

@@ -1,4 +1,6 @@
 rule export_tools:
+    input:
+        code=package_code("tools"),
     output:
         "results/tools.json",
     log:
@@ -10,6 +12,7 @@ rule export_tools:
 rule generate_canaries:
     input:
         tools="results/tools.json",
+        code=package_code("canaries"),
     output:
         "results/canaries/{pool}.json",
     params:

@@ -47,6 +47,16 @@ ALL_TARGETS = [
 ]
 
 
+def package_code(*parts):
+    """The library's source files behind a rule, as inputs: editing them re-runs the rule
+    (inside the run rule, only runs whose identity changed re-execute)."""
+    files = []
+    for part in parts:
+        path = Path(workflow.basedir) / "src" / "canarykit" / part
+        files += sorted(str(p) for p in path.rglob("*.py")) if path.is_dir() else [str(path)]
+    return files
+
+
 def pool_suffixes(wildcards):
     return config["canaries"]["suffixes"][wildcards.pool]
 

@@ -5,6 +5,7 @@ rule detect_and_judge:
         index="results/runs/index.parquet",
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
+        code=package_code("detect.py", "judging", "runs_table.py", "tasks.py", "records.py"),
     output:
         runs="results/runs.parquet",
         calls="results/judge/calls.parquet",

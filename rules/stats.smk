@@ -1,6 +1,7 @@
 rule stats:
     input:
         runs="results/runs.parquet",
+        code=package_code("stats.py"),
     output:
         table1=report("results/table1.csv", category="Tables", caption="../report/table1.rst"),
         table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
@@ -24,6 +25,7 @@ rule stats:
 rule figures:
     input:
         stats="results/stats.json",
+        code=package_code("figures.py", "stats.py"),
     output:
         [
             report(
