@@ -15,6 +15,7 @@ from fakes.world import FAKE_ENV, FakeTask, Step, toolset
 from canarykit.agents import RunSpec, make_backend, run_grid, run_one
 from canarykit.agents.reference import BM25, adapt_arguments, minimal_arguments, tokenize
 from canarykit.records import RunRecord, read_record
+from canarykit.tools import tool_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,3 +132,23 @@ def test_argument_helpers() -> None:
     real = {"inputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "units": {"type": "string"}}}}
     assert adapt_arguments({"city": "Paris", "units": "c"}, tool, real) == {"units": "c", "location": "Paris"}
     assert adapt_arguments({"city": "Paris"}, {"inputSchema": {"type": "object", "properties": {}}}, real) == {}
+
+
+def test_description_blind_agents_act_identically_on_both_pools(tmp_path: Path) -> None:
+    """Only the subtle pool's descriptions differ, and only lexical reads descriptions: every
+    other reference agent makes the same calls on both pools (its ablation delta is 0)."""
+    tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["declared"], "subtle": ["declared"]})
+    models = [m for m in reference_models() if m["agent"] != "lexical"]
+    run_grid(models, tasks_path, pools, [0], {"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet",
+             tmp_path / "summary.json", progress=False)
+    idx = pl.read_parquet(tmp_path / "runs.parquet")
+    calls: dict[tuple[str, str, str], list[str | None]] = {}
+    for row in idx.iter_rows(named=True):
+        rec = read_record(tmp_path / "store" / row["run_id"][:2] / f"{row['run_id']}.json")
+        calls[(row["model"], row["pool"], row["task_id"])] = [e.name for e in rec.events if e.kind == "tool_call"]
+    taken = 0
+    for (model, pool, task), names in calls.items():
+        if pool == "standard":
+            assert names == calls[(model, "subtle", task)], (model, task)
+            taken += model.startswith("planted") and any(n not in tool_names() for n in names)
+    assert taken > 0

@@ -5,7 +5,8 @@ Each is a backend (``backend: reference``, ``agent: <name>``) that reads the run
 conversation so far: the number of assistant turns that called tools. A reference agent
 makes one tool call per turn and, when its script is done, answers with
 ``tasks.compose_answer`` over the evidence it has seen. All randomness is deterministic:
-``random.Random(<run identity hash>)``.
+``random.Random`` seeded by the agent, the task and the offered tool names in order (not their
+descriptions, which only ``lexical`` reads; see :meth:`ReferenceBackend.draw_seed`).
 
 - ``oracle``: the task's canonical plan, step by step. No canary call; the rubric passes.
 - ``random``: per plan step, a tool drawn uniformly from the offered list, with the step's
@@ -258,12 +259,23 @@ class ReferenceBackend:
         self.cache_scope = {"endpoint": "reference", "agent": self.agent, **self.params}
         self._scripts: dict[str, Script] = {}
 
+    def draw_seed(self, ctx: RunContext) -> str:
+        """Seed of the run's random draws: the agent, the task and the offered names in order.
+
+        Descriptions are left out on purpose: no reference agent but ``lexical`` reads them,
+        so a description-blind agent makes the same draws against the standard and the
+        subtle pool (its ablation delta is exactly 0) and after a suffix edit.
+        """
+        return canonical_json({"agent": self.agent, "params": self.params, "task": ctx.task.id,
+                               "plan": [[st.tool, dict(st.args)] for st in ctx.task.plan],
+                               "tools": [o.name for o in ctx.offered]})
+
     def script(self, ctx: RunContext) -> Script:
         s = self._scripts.get(ctx.run_id)
         if s is None:
             if len(self._scripts) > 4096:
                 self._scripts.clear()
-            s = self.policy(ctx, random.Random(ctx.identity_hash), self.params)
+            s = self.policy(ctx, random.Random(self.draw_seed(ctx)), self.params)
             self._scripts[ctx.run_id] = s
         return s
 
