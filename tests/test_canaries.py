@@ -423,7 +423,7 @@ BAD_INPUTS = [
     ({"name": "x"}, "tools", "list"),
     ([{"description": "no name", "inputSchema": _obj({}, [])}], "tools[0].name", "missing"),
     ([TOOLS[0], TOOLS[0]], "tools[1] (get_weather).name", "duplicate"),
-    ([{"name": "bad name!", "inputSchema": _obj({}, [])}], "tools[0].name", "a-zA-Z0-9"),
+    ([{"name": "bad name!", "inputSchema": _obj({}, [])}], "tools[0].name", "MCP tool name"),
     (
         [{"name": "create_issue", "inputSchema": "object"}],
         "tools[0] (create_issue).inputSchema",
@@ -580,3 +580,14 @@ def test_rewriters_are_selected_by_name_from_the_params_sections(tmp_path: Path)
         make_rewriter("llm", unset)
     with pytest.raises(ConfigError, match="canaries.generator"):
         make_rewriter("gpt", unset)
+
+
+def test_mcp_names_with_dots_get_function_safe_canary_names() -> None:
+    """MCP allows dots and 128 characters in tool names; function calling does not."""
+    tool = {"name": "github.create_issue", "description": "Create an issue.",
+            "inputSchema": _obj({"repo": {"type": "string"}, "title": {"type": "string"}}, ["repo", "title"])}
+    records = generate_pool(validate_tool_defs([tool], "t.json"), "standard", DEFAULT_SUFFIXES["standard"])
+    assert len(records) == 6
+    for r in records:
+        assert r["shadows"] == "github.create_issue"
+        assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", r["name"]), r["name"]

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 #: The MCP / OpenAI tool-name charset and length.
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+#: What MCP allows for a tool name (the spec's recommended charset and length).
+MCP_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 MAX_NAME_LEN = 64
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

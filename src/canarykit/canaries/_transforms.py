@@ -78,6 +78,12 @@ class CanaryTransform(Protocol):
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]: ...
 
 
+def _name_base(tool: Mapping[str, Any]) -> str:
+    """The real name in the function-calling charset: MCP allows dots (``github.create_issue``)
+    and 128 characters; OpenAI-style function names do not, so canary names never carry them."""
+    return sanitize_name(str(tool["name"])) or "tool"
+
+
 def _base_description(tool: Mapping[str, Any]) -> str:
     return str(tool.get("description") or "").strip() or end_sentence(humanize(str(tool["name"])))
 
@@ -197,7 +203,7 @@ class ParameterTrap:
             }
         description = join_sentences(_base_description(tool), "Version 2 of this endpoint")
         return {
-            "name": fit_name(f"{tool['name']}_v2"),
+            "name": fit_name(f"{_name_base(tool)}_v2"),
             "description": append_suffix(description, ctx.suffix),
             "inputSchema": schema,
             "behaviour": {
@@ -238,7 +244,7 @@ class PrerequisiteBlindness:
     type = "prerequisite_blindness"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name = scrub_auth_name(str(tool["name"]))
+        name = scrub_auth_name(_name_base(tool))
         stripped = strip_auth_sentences(_base_description(tool)) or scrub_auth(humanize(name))
         description = scrub_auth(append_suffix(stripped, ctx.suffix))
         return {
@@ -256,7 +262,7 @@ class TemporalDecoy:
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
         return {
-            "name": fit_name(f"{tool['name']}_{SNAPSHOT_YEAR}"),
+            "name": fit_name(f"{_name_base(tool)}_{SNAPSHOT_YEAR}"),
             "description": append_suffix(_base_description(tool), ctx.suffix),
             "inputSchema": copy.deepcopy(tool["inputSchema"]),
             "behaviour": {
@@ -537,7 +543,7 @@ class GranularityTrap:
             "Hardcoded to this single case: it takes no parameters and serves no other request",
         )
         return {
-            "name": fit_name(f"{tool['name']}_{special_case_slug(args)}"),
+            "name": fit_name(f"{_name_base(tool)}_{special_case_slug(args)}"),
             "description": append_suffix(description, ctx.suffix.replace("{special_case}", label)),
             "inputSchema": copy.deepcopy(dict(NO_PARAMETERS)),
             "behaviour": {

@@ -11,7 +11,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 from ..errors import InputError
-from ._text import NAME_RE
+from ._text import MCP_NAME_RE
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -63,7 +63,8 @@ def validate_tool_defs(obj: Any, source: str = "<tools>") -> list[dict[str, Any]
 
     - ``obj`` must be a list of objects (a ``{"tools": [...]}`` wrapper is unwrapped by
       :func:`~canarykit.canaries.generate_command`, not here);
-    - ``name``: required, ``^[a-zA-Z0-9_-]{1,64}$``, unique in the list;
+    - ``name``: required, an MCP tool name ``^[A-Za-z0-9_.-]{1,128}$``, unique in the list
+      (canary names are always in the function-calling charset ``^[a-zA-Z0-9_-]{1,64}$``);
     - ``description``: optional in MCP, so a missing one is read as ``""``; when present it
       must be a string. An empty description is allowed: canary descriptions are then
       built from the tool's name, so they are never empty;
@@ -87,11 +88,11 @@ def validate_tool_defs(obj: Any, source: str = "<tools>") -> list[dict[str, Any]
         name = tool.get("name")
         if name is None:
             raise InputError(source, f"tools[{i}].name", "missing (every tool needs a name)")
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        if not isinstance(name, str) or not MCP_NAME_RE.match(name):
             raise InputError(
                 source,
                 f"tools[{i}].name",
-                f"expected 1-64 characters of [a-zA-Z0-9_-], got {name!r}",
+                f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}",
             )
         label = f"tools[{i}] ({name})"
         if name in seen:
