@@ -81,3 +81,15 @@ def test_validate_config_names_the_key(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "canaries.pool" in proc.stderr and "subtel" in proc.stderr
     ok = run("validate-config", "params.yaml", cwd=ROOT)
     assert ok.returncode == 0 and "120 tasks" in ok.stdout
+
+
+def test_stats_accepts_a_run_table_written_with_narrower_types(tmp_path: Path) -> None:
+    """Another tool's run table may hold Int32 counts and Float32 rates."""
+    import polars as pl
+
+    runs = tmp_path / "runs.parquet"
+    df = synthetic_runs(n_models=2, seeds=1, tasks=10)
+    df.with_columns(pl.col("tool_calls", "canary_calls", "seed").cast(pl.Int32), pl.col("csr").cast(pl.Float32)).write_parquet(runs)
+    proc = run("stats", str(runs), "-o", str(tmp_path / "out"), "--resamples", "200")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "out/stats.json").read_text())["meta"]["n_runs"] == df.height

@@ -106,6 +106,9 @@ class RunsTable(pa.DataFrameModel):
 
     class Config:
         strict = False
+        # Run tables from other tools may carry Int32 counts or Float32 rates: accept any
+        # type that casts losslessly to the contract's.
+        coerce = True
 
     @pa.dataframe_check
     def canary_calls_within_calls(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
