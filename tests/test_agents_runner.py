@@ -196,3 +196,14 @@ def test_budget_holds_across_shards(tmp_path: Path) -> None:
     assert s.executed <= 2 + 2  # each shard starts at most one run after the other's spend lands
     assert idx.height == s.total - s.skipped and not idx["error"].any()
     assert len(list((tmp_path / "store").rglob("*.json"))) == idx.height
+
+
+def test_missing_api_key_stops_before_any_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from canarykit.errors import ConfigError
+
+    monkeypatch.delenv("CANARYKIT_NO_SUCH_KEY", raising=False)
+    tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=2, pools={"standard": ["declared"]})
+    models = [{"name": "hosted", "backend": "litellm", "model": "openai/gpt-4.1", "api_key_env": "CANARYKIT_NO_SUCH_KEY", "group": "mid"}]
+    with pytest.raises(ConfigError, match=r"models\[0\]\.api_key_env.*CANARYKIT_NO_SUCH_KEY"):
+        run_grid(models, tasks_path, pools, [0], {"max_turns": 2}, tmp_path / "store", tmp_path / "i.parquet", tmp_path / "s.json", progress=False)
+    assert not (tmp_path / "i.parquet").exists() and not (tmp_path / "store").exists()

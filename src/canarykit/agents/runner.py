@@ -58,7 +58,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..jsonio import atomic_write_bytes, write_json
 from ..records import RunRecord
 from .cache import ResponseCache
@@ -470,6 +470,19 @@ async def _run_sharded(
             conn.close()
 
 
+def check_api_keys(models: Sequence[Mapping[str, Any]], source: str = "params.yaml") -> None:
+    """Refuse to start when a model names an API-key variable that is not set.
+
+    Otherwise every one of its runs would end as a backend error; the key's value is never
+    read here beyond checking that it is there.
+    """
+    for i, m in enumerate(models):
+        var = m.get("api_key_env")
+        if m.get("backend") in ("litellm", "local") and var and not os.environ.get(str(var)):
+            raise ConfigError(source, f"models[{i}].api_key_env",
+                              f"environment variable {var} is not set (model {m.get('name')!r}); export it or remove api_key_env")
+
+
 def run_grid(
     models: list[dict[str, Any]],
     tasks_path: str | Path,
@@ -488,6 +501,7 @@ def run_grid(
     """Run (or reuse) every run of the grid; write the index and the summary. See the module doc."""
     t0 = time.monotonic()
     out = log if log is not None else sys.stderr
+    check_api_keys(models)
     if tasks is None:
         from ..tasks import load_tasks
 
