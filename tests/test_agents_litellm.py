@@ -16,7 +16,7 @@ from canarykit.agents.backends import parse_retry_after
 from canarykit.records import RunRecord
 
 KEY_ENV = "CANARYKIT_TEST_GATEWAY_KEY"
-SECRET = "sk-test-Zq8-never-stored"
+SECRET = "fake-key-Zq8-never-stored"
 
 
 def spec(url: str) -> dict[str, Any]:

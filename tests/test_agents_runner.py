@@ -20,7 +20,7 @@ from canarykit.agents import run_grid
 from canarykit.records import read_record
 
 KEY_ENV = "CANARYKIT_TEST_RUNNER_KEY"
-SECRET = "sk-runner-secret-0xDEADBEEF"
+SECRET = "fake-key-runner-0xDEADBEEF"
 FAST = {"max_turns": 4, "timeout_s": 5, "concurrency": 4, "retries": {"max_attempts": 2, "base_delay_s": 0.01, "max_delay_s": 0.02}}
 
 

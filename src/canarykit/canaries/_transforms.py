@@ -95,7 +95,7 @@ def _first_sentence(tool: Mapping[str, Any]) -> str:
 
 def _reworded(tool: Mapping[str, Any], ctx: TransformContext, canary_type: str) -> tuple[str, str]:
     name, description = ctx.rewriter.reword(tool, canary_type)
-    clean = sanitize_name(name) or fit_name(f"{canary_type}_{tool['name']}")
+    clean = sanitize_name(name) or fit_name(f"{canary_type}_{_name_base(tool)}")
     return clean, description.strip() or _base_description(tool)
 
 
