@@ -68,7 +68,8 @@ def align_mtimes_with_dvc_lock(root: str | Path = ".") -> bool:
 
     base = Path(root)
     lock_path = base / "dvc.lock"
-    if not lock_path.exists():
+    if not lock_path.exists() or os.environ.get("DVC_STAGE"):
+        # Inside a `dvc repro` stage DVC holds the repository lock and decides itself.
         return False
     try:
         status = subprocess.run([sys.executable, "-m", "dvc", "status", "--json", "-q"], cwd=base, capture_output=True, text=True, timeout=300)
