@@ -18,7 +18,6 @@ rule detect_and_judge:
         judge=config["judge"],
         models=config["models"],
         store="results/runs/store",
-        verdicts_dir="results/judge/verdicts",
     log:
         "results/logs/detect_and_judge.log",
     script:

@@ -13,7 +13,6 @@ rule stats:
         stats=config["stats"],
         primary_pool=config["canaries"]["pool"],
         ablation_condition=config["ablation"]["condition"],
-        out_dir="results",
     log:
         "results/logs/stats.log",
     benchmark:
@@ -38,7 +37,6 @@ rule figures:
         ],
     params:
         formats=config["figures"]["formats"],
-        out_dir="results/figures",
     log:
         "results/logs/figures.log",
     script:

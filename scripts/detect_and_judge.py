@@ -19,7 +19,7 @@ def main(smk):
         smk.params.models,
         judge["cache_dir"],
         smk.output.runs,
-        smk.params.verdicts_dir,
+        Path(smk.output.primary).parent,
         smk.output.validation,
         judge["human_sheet"],
         calls_out=smk.output.calls,

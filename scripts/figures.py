@@ -1,11 +1,13 @@
 """Figures 2, 4, 5, 6, 7, 8 and 9 (SVG, PNG, HTML) from results/stats.json."""
 
+from pathlib import Path
+
 from canarykit.figures import make_figures
 from canarykit.workflow import run_script
 
 
 def main(smk):
-    make_figures(smk.input.stats, smk.params.out_dir, formats=smk.params.formats)
+    make_figures(smk.input.stats, Path(smk.output[0]).parent, formats=smk.params.formats)
 
 
 run_script(snakemake, main)  # noqa: F821

@@ -1,5 +1,7 @@
 """Every statistic, the three tables and the figure data from the per-run table alone."""
 
+from pathlib import Path
+
 from canarykit.stats import StatsConfig, compute_all, load_runs, write_outputs
 from canarykit.workflow import run_script
 
@@ -15,7 +17,8 @@ def main(smk):
         ablation_condition=smk.params.ablation_condition,
     )
     df = load_runs(smk.input.runs)
-    write_outputs(compute_all(df, config, source=smk.input.runs, validate=False), smk.params.out_dir)
+    # Tables, stats.json and the figure data all go beside stats.json.
+    write_outputs(compute_all(df, config, source=smk.input.runs, validate=False), Path(smk.output.stats).parent)
 
 
 run_script(snakemake, main)  # noqa: F821
