@@ -133,6 +133,31 @@ def safe_json_loads(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: in
     return value
 
 
+def read_json_input(path: str | os.PathLike[str], what: str, *, max_chars: int = 50_000_000) -> Any:
+    """Read a JSON file a user supplied (tool list, task file, pool, record).
+
+    Every failure is an :class:`~canarykit.errors.InputError` naming the file: missing,
+    unreadable, not UTF-8, or not valid (or hostile) JSON.
+    """
+    from .errors import InputError
+
+    src = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputError(src, "<file>", f"{what} not found") from exc
+    except IsADirectoryError as exc:
+        raise InputError(src, "<file>", f"is a directory, expected a JSON {what}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(src, "<file>", f"not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise InputError(src, "<file>", f"cannot read the {what}: {exc.strerror or exc}") from exc
+    try:
+        return safe_json_loads(text, max_chars=max_chars)
+    except HostileJSONError as exc:
+        raise InputError(src, "<root>", f"not valid JSON: {exc}") from exc
+
+
 def finite_or_none(x: float | None) -> float | None:
     """``None`` for NaN/inf, else ``x`` (keeps JSON outputs valid)."""
     if x is None or not math.isfinite(x):

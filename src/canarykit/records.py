@@ -15,7 +15,7 @@ import pandera.polars as pa
 import polars as pl
 
 from .errors import InputError
-from .jsonio import atomic_write_text, pretty_json, safe_json_loads
+from .jsonio import atomic_write_text, pretty_json, read_json_input
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -184,12 +184,7 @@ def write_record(path: str | Path, record: RunRecord) -> None:
 
 
 def read_record(path: str | Path) -> RunRecord:
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        data = safe_json_loads(text, max_chars=50_000_000)
-    except ValueError as exc:
-        raise InputError(str(path), "<root>", f"not a valid run record: {exc}") from exc
-    return RunRecord.from_dict(data, str(path))
+    return RunRecord.from_dict(read_json_input(path, "run record"), str(path))
 
 
 class EventsTable(pa.DataFrameModel):

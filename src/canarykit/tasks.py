@@ -25,7 +25,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from . import tools
 from .errors import InputError
-from .jsonio import HostileJSONError, content_hash, safe_json_loads
+from .jsonio import content_hash, read_json_input
 from .schemas import TasksTable, validate
 from .types import CANARY_TYPES, ToolResult
 
@@ -178,19 +178,7 @@ def parse_tasks(obj: Any, source: str | Path = "<tasks>") -> list[Task]:
 def load_tasks(path: str | Path) -> list[Task]:
     """Load and validate a task file; every problem is an :class:`InputError` (file, JSON path)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(str(p), "<file>", "task file not found") from exc
-    except IsADirectoryError as exc:
-        raise InputError(str(p), "<file>", "is a directory, expected a JSON task file") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(str(p), "<file>", f"not UTF-8 text: {exc}") from exc
-    try:
-        obj = safe_json_loads(text)
-    except HostileJSONError as exc:
-        raise InputError(str(p), "<root>", f"not valid JSON: {exc}") from exc
-    return parse_tasks(obj, p)
+    return parse_tasks(read_json_input(p, "task file"), p)
 
 
 def tasks_table(tasks: Sequence[Task], source: str | Path = "tasks") -> pl.DataFrame:

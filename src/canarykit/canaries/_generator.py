@@ -11,7 +11,7 @@ import polars as pl
 import yaml
 
 from ..errors import ConfigError, InputError
-from ..jsonio import canonical_json, safe_json_loads, write_json
+from ..jsonio import canonical_json, read_json_input, write_json
 from ..schemas import CanariesTable, validate
 from ..types import CANARY_TYPES
 from ._rewriters import REWORDED_TYPES, OfflineRewriter, Rewriter, _provenance
@@ -244,18 +244,7 @@ def validate_pool(obj: Any, source: str) -> list[dict[str, Any]]:
 
 def load_pool(path: str | Path) -> list[dict[str, Any]]:
     """Read and validate a pool written by :func:`write_pool`."""
-    src = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            src, "<file>", f"cannot read the canary pool: {exc.strerror or exc}"
-        ) from exc
-    try:
-        data = safe_json_loads(text, max_chars=50_000_000)
-    except ValueError as exc:
-        raise InputError(src, "<root>", f"not valid JSON: {exc}") from exc
-    return validate_pool(data, src)
+    return validate_pool(read_json_input(path, "canary pool"), str(path))
 
 
 def canary_table(records: list[dict[str, Any]], source: str = "canaries") -> pl.DataFrame:
@@ -290,16 +279,7 @@ def canary_table(records: list[dict[str, Any]], source: str = "canaries") -> pl.
 
 
 def _read_tools(path: str) -> list[dict[str, Any]]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            path, "<file>", f"cannot read the tool list: {exc.strerror or exc}"
-        ) from exc
-    try:
-        data = safe_json_loads(text, max_chars=50_000_000)
-    except ValueError as exc:
-        raise InputError(path, "<root>", f"not valid JSON: {exc}") from exc
+    data = read_json_input(path, "tool list")
     if isinstance(data, dict) and "tools" in data:
         data = data["tools"]
     return validate_tool_defs(data, path)
