@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from fakes.records import call_events
 
 from canarykit.detect import (
     calls_table,
@@ -42,42 +43,7 @@ def make_record(
 ) -> RunRecord:
     """A record whose tool calls are ``(name, status[, result_is_error])``."""
     events = [Event(kind="model_turn", turn=0, n_tool_calls=len(calls))]
-    for i, call in enumerate(calls):
-        name, status = call[0], call[1]
-        cid = f"c{i}"
-        events.append(
-            Event(
-                kind="tool_call",
-                turn=i,
-                call_id=cid,
-                name=name,
-                status=status,
-                arguments={"city": "Delhi"} if status != "malformed_arguments" else None,
-                raw_arguments='{"city": "Delhi"}',
-            )
-        )
-        if status == "ok":
-            events.append(
-                Event(
-                    kind="tool_result",
-                    turn=i,
-                    call_id=cid,
-                    name=name,
-                    content=f"{name} result",
-                    is_error=bool(call[2]) if len(call) > 2 else False,
-                )
-            )
-        else:
-            events.append(
-                Event(
-                    kind="tool_error",
-                    turn=i,
-                    call_id=cid,
-                    name=name,
-                    status=status,
-                    message="refused",
-                )
-            )
+    events += call_events(calls)
     if error:
         events.append(
             Event(kind="backend_error", turn=len(calls), message="HTTP 500", status_code=500)

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from fakes.records import FakeTask, call_events
 from sklearn.metrics import cohen_kappa_score
 
 from canarykit.errors import ConfigError, InputError
@@ -39,19 +40,12 @@ from canarykit.judging import (
     render_trace,
     stability,
 )
-from canarykit.records import Event, OfferedTool, RunRecord
+from canarykit.records import OfferedTool, RunRecord
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "data" / "prompts" / "judge_appendix_b.txt"
 PROFILE = ROOT / "src" / "canarykit" / "resources" / "profiles" / "paper.yaml"
-
-
-@dataclass(frozen=True)
-class FakeTask:
-    id: str
-    prompt: str
-    rubric: tuple[str, ...] = ()
 
 
 def record(
@@ -63,41 +57,7 @@ def record(
         ("get_weather", "ok", False),
     ),
 ) -> RunRecord:
-    events = []
-    for i, (name, status, is_err) in enumerate(calls):
-        events.append(
-            Event(
-                kind="tool_call",
-                turn=i,
-                call_id=f"c{i}",
-                name=name,
-                status=status,
-                arguments={"city": "Delhi"},
-                raw_arguments='{"city": "Delhi"}',
-            )
-        )
-        if status == "ok":
-            events.append(
-                Event(
-                    kind="tool_result",
-                    turn=i,
-                    call_id=f"c{i}",
-                    name=name,
-                    content='{"temp_c": 31}' + "x" * 3000,
-                    is_error=is_err,
-                )
-            )
-        else:
-            events.append(
-                Event(
-                    kind="tool_error",
-                    turn=i,
-                    call_id=f"c{i}",
-                    name=name,
-                    status=status,
-                    message="missing required argument api_key",
-                )
-            )
+    events = call_events(calls, content='{"temp_c": 31}' + "x" * 3000, refusal="missing required argument api_key")
     return RunRecord(
         run_id=run_id,
         identity={},

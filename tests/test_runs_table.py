@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from fakes.records import FakeTask, call_events
 
 from canarykit.errors import ConfigError, InputError
-from canarykit.records import Event, OfferedTool, RunRecord, write_record
+from canarykit.records import OfferedTool, RunRecord, write_record
 from canarykit.runs_table import (
     EXTRA_COLUMNS,
     INTERFACE_COLUMNS,
@@ -28,13 +28,6 @@ OFFERED = [
 ]
 
 
-@dataclass(frozen=True)
-class FakeTask:
-    id: str
-    prompt: str
-    rubric: tuple[str, ...] = ()
-
-
 TASKS = {"t1": FakeTask("t1", "Weather in Delhi?"), "t2": FakeTask("t2", "Weather in Pune?")}
 
 
@@ -48,34 +41,8 @@ def rec(
     condition: str = "full",
     error: bool = False,
 ) -> RunRecord:
-    events: list[Event] = []
-    for i, name in enumerate(calls):
-        status = "invalid_arguments" if name == "get_weather_v2" else "ok"
-        events.append(
-            Event(kind="tool_call", turn=i, call_id=f"c{i}", name=name, status=status, arguments={})
-        )
-        if status == "ok":
-            events.append(
-                Event(
-                    kind="tool_result",
-                    turn=i,
-                    call_id=f"c{i}",
-                    name=name,
-                    content="31 C",
-                    is_error=False,
-                )
-            )
-        else:
-            events.append(
-                Event(
-                    kind="tool_error",
-                    turn=i,
-                    call_id=f"c{i}",
-                    name=name,
-                    status=status,
-                    message="api_key",
-                )
-            )
+    statuses = [(name, "invalid_arguments" if name == "get_weather_v2" else "ok") for name in calls]
+    events = call_events(statuses, arguments={}, content="31 C", refusal="api_key")
     offered = OFFERED if condition != "baseline" else OFFERED[:1]
     return RunRecord(
         run_id=run_id,
