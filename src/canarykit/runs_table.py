@@ -108,9 +108,14 @@ def assemble_runs_table(
     primary: pl.DataFrame,
     cross: pl.DataFrame | None = None,
     source: str = "runs table",
+    metrics: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Join index, detector metrics and verdicts; validate; return the columns in order."""
-    _, metrics = detect(records)
+    """Join index, detector metrics and verdicts; validate; return the columns in order.
+
+    ``metrics`` is :func:`~canarykit.detect.detect`'s per-run table when the caller has it.
+    """
+    if metrics is None:
+        _, metrics = detect(records)
     idx = index_df.select(
         pl.col("model").cast(pl.String),
         pl.col("group").cast(pl.String),
@@ -307,11 +312,11 @@ def detect_and_judge(
         validate(cross_df, VerdictsTable, str(out_dir / "cross.parquet")).write_parquet(out_dir / "cross.parquet")
     write_json(out_dir / "counts.json", counts)
 
-    runs = assemble_runs_table(index_df, records, primary_df, cross_df, str(runs_out))
+    calls, metrics = detect(records)
+    runs = assemble_runs_table(index_df, records, primary_df, cross_df, str(runs_out), metrics)
     Path(runs_out).parent.mkdir(parents=True, exist_ok=True)
     runs.write_parquet(Path(runs_out))
     if calls_out is not None:
-        calls, _ = detect(records)
         Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
         validate(calls, CallsTable, str(calls_out)).write_parquet(Path(calls_out))
     if metrics_out is not None:
