@@ -36,8 +36,16 @@ def _stats(args: argparse.Namespace) -> int:
             "alpha": cfg["stats"]["alpha"],
             "group_averages": cfg["stats"]["group_averages"] or None,
             "primary_pool": cfg["canaries"]["pool"],
+            "ablation_condition": cfg["ablation"]["condition"],
+            "bootstrap_unit": cfg["stats"]["bootstrap_unit"],
+            "test_groups": cfg["stats"]["test_groups"],
         }
     if args.resamples is not None:
+        from .errors import InputError
+        from .stats import MAX_RESAMPLES
+
+        if not 1 <= args.resamples <= MAX_RESAMPLES:
+            raise InputError("command line", "--resamples", f"must be between 1 and {MAX_RESAMPLES:,}, got {args.resamples:,}")
         kwargs["resamples"] = args.resamples
     return stats_command(args.runs, args.output, **kwargs)
 
@@ -98,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("runs", metavar="RUNS", help="per-run table (Parquet), e.g. results/runs.parquet")
     s.add_argument("-o", "--output", required=True, metavar="DIR")
     s.add_argument("--params", default=None, help="take the stats settings from this params.yaml")
-    s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000)")
+    s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000; at most 100,000)")
     s.set_defaults(func=_stats)
 
     v = sub.add_parser("validate-config", help="check params.yaml and the task suite it names")
