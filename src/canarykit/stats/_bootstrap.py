@@ -14,7 +14,8 @@ each (task, seed) pair, and every seed of a task, stays together.
 :class:`RunBootstrap` is the paper's run-level bootstrap, kept for comparison
 (``stats.bootstrap_unit: run``): each estimate resamples its own runs independently, with its
 own generator ``default_rng([seed, crc32(label) ...])`` (:func:`derive_rng`), and the two
-sides of a difference are resampled independently.
+sides of a difference are resampled independently; Spearman's interval resamples the tasks
+of its own sample, as the paper's Appendix E did.
 
 Intervals are percentile intervals at level ``1 - alpha``. :func:`paired_delta` is the
 reusable primitive for a difference of two rates with its interval and a cluster-robust
@@ -263,9 +264,9 @@ class RunBootstrap:
         return s, n
 
     def spearman_draws(self, label: Sequence[str], x: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-        """Runs as clusters (every run resampled on its own)."""
-        n = int(np.size(x))
-        return cluster_bootstrap_spearman(x, y, np.arange(n), self.resamples, derive_rng(self.seed, *label))
+        """The paper already clustered its Spearman interval by task (Appendix E): whole tasks
+        of this sample, with this estimate's own generator (the paper's procedure)."""
+        return cluster_bootstrap_spearman(x, y, tasks, self.resamples, derive_rng(self.seed, *label))
 
 
 def make_resampler(unit: BootstrapUnit, tasks: Sequence[str] | np.ndarray, resamples: int, seed: int) -> Resampler:
