@@ -428,13 +428,15 @@ def _per_task_means(cell: Cell, values: np.ndarray) -> dict[str, float]:
 
 
 def _friedman(st: Study, c: str) -> dict[str, Any]:
-    models = st.tested_in(c)
-    means = {m: _per_task_means(st.cell(c, m), st.cell(c, m).csr) for m in models}
-    all_tasks = sorted(set().union(*[set(v) for v in means.values()])) if means else []
+    tested = st.tested_in(c)
+    means = {m: _per_task_means(st.cell(c, m), st.cell(c, m).csr) for m in tested}
+    models = [m for m in tested if means[m]]  # a model with no csr at all (never called a tool) has no block
+    all_tasks = sorted(set().union(*[set(means[m]) for m in models])) if models else []
     complete = [t for t in all_tasks if all(t in means[m] for m in models)]
     blocks = np.array([[means[m][t] for m in models] for t in complete], dtype=float).reshape(len(complete), len(models))
     res = friedman(blocks)
-    res.update(n_models=len(models), models=models, dropped_tasks=len(all_tasks) - len(complete))
+    res.update(n_models=len(models), models=models, excluded=[m for m in tested if not means[m]],
+               dropped_tasks=len(all_tasks) - len(complete))
     return res
 
 
@@ -498,6 +500,26 @@ def _contrasts(st: Study, c: str, td: TrapDraws) -> dict[str, Any]:
 def _f(x: Any) -> float | None:
     v = float(x)
     return v if math.isfinite(v) else None
+
+
+def _few_tested(st: Study, c: str, need: int = 2) -> str | None:
+    """The reason a test across models cannot run: too few models under test."""
+    n = len(st.tested_in(c))
+    if n >= need:
+        return None
+    untested = [m for m in st.models.get(c, []) if m not in set(st.tested)]
+    why = f"{n} model(s) under test in {c}, {need} needed"
+    if untested:
+        why += (f"; {len(untested)} model(s) of groups {sorted({st.groups.get(m, '?') for m in untested})} are described, "
+                "not tested (stats.test_groups)")
+    return why
+
+
+def _with_family_reason(st: Study, c: str, res: dict[str, Any], key: str = "reason", need: int = 2) -> dict[str, Any]:
+    why = _few_tested(st, c, need)
+    if why is not None:
+        res[key] = why
+    return res
 
 
 def _association(st: Study, c: str) -> dict[str, Any]:
@@ -689,19 +711,20 @@ def compute_all(
     r["trap_rates"], r["trap_rate_ci"], td = _trap_rates(st)
     r["recovery"] = _recovery(st)
     clock.lap("tsr_trap_recovery_ci")
-    r["chi2"] = {c: _chi2(st, c) for c in st.conds}
-    r["kruskal"] = {c: _kruskal(st, c) for c in st.conds}
-    r["fisher_holm"] = {c: _fisher_holm(st, c) for c in st.conds}
+    fam = _with_family_reason
+    r["chi2"] = {c: fam(st, c, _chi2(st, c)) for c in st.conds}
+    r["kruskal"] = {c: fam(st, c, _kruskal(st, c)) for c in st.conds}
+    r["fisher_holm"] = {c: fam(st, c, _fisher_holm(st, c)) for c in st.conds}
     clock.lap("paper_tests")
-    r["friedman"] = {c: _friedman(st, c) for c in st.conds}
-    r["contrasts"] = {c: _contrasts(st, c, td) for c in st.conds}
+    r["friedman"] = {c: fam(st, c, _friedman(st, c)) for c in st.conds}
+    r["contrasts"] = {c: fam(st, c, _contrasts(st, c, td)) for c in st.conds}
     clock.lap("friedman_contrasts")
-    r["gee_trap"] = {c: _gee_trap(st, c) for c in st.conds}
+    r["gee_trap"] = {c: fam(st, c, _gee_trap(st, c)) for c in st.conds}
     clock.lap("gee_trap")
-    r["spearman"] = {c: _spearman(st, c, st.tested_in(c), ("spearman", c)) for c in st.conds}
+    r["spearman"] = {c: fam(st, c, _spearman(st, c, st.tested_in(c), ("spearman", c)), need=1) for c in st.conds}
     r["spearman_by_model"] = {c: {m: _spearman(st, c, [m], ("spearman", c, m)) for m in st.models[c]} for c in st.conds}
     clock.lap("spearman")
-    r["association"] = {c: _association(st, c) for c in st.conds}
+    r["association"] = {c: fam(st, c, _association(st, c), need=1) for c in st.conds}
     clock.lap("association_gee")
     r["tsr_delta"] = _tsr_delta(st)
     r["ablation"], r["ablation_by_type"] = _ablation(st)
