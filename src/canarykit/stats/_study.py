@@ -490,6 +490,8 @@ def _contrasts(st: Study, c: str, td: TrapDraws) -> dict[str, Any]:
         reason = "fewer than two models under test"
     elif not rows:
         reason = "no canary type was present for two models"
+    elif not tested:
+        reason = "no contrast is testable (fewer than two tasks)"
     return {
         "alpha": st.config.alpha, "unit": st.boot.unit, "n_contrasts": len(tested),
         "n_significant": int(sum(r["significant"] for r in rows)), "skipped_pairs": skipped, "reason": reason,
