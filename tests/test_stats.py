@@ -39,6 +39,17 @@ def synth_result(synth: pl.DataFrame) -> dict[str, Any]:
     return stats.compute_all(synth, cfg())
 
 
+@pytest.fixture(scope="module")
+def synth_300(synth: pl.DataFrame) -> dict[str, Any]:
+    """300 resamples: few enough to replay with a plain loop over resampled tasks."""
+    return stats.compute_all(synth, cfg(resamples=300))
+
+
+@pytest.fixture(scope="module")
+def synth_run_unit(synth: pl.DataFrame) -> dict[str, Any]:
+    return stats.compute_all(synth, cfg(bootstrap_unit="run"))
+
+
 def _prim(df: pl.DataFrame, condition: str) -> pl.DataFrame:
     return df.filter(~pl.col("error") & (pl.col("pool") == "standard") & (pl.col("condition") == condition))
 
@@ -117,9 +128,8 @@ def test_error_rows_excluded_and_counted() -> None:
     assert r["recovery"]["declared"]["m1"]["n"] == 1
 
 
-def test_group_averages_default_and_named(synth: pl.DataFrame) -> None:
-    r = stats.compute_all(synth, cfg(resamples=10))
-    assert set(r["trap_rate_averages"]["declared"]) == {"frontier", "mid", "small"}
+def test_group_averages_default_and_named(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
+    assert set(synth_result["trap_rate_averages"]["declared"]) == {"frontier", "mid", "small"}
     r2 = stats.compute_all(synth, cfg(resamples=10, group_averages={"hosted": ["frontier", "mid"], "small": ["small"]}))
     avg = r2["trap_rate_averages"]["declared"]["hosted"]
     rates = r2["trap_rates"]["declared"]
@@ -283,13 +293,13 @@ def _task_loop_means(samples: list[tuple[np.ndarray, np.ndarray]], tasks: np.nda
     return out
 
 
-def test_csr_ci_task_unit_reproduces_plain_loop(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
+def test_csr_ci_task_unit_reproduces_plain_loop(synth: pl.DataFrame, synth_result: dict[str, Any], synth_300: dict[str, Any]) -> None:
     d = _prim(synth, "declared").filter((pl.col("model") == "mid-2") & pl.col("csr").is_not_null())
     v = d.get_column("csr").to_numpy()
     tasks = synth.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
     draws = _task_loop_means([(v, d.get_column("task_id").to_numpy().astype(str))], tasks, 300, 20261130)[:, 0]
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    e = stats.compute_all(synth, cfg(resamples=300))["csr_ci"]["declared"]["mid-2"]
+    e = synth_300["csr_ci"]["declared"]["mid-2"]
     assert e["lo"] == pytest.approx(lo, rel=1e-12) and e["hi"] == pytest.approx(hi, rel=1e-12)
     assert e["csr"] == pytest.approx(v.mean())
     # same seed -> same numbers
@@ -297,16 +307,18 @@ def test_csr_ci_task_unit_reproduces_plain_loop(synth: pl.DataFrame, synth_resul
     assert again["csr_ci"] == synth_result["csr_ci"] and again["spearman"] == synth_result["spearman"]
 
 
-def test_csr_ci_run_unit_reproduces_the_papers_run_level_loop(synth: pl.DataFrame) -> None:
+def test_csr_ci_run_unit_reproduces_the_papers_run_level_loop(synth: pl.DataFrame, synth_run_unit: dict[str, Any]) -> None:
     d = _prim(synth, "declared").filter((pl.col("model") == "mid-2") & pl.col("csr").is_not_null())
     v = d.get_column("csr").to_numpy()
     draws = _loop_bootstrap_means(v, RESAMPLES, stats.derive_rng(20261130, "csr", "declared", "mid-2"))
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    e = stats.compute_all(synth, cfg(bootstrap_unit="run"))["csr_ci"]["declared"]["mid-2"]
+    e = synth_run_unit["csr_ci"]["declared"]["mid-2"]
     assert e["lo"] == pytest.approx(lo, rel=1e-12) and e["hi"] == pytest.approx(hi, rel=1e-12)
 
 
-def test_tsr_delta_and_effect_sizes(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
+def test_tsr_delta_and_effect_sizes(
+    synth: pl.DataFrame, synth_result: dict[str, Any], synth_300: dict[str, Any], synth_run_unit: dict[str, Any]
+) -> None:
     base = _prim(synth, "baseline").filter((pl.col("model") == "small-1") & pl.col("success").is_not_null())
     cond = _prim(synth, "full").filter((pl.col("model") == "small-1") & pl.col("success").is_not_null())
     a = base.get_column("success").cast(pl.Float64).to_numpy()
@@ -325,13 +337,13 @@ def test_tsr_delta_and_effect_sizes(synth: pl.DataFrame, synth_result: dict[str,
     loop = _task_loop_means([(a, base["task_id"].to_numpy().astype(str)), (b, cond["task_id"].to_numpy().astype(str))],
                             tasks, 300, 20261130)
     lo, hi = np.percentile(loop[:, 0] - loop[:, 1], [2.5, 97.5])
-    e300 = stats.compute_all(synth, cfg(resamples=300))["tsr_delta"]["full"]["small-1"]
+    e300 = synth_300["tsr_delta"]["full"]["small-1"]
     assert (e300["lo"], e300["hi"]) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
     # run unit: the paper's independent resampling of each condition
     rng = stats.derive_rng(20261130, "tsr_delta", "full", "small-1")
     draws = _loop_bootstrap_means(a, RESAMPLES, rng) - _loop_bootstrap_means(b, RESAMPLES, rng)
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    er = stats.compute_all(synth, cfg(bootstrap_unit="run"))["tsr_delta"]["full"]["small-1"]
+    er = synth_run_unit["tsr_delta"]["full"]["small-1"]
     assert (er["lo"], er["hi"]) == (pytest.approx(lo), pytest.approx(hi))
 
 
