@@ -388,3 +388,20 @@ def test_config_bounds_and_mapping() -> None:
     assert (c.bootstrap_unit, c.test_groups, c.primary_pool) == ("run", ("frontier",), "subtle")
     assert c.tested("frontier") and not c.tested("mid")
     assert stats.StatsConfig().tested("mid") and not stats.StatsConfig().tested("planted")
+
+
+def test_paired_delta_as_the_readme_shows_for_later_effects(small: pl.DataFrame, small_result: dict[str, Any]) -> None:
+    """The public path a later effect (control_effect, position_effect) takes gives the
+    study's own numbers: here the per-type ablation, standard vs subtle pool."""
+    t = "capability_mirage"
+    st = stats.build_study(stats.validate_runs(small), cfg())
+    runs = small.filter(~pl.col("error") & (pl.col("condition") == "declared") & (pl.col("model") == "frontier-2")
+                        & pl.col(f"present_{t}") & (pl.col("tool_calls") > 0))
+    e = stats.paired_delta(st.boot, stats.sample_of(runs.filter(pl.col("pool") == "subtle"), f"trapped_{t}"),
+                           stats.sample_of(runs.filter(pl.col("pool") == "standard"), f"trapped_{t}"),
+                           label=("control_effect", "frontier-2", t), alpha=0.05)
+    ref = small_result["ablation_by_type"]["frontier-2"][t]
+    assert (e["a"], e["b"], e["delta"], e["lo"], e["hi"], e["n_pairs"]) == (
+        pytest.approx(ref["subtle"]), pytest.approx(ref["standard"]), pytest.approx(ref["delta"]), ref["lo"], ref["hi"], ref["n_pairs"])
+    assert 0.0 <= e["p"] <= 1.0 and e["clusters"] > 1
+    assert stats.holm([e["p"], 0.5]).tolist()[0] == pytest.approx(min(1.0, 2 * e["p"]))

@@ -9,6 +9,7 @@ the whole study (:func:`~._bootstrap.make_resampler`).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -155,20 +156,16 @@ class Cell:
         return self.sample(np.nan_to_num(self.recovered, nan=0.0), self.trapped)
 
 
-_EMPTY_CELL: Cell | None = None
-
-
+@functools.cache
 def _empty_cell() -> Cell:
-    global _EMPTY_CELL
-    if _EMPTY_CELL is None:
-        z = np.zeros(0)
-        _EMPTY_CELL = Cell(
-            tasks=z.astype(str), seeds=z.astype(np.int64), pairs=z.astype(str), difficulty=z.astype(str),
-            calls=z.astype(np.int64), canary_calls=z.astype(np.int64), csr=z, success=z, success_taf=z,
-            trapped=z.astype(bool), recovered=z, present=np.zeros((0, _NT), bool), trapped_t=np.zeros((0, _NT), bool),
-            truncated=z.astype(bool),
-        )
-    return _EMPTY_CELL
+    """The cell of a (pool, condition, model) without runs: every rate over it is undefined."""
+    z = np.zeros(0)
+    return Cell(
+        tasks=z.astype(str), seeds=z.astype(np.int64), pairs=z.astype(str), difficulty=z.astype(str),
+        calls=z.astype(np.int64), canary_calls=z.astype(np.int64), csr=z, success=z, success_taf=z,
+        trapped=z.astype(bool), recovered=z, present=np.zeros((0, _NT), bool), trapped_t=np.zeros((0, _NT), bool),
+        truncated=z.astype(bool),
+    )
 
 
 # --------------------------------------------------------------------------- the study
@@ -244,10 +241,6 @@ def build_study(df: pl.DataFrame, config: StatsConfig) -> Study:
 
 
 # --------------------------------------------------------------------------- per-model rates
-
-
-def _rate(s: Sample) -> float | None:
-    return s.mean()
 
 
 def _csr_ci(st: Study) -> dict[str, Any]:
