@@ -1,12 +1,13 @@
 rule stats:
     input:
         runs="results/runs.parquet",
-        code=package_code("stats.py"),
+        code=package_code("stats"),
     output:
         table1=report("results/table1.csv", category="Tables", caption="../report/table1.rst"),
         table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
         table3=report("results/table3.csv", category="Tables", caption="../report/table3.rst"),
-        markdown=expand("results/table{n}.md", n=[1, 2, 3]),
+        stability=report("results/table_stability.csv", category="Tables", caption="../report/table_stability.rst"),
+        markdown=expand("results/{name}.md", name=["table1", "table2", "table3", "table_stability"]),
         stats=report("results/stats.json", category="Tests and intervals", caption="../report/stats.rst"),
         figure_data=expand("results/{name}.csv", name=FIGURE_DATA),
     params:
@@ -24,7 +25,7 @@ rule stats:
 rule figures:
     input:
         stats="results/stats.json",
-        code=package_code("figures.py", "stats.py"),
+        code=package_code("figures.py", "stats"),
     output:
         [
             report(

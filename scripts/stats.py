@@ -7,12 +7,8 @@ from canarykit.workflow import run_script
 
 
 def main(smk):
-    s = smk.params.stats
-    config = StatsConfig(
-        resamples=s["bootstrap_resamples"],
-        seed=s["seed"],
-        alpha=s["alpha"],
-        group_averages=s["group_averages"] or None,
+    config = StatsConfig.from_mapping(
+        smk.params.stats,
         primary_pool=smk.params.primary_pool,
         ablation_condition=smk.params.ablation_condition,
     )

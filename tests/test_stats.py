@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from fakes.runs import make_runs
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
@@ -24,34 +25,6 @@ RESAMPLES = 1000
 # --------------------------------------------------------------------------- helpers
 
 
-def make_runs(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """A per-run table from partial rows (defaults fill the rest)."""
-    full: list[dict[str, Any]] = []
-    for i, r in enumerate(rows):
-        row: dict[str, Any] = {
-            "model": "m1", "group": "g1", "condition": "declared", "pool": "standard", "seed": 0,
-            "task_id": f"t{i}", "difficulty": "easy", "tool_calls": 2, "canary_calls": 0,
-            "trapped": False, "recovered": None, "success": True, "error": False,
-        }
-        row.update(r)
-        if "csr" not in r:
-            row["csr"] = row["canary_calls"] / row["tool_calls"] if row["tool_calls"] else None
-        for t in CANARY_TYPES:
-            row.setdefault(f"present_{t}", False)
-            row.setdefault(f"trapped_{t}", False)
-        full.append(row)
-    schema: dict[str, Any] = {
-        "model": pl.String, "group": pl.String, "condition": pl.String, "pool": pl.String,
-        "seed": pl.Int64, "task_id": pl.String, "difficulty": pl.String, "tool_calls": pl.Int64,
-        "canary_calls": pl.Int64, "csr": pl.Float64, "trapped": pl.Boolean, "recovered": pl.Boolean,
-        "success": pl.Boolean, "error": pl.Boolean,
-    }
-    for t in CANARY_TYPES:
-        schema[f"present_{t}"] = pl.Boolean
-        schema[f"trapped_{t}"] = pl.Boolean
-    return pl.DataFrame(full, schema=schema, orient="row")
-
-
 def cfg(**kw: Any) -> stats.StatsConfig:
     return stats.StatsConfig(resamples=kw.pop("resamples", RESAMPLES), **kw)
 
@@ -64,6 +37,17 @@ def synth() -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def synth_result(synth: pl.DataFrame) -> dict[str, Any]:
     return stats.compute_all(synth, cfg())
+
+
+@pytest.fixture(scope="module")
+def synth_300(synth: pl.DataFrame) -> dict[str, Any]:
+    """300 resamples: few enough to replay with a plain loop over resampled tasks."""
+    return stats.compute_all(synth, cfg(resamples=300))
+
+
+@pytest.fixture(scope="module")
+def synth_run_unit(synth: pl.DataFrame) -> dict[str, Any]:
+    return stats.compute_all(synth, cfg(bootstrap_unit="run"))
 
 
 def _prim(df: pl.DataFrame, condition: str) -> pl.DataFrame:
@@ -85,7 +69,8 @@ def test_csr_mean_excludes_null_and_counts_zero_call() -> None:
     assert e["csr"] == pytest.approx(0.75 / 3)
     assert e["n"] == 3 and e["n_zero_call"] == 1 and e["n_runs"] == 4
     assert r["tsr"]["declared"]["m1"] == pytest.approx(0.75)
-    assert r["recovery"]["declared"]["m1"] == {"rate": 0.5, "n": 2}
+    rec = r["recovery"]["declared"]["m1"]
+    assert (rec["rate"], rec["n"]) == (0.5, 2) and rec["lo"] <= 0.5 <= rec["hi"]
 
 
 def test_recovery_denominator_and_zero_trapped(tmp_path: Path) -> None:
@@ -95,14 +80,15 @@ def test_recovery_denominator_and_zero_trapped(tmp_path: Path) -> None:
     )
     r = stats.compute_all(df, cfg())
     # a trapped run whose recovery is unknown counts in n but not as recovered
-    assert r["recovery"]["declared"]["a"] == {"rate": 0.5, "n": 4}
-    assert r["recovery"]["declared"]["b"] == {"rate": None, "n": 0}
+    assert {k: r["recovery"]["declared"]["a"][k] for k in ("rate", "n")} == {"rate": 0.5, "n": 4}
+    assert r["recovery"]["declared"]["b"] == {"rate": None, "n": 0, "lo": None, "hi": None}
     stats.write_outputs(r, tmp_path)
     md = (tmp_path / "table1.md").read_text()
     b_line = next(line for line in md.splitlines() if line.startswith("| b "))
     assert "n/a (0)" in b_line
     t1 = pl.read_csv(tmp_path / "table1.csv")
-    assert t1.columns == ["model", "tier", "csr", "csr_lo", "csr_hi", "tsr", "recovery", "recovery_n", "runs"]
+    assert t1.columns[:9] == ["model", "tier", "csr", "csr_lo", "csr_hi", "tsr", "recovery", "recovery_n", "runs"]
+    assert {"failed_runs", "zero_call_runs", "truncated_runs", "tsr_truncated_as_failure"} <= set(t1.columns)
     assert t1.get_column("csr").to_list() == sorted(t1.get_column("csr").to_list())
     assert t1.filter(pl.col("model") == "b").get_column("recovery").to_list() == [None]
 
@@ -142,9 +128,8 @@ def test_error_rows_excluded_and_counted() -> None:
     assert r["recovery"]["declared"]["m1"]["n"] == 1
 
 
-def test_group_averages_default_and_named(synth: pl.DataFrame) -> None:
-    r = stats.compute_all(synth, cfg(resamples=10))
-    assert set(r["trap_rate_averages"]["declared"]) == {"frontier", "mid", "small"}
+def test_group_averages_default_and_named(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
+    assert set(synth_result["trap_rate_averages"]["declared"]) == {"frontier", "mid", "small"}
     r2 = stats.compute_all(synth, cfg(resamples=10, group_averages={"hosted": ["frontier", "mid"], "small": ["small"]}))
     avg = r2["trap_rate_averages"]["declared"]["hosted"]
     rates = r2["trap_rates"]["declared"]
@@ -214,7 +199,7 @@ def test_fisher_holm_contrasts(synth: pl.DataFrame, synth_result: dict[str, Any]
         t = c["type"]
         counts = []
         for m in (c["model_a"], c["model_b"]):
-            sub = d.filter((pl.col("model") == m) & pl.col(f"present_{t}"))
+            sub = d.filter((pl.col("model") == m) & pl.col(f"present_{t}") & (pl.col("tool_calls") > 0))
             k = int(sub.get_column(f"trapped_{t}").sum())
             counts.append([k, sub.height - k])
         assert [c["a_trapped"], c["a_n"] - c["a_trapped"]] == counts[0]
@@ -286,7 +271,7 @@ def test_bootstrap_vectorised_equals_plain_loop(monkeypatch: pytest.MonkeyPatch)
     slow = _loop_bootstrap_means(values, 500, np.random.default_rng(42))
     np.testing.assert_allclose(fast, slow, rtol=1e-12)
     # chunking does not change the stream
-    monkeypatch.setattr(stats, "CHUNK_ELEMENTS", 37 * 7)
+    monkeypatch.setattr(stats._bootstrap, "CHUNK_ELEMENTS", 37 * 7)
     chunked = stats.bootstrap_means(values, 500, np.random.default_rng(42))
     np.testing.assert_allclose(chunked, slow, rtol=1e-12)
     # a different seed agrees within Monte Carlo error
@@ -294,12 +279,27 @@ def test_bootstrap_vectorised_equals_plain_loop(monkeypatch: pytest.MonkeyPatch)
     assert other.std() == pytest.approx(slow.std(), rel=0.15)
 
 
-def test_csr_ci_reproduces_plain_loop(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
+def _task_loop_means(samples: list[tuple[np.ndarray, np.ndarray]], tasks: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Plain loop of the task bootstrap: per resample draw G task indices (the study's stream),
+    stack every run of each drawn task (with multiplicity) and take each sample's mean."""
+    labels = np.unique(tasks)
+    rng = stats.derive_rng(seed, "tasks")
+    out = np.empty((resamples, len(samples)))
+    for b in range(resamples):
+        pick = labels[rng.integers(0, labels.size, size=labels.size)]
+        for k, (values, vt) in enumerate(samples):
+            stacked = np.concatenate([values[vt == t] for t in pick])
+            out[b, k] = stacked.mean() if stacked.size else np.nan
+    return out
+
+
+def test_csr_ci_task_unit_reproduces_plain_loop(synth: pl.DataFrame, synth_result: dict[str, Any], synth_300: dict[str, Any]) -> None:
     d = _prim(synth, "declared").filter((pl.col("model") == "mid-2") & pl.col("csr").is_not_null())
     v = d.get_column("csr").to_numpy()
-    draws = _loop_bootstrap_means(v, RESAMPLES, stats.derive_rng(20261130, "csr", "declared", "mid-2"))
+    tasks = synth.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
+    draws = _task_loop_means([(v, d.get_column("task_id").to_numpy().astype(str))], tasks, 300, 20261130)[:, 0]
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    e = synth_result["csr_ci"]["declared"]["mid-2"]
+    e = synth_300["csr_ci"]["declared"]["mid-2"]
     assert e["lo"] == pytest.approx(lo, rel=1e-12) and e["hi"] == pytest.approx(hi, rel=1e-12)
     assert e["csr"] == pytest.approx(v.mean())
     # same seed -> same numbers
@@ -307,7 +307,18 @@ def test_csr_ci_reproduces_plain_loop(synth: pl.DataFrame, synth_result: dict[st
     assert again["csr_ci"] == synth_result["csr_ci"] and again["spearman"] == synth_result["spearman"]
 
 
-def test_tsr_delta_and_cohens_d(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
+def test_csr_ci_run_unit_reproduces_the_papers_run_level_loop(synth: pl.DataFrame, synth_run_unit: dict[str, Any]) -> None:
+    d = _prim(synth, "declared").filter((pl.col("model") == "mid-2") & pl.col("csr").is_not_null())
+    v = d.get_column("csr").to_numpy()
+    draws = _loop_bootstrap_means(v, RESAMPLES, stats.derive_rng(20261130, "csr", "declared", "mid-2"))
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    e = synth_run_unit["csr_ci"]["declared"]["mid-2"]
+    assert e["lo"] == pytest.approx(lo, rel=1e-12) and e["hi"] == pytest.approx(hi, rel=1e-12)
+
+
+def test_tsr_delta_and_effect_sizes(
+    synth: pl.DataFrame, synth_result: dict[str, Any], synth_300: dict[str, Any], synth_run_unit: dict[str, Any]
+) -> None:
     base = _prim(synth, "baseline").filter((pl.col("model") == "small-1") & pl.col("success").is_not_null())
     cond = _prim(synth, "full").filter((pl.col("model") == "small-1") & pl.col("success").is_not_null())
     a = base.get_column("success").cast(pl.Float64).to_numpy()
@@ -316,12 +327,24 @@ def test_tsr_delta_and_cohens_d(synth: pl.DataFrame, synth_result: dict[str, Any
     assert e["delta"] == pytest.approx(a.mean() - b.mean())
     sp = np.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
     assert e["cohens_d"] == pytest.approx((a.mean() - b.mean()) / sp)
+    assert e["cohens_h"] == pytest.approx(2 * np.arcsin(np.sqrt(a.mean())) - 2 * np.arcsin(np.sqrt(b.mean())))
     assert (e["n_base"], e["n_cond"]) == (a.size, b.size)
+    keys_a = set(zip(base["task_id"], base["seed"], strict=True))
+    assert e["n_pairs"] == len(keys_a & set(zip(cond["task_id"], cond["seed"], strict=True)))
+    assert set(synth_result["tsr_delta"]) == {"declared", "full"}
+    # task unit: both sides resampled with the same tasks (paired), as a plain loop does it
+    tasks = synth.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
+    loop = _task_loop_means([(a, base["task_id"].to_numpy().astype(str)), (b, cond["task_id"].to_numpy().astype(str))],
+                            tasks, 300, 20261130)
+    lo, hi = np.percentile(loop[:, 0] - loop[:, 1], [2.5, 97.5])
+    e300 = synth_300["tsr_delta"]["full"]["small-1"]
+    assert (e300["lo"], e300["hi"]) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
+    # run unit: the paper's independent resampling of each condition
     rng = stats.derive_rng(20261130, "tsr_delta", "full", "small-1")
     draws = _loop_bootstrap_means(a, RESAMPLES, rng) - _loop_bootstrap_means(b, RESAMPLES, rng)
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    assert (e["lo"], e["hi"]) == (pytest.approx(lo), pytest.approx(hi))
-    assert set(synth_result["tsr_delta"]) == {"declared", "full"}
+    er = synth_run_unit["tsr_delta"]["full"]["small-1"]
+    assert (er["lo"], er["hi"]) == (pytest.approx(lo), pytest.approx(hi))
 
 
 # --------------------------------------------------------------------------- edge cases
@@ -404,6 +427,9 @@ def test_known_answer_synthetic_recovers_planted_rates(synth_result: dict[str, A
 STATS_KEYS = {
     "csr_ci", "chi2", "kruskal", "fisher_holm", "spearman", "tsr_delta", "csr_by_difficulty",
     "recovery_outcome", "ablation", "trap_rates", "recovery", "tsr", "excluded_error_runs", "meta",
+    # issue 10 / 16 / 9
+    "counts", "tsr_ci", "tsr_truncated_as_failure", "trap_rate_ci", "friedman", "gee_trap", "contrasts",
+    "spearman_by_model", "association", "ablation_by_type", "stability", "families",
 }
 
 
@@ -413,7 +439,7 @@ def test_stats_command_end_to_end(tmp_path: Path, synth: pl.DataFrame) -> None:
     out = tmp_path / "stats"
     assert stats.stats_command(str(path), str(out), resamples=200, group_averages={"hosted": ["frontier", "mid"]}) == 0
     names = {p.name for p in out.iterdir()}
-    expected = {"stats.json", *(f"table{i}.{ext}" for i in (1, 2, 3) for ext in ("csv", "md")), *stats.FIGURE_DATA_FILES.values()}
+    expected = {"stats.json", *(f"{t}.{ext}" for t in stats.TABLE_FILES for ext in ("csv", "md")), *stats.FIGURE_DATA_FILES.values()}
     assert expected <= names
     data = json.loads((out / "stats.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-finite {c}"))
     assert set(data) >= STATS_KEYS
@@ -422,12 +448,13 @@ def test_stats_command_end_to_end(tmp_path: Path, synth: pl.DataFrame) -> None:
     assert set(data["recovery_outcome"]) == {"baseline", "declared", "full", "declared+full"}
     e = data["csr_ci"]["declared"]["frontier-1"]
     assert set(e) >= {"csr", "lo", "hi", "n"}
-    assert set(data["tsr_delta"]["declared"]["frontier-1"]) == {"delta", "lo", "hi", "cohens_d", "n_base", "n_cond"}
+    assert set(data["tsr_delta"]["declared"]["frontier-1"]) >= {"delta", "lo", "hi", "cohens_d", "cohens_h", "n_base", "n_cond"}
     assert set(data["ablation"]) >= {"models", "groups"}
     assert set(data["csr_by_difficulty"]["declared"]["mid-1"]) == {"easy", "medium", "hard"}
     t2 = pl.read_csv(out / "table2.csv")
     assert t2.get_column("model").to_list()[-1] == "hosted"
-    assert t2.columns[2:] == list(CANARY_TYPES)
+    assert t2.columns[2:8] == list(CANARY_TYPES)
+    assert t2.columns[8:] == ["runs", "failed_runs", "zero_call_runs", "truncated_runs"]
     t3 = pl.read_csv(out / "table3.csv")
     assert t3.height == 8
     md = (out / "table1.md").read_text()

@@ -36,10 +36,28 @@ def _stats(args: argparse.Namespace) -> int:
             "alpha": cfg["stats"]["alpha"],
             "group_averages": cfg["stats"]["group_averages"] or None,
             "primary_pool": cfg["canaries"]["pool"],
+            "ablation_condition": cfg["ablation"]["condition"],
+            "bootstrap_unit": cfg["stats"]["bootstrap_unit"],
+            "test_groups": cfg["stats"]["test_groups"],
         }
     if args.resamples is not None:
+        from .errors import InputError
+        from .stats import MAX_RESAMPLES
+
+        if not 1 <= args.resamples <= MAX_RESAMPLES:
+            raise InputError("command line", "--resamples", f"must be between 1 and {MAX_RESAMPLES:,}, got {args.resamples:,}")
         kwargs["resamples"] = args.resamples
     return stats_command(args.runs, args.output, **kwargs)
+
+
+def _human_sheet(args: argparse.Namespace) -> int:
+    from .judging import human_sheet_command
+
+    strata = [c.strip() for c in args.stratify.split(",") if c.strip()] if args.stratify else []
+    return human_sheet_command(
+        args.output, runs_path=args.runs, store_dir=args.store, n=args.n, strata=strata, seed=args.seed,
+        tasks_path=args.tasks,
+    )
 
 
 def _validate_config(args: argparse.Namespace) -> int:
@@ -98,8 +116,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("runs", metavar="RUNS", help="per-run table (Parquet), e.g. results/runs.parquet")
     s.add_argument("-o", "--output", required=True, metavar="DIR")
     s.add_argument("--params", default=None, help="take the stats settings from this params.yaml")
-    s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000)")
+    s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000; at most 100,000)")
     s.set_defaults(func=_stats)
+
+    h = sub.add_parser(
+        "human-sheet",
+        help="write a blinded, stratified sheet of runs for a person to grade (Appendix D)",
+        description="Sample runs of the per-run table, stratified, and write each one blinded (canary names shown as "
+        "the real tools they shadow, the canary runtime's marker fields stripped, no model or condition) as CSV "
+        "with an empty verdict column. Fill it with true/false and set judge.human_sheet to compare it with the judges.",
+    )
+    h.add_argument("--n", type=int, default=40, help="runs on the sheet (default 40, as in the paper)")
+    h.add_argument("--stratify", default="model,difficulty", metavar="COLS",
+                   help="comma-separated columns of the runs table to spread the sample over (default model,difficulty)")
+    h.add_argument("-o", "--output", required=True, metavar="SHEET.csv")
+    h.add_argument("--runs", default="results/runs.parquet", help="per-run table (default results/runs.parquet)")
+    h.add_argument("--store", default="results/runs/store", help="run store with the run records (default results/runs/store)")
+    h.add_argument("--seed", type=int, default=0, help="seed of the sample and of the row order (default 0)")
+    h.add_argument("--tasks", default=None, help="task file, for records that do not carry their prompt")
+    h.set_defaults(func=_human_sheet)
 
     v = sub.add_parser("validate-config", help="check params.yaml and the task suite it names")
     v.add_argument("params", nargs="?", default="params.yaml")

@@ -359,7 +359,7 @@ def detect_and_judge(
             "cross": None if cross_judge is None else cross_judge.identity(),
         },
         "counts": counts,
-        "cross": cross_judge_report(runs) if cross_df is not None else None,
+        "cross": cross_judge_report(runs, **(judge_cfg.get("agreement") or {})) if cross_df is not None else None,
         "stability": stab,
         "human": human,
         "runs": runs.height,

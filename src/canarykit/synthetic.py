@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -220,3 +221,97 @@ def synthetic_runs(
         recovered=pl.when(pl.col("trapped")).then(pl.col("recovered")),
         success=pl.when(pl.Series(~unjudged)).then(pl.col("success")),
     )
+
+
+# --------------------------------------------------------------------------- clustered studies
+
+
+@dataclass(frozen=True)
+class ClusteredTruth:
+    """The population values a simulated study estimates (exact, not simulated)."""
+
+    csr: float
+    """Expected per-run csr in the declared condition (mean of the tasks' lure propensity)."""
+    tsr_baseline: float
+    tsr_declared: float
+
+    @property
+    def tsr_delta(self) -> float:
+        """Baseline tsr minus declared tsr (positive: canaries hurt)."""
+        return self.tsr_baseline - self.tsr_declared
+
+
+def clustered_studies(
+    n_studies: int,
+    *,
+    tasks: int = 60,
+    seeds: int = 3,
+    seed: int = 0,
+    lure: tuple[float, float] = (0.6, 1.4),
+    success: tuple[float, float] = (0.9, 0.5),
+    lured_task_prob: float = 0.5,
+    harm: float = 0.6,
+) -> tuple[pl.DataFrame, ClusteredTruth]:
+    """``n_studies`` independent simulated studies whose runs are correlated within task.
+
+    One model (group ``sim``), conditions ``baseline`` and ``declared`` (standard pool),
+    ``seeds`` seeds x ``tasks`` tasks each; a ``study`` column tells them apart. Every study
+    draws its own tasks from one population, so the truth is known exactly:
+
+    - task t has a lure propensity ``p_t ~ Beta(*lure)``; a run makes ``1 + Poisson(1.5)``
+      tool calls of which ``Binomial(calls, p_t)`` are canary calls in ``declared`` (none in
+      ``baseline``). ``E[csr] = E[p_t] = lure[0] / sum(lure)``.
+    - task t has a success propensity ``s_t ~ Beta(*success)`` (U-shaped by default: at
+      temperature 0 a model nearly always solves a task or nearly never), and with
+      probability ``lured_task_prob`` the canaries hurt on it: its declared success
+      propensity is ``s_t * (1 - harm)``. Every run's success is ``Bernoulli`` of its
+      propensity, so ``tsr delta = harm * lured_task_prob * E[s_t]``; the baseline and
+      declared runs of one (task, seed) share their uniform draw (common random numbers),
+      so a run the canaries do not hurt ends as its baseline twin.
+
+    Seeds share their task's propensities (they only permute the tool order), which is what
+    makes runs of one task correlated and run-level intervals too narrow.
+    """
+    rng = np.random.default_rng(seed)
+    s_n, g, k = n_studies, tasks, seeds
+    p_task = rng.beta(*lure, size=(s_n, g))
+    s_task = rng.beta(*success, size=(s_n, g))
+    lured = rng.random((s_n, g)) < lured_task_prob
+    s_decl = np.where(lured, s_task * (1.0 - harm), s_task)
+
+    shape = (s_n, g, k)
+    # One uniform per (task, seed), shared by both conditions: a run that is not hurt by the
+    # canaries ends as its baseline twin does (temperature 0), which is what pairing exploits.
+    u = rng.random(shape)
+    frames = []
+    for cond in ("baseline", "declared"):
+        calls = 1 + rng.poisson(1.5, size=shape)
+        q = np.broadcast_to(p_task[:, :, None], shape) if cond == "declared" else np.zeros(shape)
+        canary = rng.binomial(calls, q)
+        p_succ = np.broadcast_to((s_decl if cond == "declared" else s_task)[:, :, None], shape)
+        succ = u < p_succ
+        trapped = canary > 0
+        n = s_n * g * k
+        study_idx, task_idx, seed_idx = (a.ravel() for a in np.indices(shape))
+        data: dict[str, Any] = {
+            "study": study_idx, "model": ["sim"] * n, "group": ["sim"] * n, "condition": [cond] * n,
+            "pool": ["standard"] * n, "seed": seed_idx.astype(np.int64),
+            "task_id": np.char.add("task-", task_idx.astype(str)),
+            "difficulty": np.array(DIFFICULTIES)[task_idx % len(DIFFICULTIES)],
+            "tool_calls": calls.ravel().astype(np.int64), "canary_calls": canary.ravel().astype(np.int64),
+            "csr": (canary / calls).ravel(), "trapped": trapped.ravel(), "recovered": pl.Series(np.zeros(n, dtype=bool)),
+            "success": succ.ravel(), "error": np.zeros(n, dtype=bool),
+        }
+        for t in CANARY_TYPES:
+            on = cond == "declared" and t == "capability_mirage"
+            data[f"present_{t}"] = np.full(n, on)
+            data[f"trapped_{t}"] = trapped.ravel() & on
+        frames.append(pl.DataFrame(data, strict=False))
+    df = pl.concat(frames).with_columns(recovered=pl.when(pl.col("trapped")).then(pl.col("recovered")))
+    mean_s = success[0] / sum(success)
+    truth = ClusteredTruth(
+        csr=lure[0] / sum(lure),
+        tsr_baseline=mean_s,
+        tsr_declared=mean_s * (1.0 - harm * lured_task_prob),
+    )
+    return df, truth

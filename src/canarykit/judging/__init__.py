@@ -16,11 +16,15 @@ refuses a judge sharing a provider with an evaluated model.
 from ._agreement import (
     HumanGrade,
     agreement,
+    blind_record,
     cohen_kappa,
     cross_judge_report,
+    human_sheet,
+    human_sheet_command,
     human_validation,
     read_human_sheet,
     stability,
+    stratified_sample,
 )
 from ._base import (
     RESULT_CAP,
@@ -55,23 +59,26 @@ from ._run import (
 )
 
 __all__ = [
-    "PARSER_VERSION",
-    "RESULT_CAP",
-    "VERDICT_COLUMNS",
     "CallView",
     "HumanGrade",
     "Judge",
     "JudgeInput",
     "LLMJudge",
+    "PARSER_VERSION",
+    "RESULT_CAP",
     "RubricJudge",
     "ToolCoverageJudge",
+    "VERDICT_COLUMNS",
     "Verdict",
     "VerdictCache",
     "agreement",
+    "blind_record",
     "check_judge_independence",
     "cohen_kappa",
     "cross_judge_report",
     "fill_template",
+    "human_sheet",
+    "human_sheet_command",
     "human_validation",
     "judge_all",
     "judge_input",
@@ -90,4 +97,5 @@ __all__ = [
     "register_judge",
     "render_trace",
     "stability",
+    "stratified_sample",
 ]

@@ -1,22 +1,29 @@
 """Judge validation (§4 "Validating the judge", Appendices D and E): Cohen's kappa, raw
-agreement, cross-judge agreement per canary type, stability re-grading and the human sheet."""
+agreement, cross-judge agreement on a stratified sample and per canary type, stability
+re-grading, and the human sheet (written blinded and stratified, read back and compared)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
+import json
 import random
+import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..jsonio import content_hash, finite_or_none
+from ..jsonio import atomic_write_text, content_hash, finite_or_none
+from ..records import Event, RunRecord, read_record
 from ..types import CANARY_TYPES
-from ._base import Judge, JudgeInput, Verdict
+from ._base import Judge, JudgeInput, Verdict, render_trace
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -60,23 +67,130 @@ def _tsr(values: Sequence[bool | None]) -> float | None:
     return sum(defined) / len(defined) if defined else None
 
 
+#: Strata of the cross-judge agreement sample (columns of the runs table that exist are used).
+AGREEMENT_STRATA: tuple[str, ...] = ("model", "condition", "pool")
+
+
+def _allocate(sizes: Sequence[int], n: int, how: str, rng: np.random.Generator) -> list[int]:
+    """Sample size per stratum: ``proportional`` (largest remainder) or ``equal`` (as even
+    as the strata allow, a short stratum's deficit going to the others); sums to
+    ``min(n, sum(sizes))``."""
+    sizes_a = np.asarray(sizes, dtype=np.int64)
+    total = int(sizes_a.sum())
+    n = min(int(n), total)
+    if n <= 0 or total == 0:
+        return [0] * len(sizes)
+    if how == "proportional":
+        exact = n * sizes_a / total
+        quota = np.floor(exact).astype(np.int64)
+        order = np.lexsort((np.arange(len(sizes)), -(exact - quota)))  # largest remainder, then stratum order
+        quota[order[: n - int(quota.sum())]] += 1
+        return quota.tolist()
+    quota = np.zeros(len(sizes), dtype=np.int64)
+    left = n
+    while left > 0:
+        room = np.flatnonzero(quota < sizes_a)
+        share, extra = divmod(left, room.size)
+        add = np.minimum(np.full(room.size, share), sizes_a[room] - quota[room])
+        if extra:
+            lucky = rng.choice(room.size, size=extra, replace=False)
+            add[lucky] = np.minimum(add[lucky] + 1, sizes_a[room][lucky] - quota[room][lucky])
+        quota[room] += add
+        left = n - int(quota.sum())
+    return quota.tolist()
+
+
+def stratified_sample(
+    runs: pl.DataFrame, n: int, seed: int, strata: Sequence[str], *, allocation: str = "proportional"
+) -> pl.DataFrame:
+    """A seeded sample of ``n`` rows of ``runs``, stratified by the columns ``strata``.
+
+    ``proportional``: each stratum gets its share of ``n`` (largest remainder); ``equal``:
+    every stratum the same number as far as its size allows (as the paper's human sheet
+    spans models and difficulties). Within a stratum, rows (ordered by ``run_id`` when
+    present) are drawn without replacement with ``numpy.random.default_rng(seed)``. The same
+    table, ``n``, ``seed`` and strata always give the same sample; the rows come back in the
+    table's order.
+    """
+    rng = np.random.default_rng(int(seed))
+    keyed = runs.with_row_index("_row")
+    order_col = "run_id" if "run_id" in runs.columns else "_row"
+    cols = list(strata)
+    if cols:
+        groups = sorted(keyed.partition_by(cols, as_dict=True).items(), key=lambda kv: tuple(str(k) for k in kv[0]))
+        frames = [g for _, g in groups]
+    else:
+        frames = [keyed]
+    quotas = _allocate([f.height for f in frames], n, allocation, rng)
+    picked: list[int] = []
+    for frame, q in zip(frames, quotas, strict=True):
+        if q == 0:
+            continue
+        rows = frame.sort(order_col).get_column("_row").to_numpy()
+        picked.extend(rows[np.sort(rng.choice(rows.size, size=q, replace=False))].tolist())
+    return keyed.filter(pl.col("_row").is_in(picked)).drop("_row")
+
+
 def cross_judge_report(
-    runs: pl.DataFrame, primary: str = "success", cross: str = "success_cross"
+    runs: pl.DataFrame,
+    primary: str = "success",
+    cross: str = "success_cross",
+    *,
+    sample: int = 300,
+    seed: int = 0,
+    strata: Sequence[str] = AGREEMENT_STRATA,
 ) -> dict[str, Any]:
-    """Agreement of the primary and cross judges over non-error runs, overall and per canary
-    type (runs where that type was offered), and the difference of their overall tsr
-    (primary minus cross, each over its own non-null verdicts)."""
+    """Agreement of the primary and cross judges, as the paper validated its judge.
+
+    Over non-error runs:
+
+    - ``sample``: Cohen's kappa and raw agreement on a seeded sample of ``sample`` runs,
+      stratified by ``strata`` (proportional allocation; :func:`stratified_sample`), with
+      the sampled ``run_ids`` (the paper: a 300-run sample);
+    - ``overall``: over all runs; ``by_condition``: per ``<pool>/<condition>``, so that one
+      pool or condition cannot hide behind the pooled figure;
+    - ``per_type``: per canary type T, over the runs of the ``declared`` condition whose only
+      offered canary type is T: disjoint subsets, so per-type kappas are separate evidence
+      (a full-condition run offers all six types and would fall in every subset);
+      ``per_type_declared``: over every declared-condition run offering T (the subsets
+      overlap when a task declares several types; ``shared`` counts such runs);
+    - ``tsr_primary``, ``tsr_cross`` and ``tsr_difference`` (primary minus cross, each over
+      its own non-null verdicts).
+
+    A table without ``condition`` (or ``pool``) columns is treated as one condition (pool).
+    """
     valid = runs.filter(~pl.col("error"))
     a = valid[primary].to_list()
     b = valid[cross].to_list()
     tsr_p, tsr_c = _tsr(a), _tsr(b)
+    use = [c for c in strata if c in valid.columns]
+    drawn = stratified_sample(valid, sample, seed, use)
+    sample_report = agreement(drawn[primary].to_list(), drawn[cross].to_list())
+    sample_report.update(
+        requested=int(sample), drawn=drawn.height, seed=int(seed), strata=use,
+        run_ids=drawn["run_id"].to_list() if "run_id" in drawn.columns else None,
+    )
+    by_condition: dict[str, Any] = {}
+    if "condition" in valid.columns:
+        keys = [c for c in ("pool", "condition") if c in valid.columns]
+        for key, part in sorted(valid.partition_by(keys, as_dict=True).items(), key=lambda kv: tuple(map(str, kv[0]))):
+            by_condition["/".join(str(k) for k in key)] = agreement(part[primary].to_list(), part[cross].to_list())
+    declared = valid.filter(pl.col("condition") == "declared") if "condition" in valid.columns else valid
+    n_offered = pl.sum_horizontal([pl.col(f"present_{t}").cast(pl.Int32) for t in CANARY_TYPES])
     per_type: dict[str, Any] = {}
+    per_type_declared: dict[str, Any] = {}
     for t in CANARY_TYPES:
-        sub = valid.filter(pl.col(f"present_{t}"))
-        per_type[t] = agreement(sub[primary].to_list(), sub[cross].to_list())
+        only = declared.filter(pl.col(f"present_{t}") & (n_offered == 1))
+        per_type[t] = agreement(only[primary].to_list(), only[cross].to_list())
+        offered = declared.filter(pl.col(f"present_{t}"))
+        per_type_declared[t] = agreement(offered[primary].to_list(), offered[cross].to_list())
+        per_type_declared[t]["shared"] = int(offered.select((n_offered > 1).sum()).item())
     return {
+        "sample": sample_report,
         "overall": agreement(a, b),
+        "by_condition": by_condition,
         "per_type": per_type,
+        "per_type_declared": per_type_declared,
         "tsr_primary": tsr_p,
         "tsr_cross": tsr_c,
         "tsr_difference": None if tsr_p is None or tsr_c is None else tsr_p - tsr_c,
@@ -269,3 +383,141 @@ def human_validation(
         report["human_stricter"] = sum(d["stricter"] == "human" for d in disagreements)
         out[name] = report
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a blinded, stratified human-grading sheet (Appendix D)
+# ---------------------------------------------------------------------------------------------
+
+#: Fields the canary runtime adds to a result, which tell a grader that a canary answered:
+#: semantic decoy (cached, cached_at), capability mirage (mode, engine), temporal decoy
+#: (snapshot, data_version). Stripped from canary results on the human sheet.
+RUNTIME_MARKERS: tuple[str, ...] = ("cached", "cached_at", "mode", "engine", "snapshot", "data_version")
+#: Columns of the human sheet; a grader fills ``verdict`` (true/false) and may add ``notes``.
+SHEET_COLUMNS: tuple[str, ...] = ("run_id", "prompt", "trace", "final_answer", "verdict", "notes")
+
+
+def _strip_markers(content: str | None) -> str | None:
+    if content is None:
+        return None
+    try:
+        payload = json.loads(content)
+    except (ValueError, RecursionError):
+        return content
+    if not isinstance(payload, dict) or not any(k in payload for k in RUNTIME_MARKERS):
+        return content
+    kept = {k: v for k, v in payload.items() if k not in RUNTIME_MARKERS}
+    if set(kept) == {"result"}:  # the runtime wrapped a non-object payload
+        return json.dumps(kept["result"], ensure_ascii=False)
+    return json.dumps(kept, ensure_ascii=False)
+
+
+def blind_record(record: RunRecord) -> RunRecord:
+    """The run as a blind grader should see it: every canary name replaced by the real name it
+    shadows (in calls, results, errors and free text) and the runtime's marker fields
+    stripped from canary results. Canaries are those of ``record.offered``."""
+    names = {o.name: o.shadows for o in record.offered if o.canary_id is not None and o.shadows}
+    if not names:
+        return record
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w-])")
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else pattern.sub(lambda m: names[m.group(1)], value)
+
+    canary_calls = {e.call_id for e in record.events if e.kind == "tool_call" and e.name in names}
+    events: list[Event] = []
+    for e in record.events:
+        content = e.content
+        if e.kind == "tool_result" and e.call_id in canary_calls:
+            content = _strip_markers(content)
+        events.append(
+            dataclasses.replace(
+                e, name=names.get(e.name, e.name) if e.name else e.name, content=text(content),
+                message=text(e.message), raw_arguments=text(e.raw_arguments),
+            )
+        )
+    return dataclasses.replace(record, events=events, final_answer=text(record.final_answer))
+
+
+def _prompt(record: RunRecord, tasks: Mapping[str, Any] | None, source: str) -> str:
+    task = record.identity.get("task") if isinstance(record.identity, dict) else None
+    if isinstance(task, dict) and isinstance(task.get("prompt"), str):
+        return str(task["prompt"])
+    if tasks is not None and record.task_id in tasks:
+        return str(tasks[record.task_id].prompt)
+    raise InputError(source, "identity.task.prompt", f"no prompt for task {record.task_id!r} (pass --tasks with the task file)")
+
+
+def human_sheet(
+    runs: pl.DataFrame,
+    store_dir: str | Path,
+    n: int = 40,
+    strata: Sequence[str] = ("model", "difficulty"),
+    seed: int = 0,
+    *,
+    tasks: Mapping[str, Any] | None = None,
+    source: str = "runs table",
+) -> pl.DataFrame:
+    """A blinded, stratified human-grading sheet (Appendix D) as a frame of :data:`SHEET_COLUMNS`.
+
+    ``n`` non-error runs of ``runs`` (the per-run table, with its ``run_id`` column), spread as
+    evenly as the strata allow over the combinations of ``strata`` (:func:`stratified_sample`
+    with equal allocation, seeded), in a seeded random order. Each run is read from the run
+    store (``store_dir/<id[:2]>/<id>.json``) and shown blinded (:func:`blind_record`): the
+    task prompt, the tool-call trace and the final answer, with no model, condition, pool or
+    canary name. ``verdict`` and ``notes`` are left for the grader; the filled sheet is read
+    back by :func:`read_human_sheet` (``judge.human_sheet``).
+    """
+    for col in ("run_id", "error", *strata):
+        if col not in runs.columns:
+            raise InputError(source, col, f"missing column (the runs table has {runs.columns[:6]} ...)")
+    if n < 1:
+        raise InputError("command line", "--n", f"must be at least 1, got {n}")
+    eligible = runs.filter(~pl.col("error"))
+    if eligible.is_empty():
+        raise InputError(source, "error", "no run without a backend error to grade")
+    chosen = stratified_sample(eligible, n, seed, strata, allocation="equal")
+    order = np.random.default_rng([int(seed), 1]).permutation(chosen.height)
+    rows = []
+    for run_id in chosen.get_column("run_id").to_numpy()[order]:
+        path = Path(store_dir) / str(run_id)[:2] / f"{run_id}.json"
+        if not path.is_file():
+            raise InputError(str(path), "run_id", f"run {run_id} of {source} has no record in the run store {store_dir}")
+        record = read_record(path)
+        blind = blind_record(record)
+        rows.append({
+            "run_id": str(run_id), "prompt": _prompt(record, tasks, str(path)), "trace": render_trace(blind),
+            "final_answer": blind.final_answer or "", "verdict": "", "notes": "",
+        })
+    return pl.DataFrame(rows, schema={c: pl.String for c in SHEET_COLUMNS})
+
+
+def human_sheet_command(
+    out: str | Path,
+    *,
+    runs_path: str | Path = "results/runs.parquet",
+    store_dir: str | Path = "results/runs/store",
+    n: int = 40,
+    strata: Sequence[str] = ("model", "difficulty"),
+    seed: int = 0,
+    tasks_path: str | Path | None = None,
+) -> int:
+    """``canarykit human-sheet``: write the sheet as CSV (atomically); returns exit status 0."""
+    runs_p = Path(runs_path)
+    if not runs_p.is_file():
+        raise InputError(str(runs_p), "-", "runs table not found (run the study first, or pass --runs)")
+    try:
+        runs = pl.read_parquet(runs_p)
+    except Exception as exc:  # polars raises several error types for a broken file
+        raise InputError(str(runs_p), "-", f"not a readable parquet file: {exc}") from exc
+    task_map = None
+    if tasks_path is not None:
+        from ._run import load_task_map
+
+        task_map = load_task_map(tasks_path, str(tasks_path))
+    sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=task_map, source=str(runs_p))
+    atomic_write_text(out, sheet.write_csv())
+    strata_txt = ", ".join(strata) if strata else "none"
+    print(f"{sheet.height} runs written to {out} (stratified by {strata_txt}; seed {seed}); fill the verdict column "
+          "with true/false and point judge.human_sheet at the file", file=sys.stderr)
+    return 0

@@ -1,0 +1,128 @@
+"""Statistics, tables and figure data computed from the per-run table alone.
+
+Entry points: :func:`stats_command` (``canarykit stats RUNS -o DIR``), :func:`compute_all`
+(pure: validated runs table -> JSON-ready dict) and :func:`write_outputs` (dict -> files).
+The package is split along its seams: ``_bootstrap`` (resampling and the paired,
+task-clustered difference :func:`paired_delta`), ``_tests`` (hypothesis tests and effect
+sizes), ``_study`` (the study's computation), ``_stability`` (per-seed stability) and
+``_output`` (tables, figure data, files).
+
+Units and conventions
+---------------------
+- Rows with ``error`` true (backend errors) are excluded from every statistic and counted
+  (``counts.<cond>.<model>.failed``, ``excluded_error_runs``); every model keeps its row in
+  every table and per-model block, even when all its runs failed.
+- Everything nested by condition is computed on the primary pool (``primary_pool``).
+- **csr** of a model = mean over task-runs of the per-run ``csr``; a run with zero tool
+  calls has no csr and is counted in ``n_zero_call``.
+- **type trap rate** of type T = runs that were offered T *and called at least one tool*
+  and called a canary of T / such runs; zero-call runs are left out of the denominator (as
+  from csr) and counted (``trap_rate_ci.<c>.<m>.<T>.n_zero_call``).
+- **recovery** = trapped runs that recovered / trapped runs (zero-call runs cannot be trapped).
+- **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
+  ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
+  ``truncated`` column has no truncated run.
+- **Intervals**: percentile bootstrap at ``1 - alpha``. ``bootstrap_unit: task`` (default)
+  resamples whole tasks once for the study and applies the same resampled tasks to every
+  estimate (all seeds, conditions and pools of a task travel together), so differences are
+  paired by (task, seed); ``run`` resamples each estimate's runs independently (the paper).
+- **Tests** run over the models under test only (``stats.test_groups``; by default every
+  group except ``reference`` and ``planted``); ``families`` records each test family.
+- Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
+
+The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json keys").
+"""
+
+from ._bootstrap import (
+    CHUNK_ELEMENTS,
+    BootstrapUnit,
+    Resampler,
+    RunBootstrap,
+    Sample,
+    TaskBootstrap,
+    bootstrap_mean_ci,
+    bootstrap_means,
+    cluster_bootstrap_spearman,
+    cluster_robust_contrasts,
+    derive_rng,
+    make_resampler,
+    paired_delta,
+    percentile_ci,
+    sample_of,
+)
+from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
+from ._output import (
+    FIGURE_DATA_FILES,
+    TABLE_FILES,
+    figure_data,
+    stats_command,
+    tables,
+    write_outputs,
+)
+from ._study import (
+    DECLARED_FULL,
+    POOLED,
+    Cell,
+    Study,
+    build_study,
+    compute_all,
+    load_runs,
+    validate_runs,
+)
+from ._tests import (
+    chi2_independence,
+    cohens_d,
+    cohens_h,
+    fisher_exact_2x2,
+    friedman,
+    gee_association,
+    gee_group_test,
+    holm,
+    kruskal_wallis,
+    spearman,
+)
+
+__all__ = [
+    "CHUNK_ELEMENTS",
+    "DECLARED_FULL",
+    "FIGURE_DATA_FILES",
+    "INSTRUMENT_GROUPS",
+    "MAX_RESAMPLES",
+    "POOLED",
+    "TABLE_FILES",
+    "BootstrapUnit",
+    "Cell",
+    "Resampler",
+    "RunBootstrap",
+    "Sample",
+    "StatsConfig",
+    "Study",
+    "TaskBootstrap",
+    "bootstrap_mean_ci",
+    "bootstrap_means",
+    "build_study",
+    "chi2_independence",
+    "cluster_bootstrap_spearman",
+    "cluster_robust_contrasts",
+    "cohens_d",
+    "cohens_h",
+    "compute_all",
+    "derive_rng",
+    "figure_data",
+    "fisher_exact_2x2",
+    "friedman",
+    "gee_association",
+    "gee_group_test",
+    "holm",
+    "kruskal_wallis",
+    "load_runs",
+    "make_resampler",
+    "paired_delta",
+    "percentile_ci",
+    "sample_of",
+    "spearman",
+    "stats_command",
+    "tables",
+    "validate_runs",
+    "write_outputs",
+]

@@ -1,0 +1,278 @@
+"""Writing the outputs: tables (CSV + Markdown), the figure data and ``stats.json``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..jsonio import atomic_write_text, write_json
+from ..types import CANARY_TYPES, POOLS
+from ._config import StatsConfig
+from ._study import DECLARED_FULL, POOLED, compute_all, load_runs
+
+#: Figure id -> tidy CSV written next to stats.json (DVC plots point at these).
+FIGURE_DATA_FILES: dict[str, str] = {
+    "fig2": "fig2_csr.csv",
+    "fig4": "fig4_csr_by_difficulty.csv",
+    "fig5": "fig5_trap_rates.csv",
+    "fig6": "fig6_profiles.csv",
+    "fig7": "fig7_tsr_delta.csv",
+    "fig8": "fig8_ablation.csv",
+    "fig9": "fig9_recovery_outcome.csv",
+}
+
+#: Table name -> files written next to stats.json (besides the figure data).
+TABLE_FILES: tuple[str, ...] = ("table1", "table2", "table3", "table_stability")
+
+_COUNT_COLUMNS = ["runs", "failed_runs", "zero_call_runs", "truncated_runs"]
+_TABLE13_SCHEMA: dict[str, Any] = {
+    "model": pl.String, "tier": pl.String, "csr": pl.Float64, "csr_lo": pl.Float64, "csr_hi": pl.Float64,
+    "tsr": pl.Float64, "recovery": pl.Float64, "recovery_n": pl.Int64, "runs": pl.Int64,
+    "tsr_lo": pl.Float64, "tsr_hi": pl.Float64, "tsr_truncated_as_failure": pl.Float64,
+    "failed_runs": pl.Int64, "zero_call_runs": pl.Int64, "truncated_runs": pl.Int64,
+}
+
+
+def _counts(result: dict[str, Any], condition: str, model: str) -> dict[str, int]:
+    k = result.get("counts", {}).get(condition, {}).get(model, {})
+    return {"runs": k.get("runs", 0), "failed_runs": k.get("failed", 0), "zero_call_runs": k.get("zero_call", 0),
+            "truncated_runs": k.get("truncated", 0)}
+
+
+def _table13(result: dict[str, Any], condition: str) -> pl.DataFrame:
+    groups = result.get("model_groups", {})
+    ci = result.get("csr_ci", {}).get(condition, {})
+    tsr_ci = result.get("tsr_ci", {}).get(condition, {})
+    rows = []
+    for m, e in ci.items():
+        t = tsr_ci.get(m, {})
+        rec = result["recovery"][condition][m]
+        rows.append({
+            "model": m, "tier": groups.get(m), "csr": e["csr"], "csr_lo": e["lo"], "csr_hi": e["hi"],
+            "tsr": result["tsr"][condition].get(m), "recovery": rec["rate"], "recovery_n": rec["n"],
+            "tsr_lo": t.get("lo"), "tsr_hi": t.get("hi"),
+            "tsr_truncated_as_failure": result.get("tsr_truncated_as_failure", {}).get(condition, {}).get(m),
+            **_counts(result, condition, m),
+        })
+    return pl.DataFrame(rows, schema=_TABLE13_SCHEMA, orient="row").sort(["csr", "model"], nulls_last=True)
+
+
+def _table2(result: dict[str, Any], condition: str = "declared") -> pl.DataFrame:
+    groups = result.get("model_groups", {})
+    rates = result.get("trap_rates", {}).get(condition, {})
+    rows: list[dict[str, Any]] = [
+        {"model": m, "tier": groups.get(m), **r, **_counts(result, condition, m)} for m, r in sorted(rates.items())
+    ]
+    for name, avg in result.get("trap_rate_averages", {}).get(condition, {}).items():
+        rows.append({"model": name, "tier": "average of " + "+".join(avg["groups"]), **avg["rates"]})
+    schema: dict[str, Any] = {"model": pl.String, "tier": pl.String, **{t: pl.Float64 for t in CANARY_TYPES},
+                              **{c: pl.Int64 for c in _COUNT_COLUMNS}}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _table_stability(result: dict[str, Any]) -> pl.DataFrame:
+    stab = result.get("stability", {})
+    seeds = [str(s) for s in stab.get("seeds", [])]
+    schema: dict[str, Any] = {"finding": pl.String, "kind": pl.String, "condition": pl.String, "family": pl.String,
+                              "estimate": pl.Float64, **{f"seed_{s}": pl.Float64 for s in seeds}, "survives": pl.Boolean}
+    rows = [
+        {"finding": f["finding"], "kind": f["kind"], "condition": f["condition"], "family": f["family"],
+         "estimate": f["estimate"], **{f"seed_{s}": f["per_seed"].get(s) for s in seeds}, "survives": f["survives"]}
+        for f in stab.get("findings", [])
+    ]
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """Tables 1-3 and the stability table as polars frames (Table 1: declared, Table 2:
+    declared trap rates, Table 3: full, table_stability: findings per seed)."""
+    return {
+        "table1": _table13(result, "declared"),
+        "table2": _table2(result, "declared"),
+        "table3": _table13(result, "full"),
+        "table_stability": _table_stability(result),
+    }
+
+
+def _fmt(x: Any) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return f"{x:.3f}"
+
+
+def _markdown(header: list[str], rows: list[list[str]], caption: str) -> str:
+    lines = [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    if not rows:
+        lines.append("| " + " | ".join(["n/a"] * len(header)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _with_ci(x: Any, lo: Any, hi: Any) -> str:
+    return f"{_fmt(x)} [{_fmt(lo)}, {_fmt(hi)}]" if x is not None else "n/a"
+
+
+def _markdown13(df: pl.DataFrame, caption: str) -> str:
+    rows = [
+        [
+            r["model"], r["tier"] or "n/a", _with_ci(r["csr"], r["csr_lo"], r["csr_hi"]), _with_ci(r["tsr"], r["tsr_lo"], r["tsr_hi"]),
+            _fmt(r["tsr_truncated_as_failure"]), f"{_fmt(r['recovery'])} ({r['recovery_n']})", str(r["runs"]),
+            str(r["failed_runs"]), str(r["zero_call_runs"]), str(r["truncated_runs"]),
+        ]
+        for r in df.to_dicts()
+    ]
+    header = ["Model", "Tier", "csr [95% CI]", "tsr [95% CI]", "tsr (truncated = fail)", "Rec. (n)", "Runs", "Failed",
+              "Zero-call", "Truncated"]
+    return _markdown(header, rows, caption)
+
+
+def _markdown2(df: pl.DataFrame, caption: str) -> str:
+    rows = [
+        [r["model"], r["tier"] or "n/a", *(_fmt(r[t]) for t in CANARY_TYPES),
+         *("" if r[c] is None else str(r[c]) for c in _COUNT_COLUMNS)]
+        for r in df.to_dicts()
+    ]
+    return _markdown(["Model", "Tier", *CANARY_TYPES, "Runs", "Failed", "Zero-call", "Truncated"], rows, caption)
+
+
+def _markdown_stability(df: pl.DataFrame, caption: str) -> str:
+    seeds = [c for c in df.columns if c.startswith("seed_")]
+    rows = [
+        [r["finding"], r["family"] or "", _fmt(r["estimate"]), *(_fmt(r[s]) for s in seeds),
+         "n/a" if r["survives"] is None else ("yes" if r["survives"] else "no")]
+        for r in df.to_dicts()
+    ]
+    return _markdown(["Finding", "Family", "Pooled", *(s.replace("_", " ") for s in seeds), "Survives every seed"], rows, caption)
+
+
+def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """The tidy data behind each figure, keyed like :data:`FIGURE_DATA_FILES`."""
+    groups: dict[str, str] = result.get("model_groups", {})
+    decl_ci = result.get("csr_ci", {}).get("declared", {})
+    fig2 = pl.DataFrame(
+        [{"model": m, "group": groups.get(m), "csr": e["csr"], "lo": e["lo"], "hi": e["hi"], "n": e["n"]} for m, e in decl_ci.items()],
+        schema={"model": pl.String, "group": pl.String, "csr": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "n": pl.Int64},
+        orient="row",
+    )
+    fig4 = pl.DataFrame(
+        [
+            {"model": m, "group": groups.get(m), "difficulty": d, "csr": v}
+            for m, by_d in result.get("csr_by_difficulty", {}).get("declared", {}).items()
+            for d, v in by_d.items()
+        ],
+        schema={"model": pl.String, "group": pl.String, "difficulty": pl.String, "csr": pl.Float64},
+        orient="row",
+    )
+    fig5 = pl.DataFrame(
+        [
+            {"model": m, "group": groups.get(m), "type": t, "rate": r}
+            for m, rates in result.get("trap_rates", {}).get("declared", {}).items()
+            for t, r in rates.items()
+        ],
+        schema={"model": pl.String, "group": pl.String, "type": pl.String, "rate": pl.Float64},
+        orient="row",
+    )
+    fig6 = fig5.with_columns(
+        axis_index=pl.col("type").replace_strict({t: i for i, t in enumerate(CANARY_TYPES)}, return_dtype=pl.Int64)
+    )
+    fig7_cols = ("delta", "lo", "hi", "cohens_d", "cohens_h", "n_base", "n_cond")
+    fig7 = pl.DataFrame(
+        [
+            {"model": m, "group": groups.get(m), "condition": c, **{k: e.get(k) for k in fig7_cols}}
+            for c, by_m in result.get("tsr_delta", {}).items()
+            for m, e in by_m.items()
+        ],
+        schema={"model": pl.String, "group": pl.String, "condition": pl.String, "delta": pl.Float64, "lo": pl.Float64,
+                "hi": pl.Float64, "cohens_d": pl.Float64, "cohens_h": pl.Float64, "n_base": pl.Int64, "n_cond": pl.Int64},
+        orient="row",
+    )
+    fig8 = pl.DataFrame(
+        [
+            {"model": m, "group": groups.get(m), "pool": p, "csr": e[p]}
+            for m, e in result.get("ablation", {}).get("models", {}).items()
+            for p in POOLS
+        ],
+        schema={"model": pl.String, "group": pl.String, "pool": pl.String, "csr": pl.Float64},
+        orient="row",
+    )
+    fig9 = pl.DataFrame(
+        [
+            {"scope": "All models (pooled)" if m == POOLED else m, "group": groups.get(m, "pooled"),
+             "outcome": k.replace("_", " "), "n": v["n"], "success_rate": v["success_rate"]}
+            for m, e in result.get("recovery_outcome", {}).get(DECLARED_FULL, {}).items()
+            for k, v in e.items()
+        ],
+        schema={"scope": pl.String, "group": pl.String, "outcome": pl.String, "n": pl.Int64, "success_rate": pl.Float64},
+        orient="row",
+    )
+    return {"fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9}
+
+
+def _captions(result: dict[str, Any]) -> dict[str, str]:
+    unit = result.get("meta", {}).get("bootstrap_unit", "task")
+    how = "resampling whole tasks" if unit == "task" else "resampling runs (the paper's run-level intervals)"
+    common = (f"bootstrap 95% CIs {how}; tsr excludes runs truncated by the turn limit; Rec. = recovery rate (n trapped runs); "
+              "Runs = runs analysed, Failed = backend-error runs (excluded), Zero-call = runs without a tool call (no csr)")
+    return {
+        "table1": f"Table 1: declared condition, sorted by csr; {common}",
+        "table2": "Table 2: type-specific trap rate (declared) over runs where the type was offered and at least one "
+                  "tool was called; n/a = type never offered",
+        "table3": f"Table 3: full condition, sorted by csr; {common}",
+        "table_stability": "Per-seed stability: each headline finding recomputed on each seed alone; it survives when "
+                           "its sign holds in every seed",
+    }
+
+
+def write_outputs(result: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write stats.json, the tables (CSV + Markdown) and the figure data CSVs."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def put(name: str, text: str) -> None:
+        atomic_write_text(out / name, text)
+        written.append(out / name)
+
+    write_json(out / "stats.json", result)
+    written.append(out / "stats.json")
+    captions = _captions(result)
+    for name, frame in tables(result).items():
+        put(f"{name}.csv", frame.write_csv())
+        if name == "table2":
+            md = _markdown2(frame, captions[name])
+        elif name == "table_stability":
+            md = _markdown_stability(frame, captions[name])
+        else:
+            md = _markdown13(frame, captions[name])
+        put(f"{name}.md", md)
+    for key, frame in figure_data(result).items():
+        put(FIGURE_DATA_FILES[key], frame.write_csv())
+    return written
+
+
+def stats_command(
+    runs_path: str,
+    out_dir: str,
+    *,
+    resamples: int = 10000,
+    seed: int = 20261130,
+    alpha: float = 0.05,
+    group_averages: dict[str, list[str]] | None = None,
+    primary_pool: str = "standard",
+    ablation_condition: str = "declared",
+    bootstrap_unit: str = "task",
+    test_groups: list[str] | None = None,
+) -> int:
+    """``canarykit stats RUNS -o DIR``: read, validate, compute, write. Returns exit status 0."""
+    config = StatsConfig(
+        resamples=resamples, seed=seed, alpha=alpha, group_averages=group_averages, primary_pool=primary_pool,
+        ablation_condition=ablation_condition, bootstrap_unit=bootstrap_unit,  # type: ignore[arg-type]
+        test_groups=tuple(test_groups) if test_groups is not None else None,
+    )
+    df = load_runs(runs_path)
+    result = compute_all(df, config, source=str(runs_path), validate=False)
+    write_outputs(result, out_dir)
+    return 0
