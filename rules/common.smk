@@ -61,6 +61,10 @@ def pool_suffixes(wildcards):
     return config["canaries"]["suffixes"][wildcards.pool]
 
 
+def pool_control_suffixes(wildcards):
+    return config["canaries"]["control_suffixes"][wildcards.pool]
+
+
 def pool_conditions(wildcards):
     return GRID.get(wildcards.pool, [])
 
