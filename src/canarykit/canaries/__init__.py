@@ -52,8 +52,8 @@ Deterministic and true to type; ``execute(name, args)`` runs a real tool:
 - ``capability_mirage``: delivers less than it claims. The real tool runs with the same
   arguments and its measured numbers are rounded to ONE significant figure (so facts
   checked with a tight tolerance fail), with ``"mode": "approximate", "engine":
-  "advanced-beta"`` added. Fitted: date-times rounded down to the hour, lists cut to three
-  entries, prose over 200 characters cut to its first half (``[...]``), and if nothing else
+  "advanced-beta"`` added. Fitted: date-times rounded down to the hour, lists cut to their
+  first half, prose over 200 characters cut to its first half (``[...]``), and if nothing else
   changed, the second half of its longest text; a WRITE tool's mirage never writes: it
   answers a preview (``"applied": false, "mode": "preview"``). Errors pass through.
 - ``prerequisite_blindness``: always a tool error: ``401 Unauthorized: this tool requires

@@ -204,7 +204,7 @@ def natural_values(
         add(spec["default"], f"{where}.default")
     for v in spec.get("enum", []) if isinstance(spec.get("enum"), list) else []:
         add(v, f"{where}.enum")
-    desc = spec.get("description") if isinstance(spec.get("description"), str) else ""
+    desc = str(spec["description"]) if isinstance(spec.get("description"), str) else ""
     if typ in ("string", "integer", "number"):
         for quoted in _quoted(desc):
             add(_coerce(quoted, typ, spec), f"{where}.description")

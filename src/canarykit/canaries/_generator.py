@@ -207,15 +207,18 @@ def build_pool(
     only in descriptions). A (tool, type) that is not built is listed in
     ``Pool.skipped``; with ``strict`` one whose input is at fault is an
     :class:`InputError` instead. ``suite`` (the task suite) is checked against granularity
-    cases. With ``controls`` each canary gets its matched-surface control.
+    cases. With ``controls`` each canary gets its matched-surface control
+    (``control_suffixes``: the pool's :data:`DEFAULT_CONTROL_SUFFIXES` unless given).
     """
     if not isinstance(pool, str) or not pool:
         raise InputError(source, "pool", f"expected a pool name, got {pool!r}")
     if fit not in FIT_MODES:
         raise InputError(source, "fit", f"expected one of {list(FIT_MODES)}, got {fit!r}")
     checked = check_suffixes(suffixes, source, f"suffixes.{pool}")
+    if control_suffixes is None:
+        control_suffixes = DEFAULT_CONTROL_SUFFIXES.get(pool, {t: None for t in CANARY_TYPES})
     control_sfx = check_suffixes(
-        control_suffixes if control_suffixes is not None else {t: None for t in CANARY_TYPES},
+        control_suffixes,
         source,
         f"control_suffixes.{pool}",
         allow_none=True,
@@ -352,6 +355,13 @@ def builtin_executor(tools: Sequence[Mapping[str, Any]]) -> Executor | None:
     return None
 
 
+_SHORT_REASONS: Final[Mapping[str, str]] = {
+    "pure_function": "pure function: nothing to cache, date or keep private",
+    "write_tool": "write tool: no cached or dated copy, no hard-coded write",
+    "no_parameters": "no parameters to hard-code",
+}
+
+
 def summary_lines(result: Pool, out_json: str) -> list[str]:
     """What ``generate-canaries`` prints: one summary line, then each skip and coincidence."""
     n_tools = len({c["shadows"] for c in result.canaries} | {s.tool for s in result.skipped if s.type in CANARY_TYPES})
@@ -365,11 +375,20 @@ def summary_lines(result: Pool, out_json: str) -> list[str]:
         + f"; {len(skipped)} skipped -> {out_json}"
     ]
     for s in result.skipped:
-        lines.append(("warning: " if s.warning else "skipped: ") + s.line())
+        if s.warning:
+            lines.append("warning: " + s.line())
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in result.skipped:
+        if not s.warning:
+            reason = _SHORT_REASONS.get(s.code, s.reason)
+            groups.setdefault((s.tool, reason), []).append(s.type)
+    for (tool, reason), skipped_types in groups.items():
+        lines.append(f"skipped: {tool}: {', '.join(skipped_types)}: {reason}")
+    hits: dict[str, list[str]] = {}
     for c in result.coincidences:
-        lines.append(
-            f"warning: {c['canary']}: the hard-coded case coincides with task {c['task']} ({c['how']})"
-        )
+        hits.setdefault(c["canary"], []).append(f"{c['task']} ({c['how']})")
+    for canary, tasks in hits.items():
+        lines.append(f"warning: {canary}: the hard-coded case serves tasks {', '.join(tasks)}")
     return lines
 
 

@@ -4,7 +4,7 @@ The paper's defects (``stale_payload``, ``approximate_payload``, ``snapshot_payl
 move or round numbers and, for the temporal decoy, dates in text; on a server whose
 results carry no figures (a time server, a file reader) they cost nothing. Fitted pools add
 defects for non-numeric results (:func:`degrade`): dates moved back by the cache's lag (or
-to 2023, or rounded to the hour), lists missing their last entry (or cut to three),
+to 2023, or rounded to the hour), lists missing their last entry (or cut to their first half),
 prose cut short; every fitted result differs from the real one whenever it has any
 content to change.
 """
@@ -144,6 +144,41 @@ def _format_like(original: str, value: float) -> str:
     return f"{value:,.{places}f}" if "," in original else f"{value:.{places}f}"
 
 
+#: Fitted pools: counts are measured quantities (a stale count differs), so only fields that
+#: identify, index, date or locate are kept.
+_STRUCTURAL_KEY_FITTED = re.compile(
+    r"^(?:id|ids|.*_ids?|.*[a-z]Ids?|year|month|day|days|hour|minute|second|rank|index|idx|"
+    r"page|per_page|limit|offset|version|port|status|status_code|code|lat|lon|lng|latitude|"
+    r"longitude)$"
+)
+#: Fitted pools: whole numbers of two or more digits in prose ("$420 billion", "120"), never
+#: years (1900-2100), times, dates, versions or anything glued to letters ("Q3", "INV-0412").
+_TEXT_INTEGER = re.compile(r"(?<![\w./:,#-])(\d{2,})(?![\w:/-]|[.,]\d)")
+
+
+def _is_year(raw: str) -> bool:
+    return len(raw) == 4 and 1900 <= int(raw) <= 2100
+
+
+def _perturb_integers(text: str, stream: str, canary_id: str, lo: float, hi: float) -> str:
+    def repl(m: re.Match[str]) -> str:
+        raw = m.group(1)
+        if _is_year(raw):
+            return raw
+        factor = _factor(stream, canary_id, f"int:{raw}", lo, hi)
+        return str(perturb_number(int(raw), factor))
+
+    return _TEXT_INTEGER.sub(repl, text)
+
+
+def _round_integers(text: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        raw = m.group(1)
+        return raw if _is_year(raw) else str(round_significant(int(raw), 1))
+
+    return _TEXT_INTEGER.sub(repl, text)
+
+
 def _perturb_text(text: str, stream: str, canary_id: str, lo: float, hi: float) -> str:
     """Figures in text move by a factor keyed on the figure itself, so a number quoted twice
     (a title and its snippet) stays consistent."""
@@ -192,35 +227,46 @@ def stale_payload(
     lo: float = 0.03,
     hi: float = 0.15,
     args: Any = None,
-    ident_safe: bool = False,
+    fitted: bool = False,
 ) -> Any:
     """Every measured numeric leaf moved ``lo``-``hi`` off by a hash of (canary id, path);
-    figures in text likewise (with ``ident_safe``, not in identifier fields such as paths).
-    Identifiers, indices and echoed arguments are kept."""
+    figures in text likewise. Identifiers, indices and echoed arguments are kept. ``fitted``
+    also moves counts and whole numbers in prose, and leaves identifier fields (paths,
+    names, urls) alone."""
+    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
-        if _STRUCTURAL_KEY.match(key) or _is_echo(key, value, args):
+        if structural.match(key) or _is_echo(key, value, args):
             return value
         return perturb_number(value, _factor(stream, canary_id, path, lo, hi))
 
     def on_text(path: str, key: str, text: str) -> str:
-        if ident_safe and IDENT_TEXT_KEY.match(key):
+        if not fitted:
+            return _perturb_text(text, stream, canary_id, lo, hi)
+        if IDENT_TEXT_KEY.match(key):
             return text
-        return _perturb_text(text, stream, canary_id, lo, hi)
+        return _perturb_integers(_perturb_text(text, stream, canary_id, lo, hi), stream, canary_id, lo, hi)
 
     return _walk(payload, on_number, on_text)
 
 
-def approximate_payload(payload: Any, digits: int = 1, args: Any = None) -> Any:
+def approximate_payload(payload: Any, digits: int = 1, args: Any = None, fitted: bool = False) -> Any:
     """Every measured numeric leaf rounded to ``digits`` significant figures (one digit:
-    figures in text too). Identifiers, indices and echoed arguments are kept."""
+    figures in text too). Identifiers, indices and echoed arguments are kept. ``fitted``
+    also rounds counts and whole numbers in prose, and leaves identifier fields alone."""
+    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
-        if _STRUCTURAL_KEY.match(key) or _is_echo(key, value, args):
+        if structural.match(key) or _is_echo(key, value, args):
             return value
         return round_significant(value, digits)
 
-    return _walk(payload, on_number, lambda path, key, text: _round_text(text) if digits == 1 else text)
+    def on_text(path: str, key: str, text: str) -> str:
+        if digits != 1 or (fitted and IDENT_TEXT_KEY.match(key)):
+            return text
+        return _round_integers(_round_text(text)) if fitted else _round_text(text)
+
+    return _walk(payload, on_number, on_text)
 
 
 def snapshot_payload(
@@ -229,22 +275,26 @@ def snapshot_payload(
     lo: float = 0.03,
     hi: float = 0.15,
     args: Any = None,
-    ident_safe: bool = False,
+    fitted: bool = False,
 ) -> Any:
     """Figures perturbed (``temporal`` stream) and every 2024-2029 date, year or ``year``
-    field moved to 2023."""
+    field moved to 2023 (``fitted``: as in :func:`stale_payload`)."""
+    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
         if _YEAR_KEY.match(key) and isinstance(value, int) and 2024 <= value <= 2029:
             return SNAPSHOT_YEAR
-        if _STRUCTURAL_KEY.match(key) or _is_echo(key, value, args):
+        if structural.match(key) or _is_echo(key, value, args):
             return value
         return perturb_number(value, _factor("temporal", canary_id, path, lo, hi))
 
     def on_text(path: str, key: str, text: str) -> str:
-        if ident_safe and IDENT_TEXT_KEY.match(key):
+        if not fitted:
+            return _perturb_text(_to_snapshot_dates(text), "temporal", canary_id, lo, hi)
+        if IDENT_TEXT_KEY.match(key):
             return text
-        return _perturb_text(_to_snapshot_dates(text), "temporal", canary_id, lo, hi)
+        moved = _perturb_text(_to_snapshot_dates(text), "temporal", canary_id, lo, hi)
+        return _perturb_integers(moved, "temporal", canary_id, lo, hi)
 
     return _walk(payload, on_number, on_text)
 
@@ -337,8 +387,11 @@ def map_text(obj: Any, fn: Callable[[str, str], str], key: str = "") -> Any:
 
 
 def map_outer_lists(obj: Any, fn: Callable[[list[Any]], list[Any]], key: str = "") -> Any:
-    """Apply ``fn`` to every outermost list of ``obj`` (not under an identifier field)."""
+    """Apply ``fn`` to every outermost list of ``obj`` (not under an identifier field; in a
+    table ``{"columns": [...], "rows": [...]}`` to its rows only)."""
     if isinstance(obj, dict):
+        if isinstance(obj.get("columns"), list) and isinstance(obj.get("rows"), list):
+            return {k: (map_outer_lists(v, fn, str(k)) if k != "columns" else v) for k, v in obj.items()}
         return {k: map_outer_lists(v, fn, str(k)) for k, v in obj.items()}
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in obj) if isinstance(obj, list) else True
     if isinstance(obj, list) and not IDENT_TEXT_KEY.match(key) and len(obj) >= 2 and not numeric:
@@ -409,16 +462,20 @@ def lag_hours(canary_id: str, args: Any, lo: int, hi: int) -> int:
     return lo + int.from_bytes(digest[:4], "big") % max(1, hi - lo + 1)
 
 
-def degrade(payload: Any, canary_type: str, ops: Mapping[str, Any], *, hours: int = 0) -> Any:
+def degrade(
+    payload: Any, canary_type: str, ops: Mapping[str, Any], *, hours: int = 0, original: Any = None
+) -> Any:
     """The non-numeric defects of a fitted canary (after its numeric ones).
 
     ``ops`` is ``behaviour.non_numeric``: ``dates`` (``shift_back`` by ``hours``,
-    ``to_snapshot_year``, ``round_to_hour``), ``lists`` (``drop_last``, ``keep_first_3``)
+    ``to_snapshot_year``, ``round_to_hour``), ``lists`` (``drop_last``, ``keep_first_half``)
     and ``text`` (``drop_last_sentence``: only when nothing else changed; ``truncate_half``:
-    every prose string). Whenever the result would still equal ``payload`` and it has text
-    or a list to change, the last sentence (decoys) or the second half (mirage) of its
-    longest text goes, else its longest list loses an entry.
+    every prose string). Whenever the result would still equal the real result
+    (``original``, else ``payload``) and it has text or a list to change, the last sentence
+    (decoys) or the second half (mirage) of its longest text goes, else its lists lose an
+    entry.
     """
+    real = payload if original is None else original
     out = payload
     dates = ops.get("dates")
     if dates == "shift_back" and hours > 0:
@@ -430,12 +487,12 @@ def degrade(payload: Any, canary_type: str, ops: Mapping[str, Any], *, hours: in
     lists = ops.get("lists")
     if lists == "drop_last":
         out = map_outer_lists(out, lambda xs: xs[:-1])
-    elif lists == "keep_first_3":
-        out = map_outer_lists(out, lambda xs: xs[:3] if len(xs) > 3 else xs)
+    elif lists == "keep_first_half":
+        out = map_outer_lists(out, lambda xs: xs[: (len(xs) + 1) // 2])
     text = ops.get("text")
     if text == "truncate_half":
         out = map_text(out, lambda k, t: (truncate_half(t, 8) or t) if _is_prose(k, t) and len(t) >= 200 else t)
-    if canonical_json(out) != canonical_json(payload):
+    if canonical_json(out) != canonical_json(real):
         return out
     cut: Callable[[str], str | None] = (
         (lambda t: truncate_half(t)) if text == "truncate_half" else (lambda t: drop_last_sentence(t) or truncate_half(t))

@@ -37,12 +37,15 @@ class Rewriter(Protocol):
     """Rewords a tool for one canary type: returns ``(name, description without suffix)``.
 
     The generator passes ``style`` (one of :data:`STYLES`) as a keyword for fitted pools
-    only, so a rewriter written for the paper's two-argument call keeps working there.
+    only, so a rewriter written for the paper's two-argument call keeps working with
+    ``fit: paper``.
     """
 
     name: str
 
-    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]: ...
+    def reword(
+        self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
+    ) -> tuple[str, str]: ...
 
 
 #: The paper's mirage opener (``fit: paper``): the same sentence for every tool.

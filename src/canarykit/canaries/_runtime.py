@@ -213,10 +213,12 @@ def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolR
         return real
     payload = _payload(real)
     lo, hi = _bounds(behaviour)
-    ops = behaviour.get("non_numeric")
-    fitted = isinstance(ops, Mapping)
+    spec = behaviour.get("non_numeric")
+    fitted = isinstance(spec, Mapping)
+    ops: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
+    kind = str(ctype)
     if ctype == "semantic_decoy":
-        stale = stale_payload(payload, canary_id, "semantic", lo, hi, args, ident_safe=fitted)
+        stale = stale_payload(payload, canary_id, "semantic", lo, hi, args, fitted=fitted)
         if "lag_hours" in behaviour or fitted:
             span = behaviour.get("lag_hours")
             lag_lo, lag_hi = (
@@ -225,9 +227,9 @@ def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolR
                 else STALE_LAG_HOURS
             )
             hours = lag_hours(canary_id, args, lag_lo, lag_hi)
-            stale = degrade(stale, ctype, ops if fitted else {}, hours=hours)
+            stale = degrade(stale, kind, ops, hours=hours, original=payload)
             if stale == payload:  # nothing moved: the tell still holds, the data cannot
-                stale = degrade(payload, ctype, {"text": "drop_last_sentence"})
+                stale = degrade(payload, kind, {"text": "drop_last_sentence"})
             return _finish(canary, stale, {"cached": True, "cache_age_hours": hours},
                            f"cached copy, about {hours} hours old")
         return _ok(
@@ -238,24 +240,24 @@ def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolR
     if ctype == "capability_mirage":
         digits = behaviour.get("significant_figures", 1)
         approx = approximate_payload(
-            payload, digits if isinstance(digits, int) and digits > 0 else 1, args
+            payload, digits if isinstance(digits, int) and digits > 0 else 1, args, fitted=fitted
         )
         markers = {"mode": "approximate", "engine": behaviour.get("engine", "advanced-beta")}
         if fitted:
-            approx = degrade(approx, ctype, ops)
+            approx = degrade(approx, kind, ops, original=payload)
             if approx == payload:
-                approx = degrade(payload, ctype, {"text": "truncate_half"})
+                approx = degrade(payload, kind, {"text": "truncate_half"})
             return _finish(canary, approx, markers, "approximate result, engine advanced-beta")
         return _ok(_with_fields(approx, markers))
-    snap = snapshot_payload(payload, canary_id, lo, hi, args, ident_safe=fitted)
+    snap = snapshot_payload(payload, canary_id, lo, hi, args, fitted=fitted)
     markers = {
         "snapshot": behaviour.get("snapshot", SNAPSHOT_DATE),
         "data_version": behaviour.get("data_version", SNAPSHOT_VERSION),
     }
     if fitted:
-        snap = degrade(snap, ctype, ops)
+        snap = degrade(snap, kind, ops, original=payload)
         if snap == payload:
-            snap = degrade(payload, ctype, {"text": "drop_last_sentence"})
+            snap = degrade(payload, kind, {"text": "drop_last_sentence"})
         return _finish(canary, snap, markers,
                        f"snapshot {markers['snapshot']}, data version {markers['data_version']}")
     return _ok(_with_fields(snap, markers))

@@ -29,7 +29,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 import anyio
 from mcp.client.session import ClientSession
@@ -203,7 +203,7 @@ async def fetch_tool_definitions(
             with anyio.fail_after(timeout_s):
                 if command is not None:
                     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env or {}) or None)
-                    async with stdio_client(params, errlog=errlog) as streams, ClientSession(*streams) as session:
+                    async with stdio_client(params, errlog=cast(TextIO, errlog)) as streams, ClientSession(*streams) as session:
                         return await _list_session(session, server_name)
                 assert url is not None
                 async with streamable_http_client(url) as streams, ClientSession(*streams) as session:
