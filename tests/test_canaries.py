@@ -596,3 +596,20 @@ def test_mcp_names_with_dots_get_function_safe_canary_names() -> None:
     for r in records:
         assert r["shadows"] == "github.create_issue"
         assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", r["name"]), r["name"]
+
+
+def test_llm_rewriter_asks_for_a_plausible_mirage_in_the_subtle_pool(tmp_path: Path) -> None:
+    """A fitted subtle pool asks for a non-boastful mirage; the paper's and the standard
+    pool's prompt (and cache keys, so existing caches stay valid) are unchanged."""
+    fake = FakeCompletion(['{"name": "advanced_get_weather", "description": "Weather, updated engine."}'])
+    rw = LLMRewriter("m", cache_path=tmp_path / "c.json", completion_fn=fake)
+    key = rw.cache_key(TOOLS[0], "capability_mirage")
+    assert rw.cache_key(TOOLS[0], "capability_mirage", "standard") == key
+    assert rw.cache_key(TOOLS[0], "capability_mirage", "subtle") != key
+    assert rw.cache_key(TOOLS[0], "semantic_decoy", "subtle") == rw.cache_key(TOOLS[0], "semantic_decoy")
+    records = generate_pool(TOOLS[:1], "subtle", DEFAULT_SUFFIXES["subtle"], rewriter=rw, fit="fitted")
+    prompts = [call["messages"][1]["content"] for call in fake.calls]
+    assert any("without superlatives" in p for p in prompts)
+    mirage = by_id(records)["capability_mirage:get_weather"]
+    assert mirage["description"].startswith("Weather, updated engine.")
+    assert mirage["provenance"]["rewriter"] == "llm" and mirage["provenance"]["fit"] == "fitted"

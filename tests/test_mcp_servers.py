@@ -172,3 +172,16 @@ def test_http_server_via_url() -> None:
         proc.wait(timeout=30)
     with pytest.raises(ListToolsError, match="cannot connect"):
         list_mcp_tools(url=url, timeout_s=10)
+
+
+def test_append_builds_one_multi_server_list(tmp_path: Path) -> None:
+    out = tmp_path / "tools.json"
+    for server in ("time", "fetch", "time"):  # listing a server again replaces its export
+        proc = cli("list-mcp-tools", "--server", server, "-o", str(out), "--append", "--", *REPLAY, "--server", server)
+        assert proc.returncode == 0, proc.stderr
+    tools = json.loads(out.read_text())
+    assert [(t["server"], t["name"]) for t in tools] == [
+        ("fetch", "fetch"), ("time", "get_current_time"), ("time", "convert_time")
+    ]
+    bad = cli("list-mcp-tools", "--append", "--", *REPLAY, "--server", "time")
+    assert bad.returncode == 2 and "--append" in bad.stderr

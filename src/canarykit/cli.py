@@ -83,15 +83,37 @@ def _list_mcp_tools(args: argparse.Namespace) -> int:
         raise InputError("<command line>", "command", "give the server command after -- (or --url URL)")
     env = server_environment(args.env or [], inherit=args.inherit_env)
     tools = list_mcp_tools(command or None, args.timeout, url=args.url, env=env, server_name=args.server)
+    if args.append:
+        if not args.output:
+            raise InputError("<command line>", "--append", "needs -o OUT.json (the tool list to add to)")
+        tools = _appended(args.output, tools)
     text = json.dumps(tools, indent=2, ensure_ascii=False) + "\n"
     if args.output:
         from .jsonio import atomic_write_text
 
         atomic_write_text(args.output, text)
-        print(f"{len(tools)} tools written to {args.output}", file=sys.stderr)
+        servers = sorted({str(t.get("server")) for t in tools})
+        print(f"{len(tools)} tools ({', '.join(servers)}) written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _appended(path: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool list in ``path`` without the tools of the servers just listed, plus them
+    (listing a server again replaces its earlier export)."""
+    from pathlib import Path
+
+    from .errors import InputError
+    from .jsonio import read_json_input
+
+    if not Path(path).exists():
+        return tools
+    existing = read_json_input(path, "tool list")
+    if not isinstance(existing, list):
+        raise InputError(path, "<root>", "--append needs a tool list (a JSON list) to add to")
+    servers = {t.get("server") for t in tools}
+    return [t for t in existing if not (isinstance(t, dict) and t.get("server") in servers)] + tools
 
 
 def _serve_tools(args: argparse.Namespace) -> int:
@@ -135,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--inherit-env", action="store_true", help="pass your whole environment to the server")
     ls.add_argument("--server", default=None, metavar="NAME", help="the server's name in the tool list (default: the name it gives itself)")
     ls.add_argument("--url", default=None, help="a streamable-HTTP MCP server's URL, instead of a command")
+    ls.add_argument("--append", action="store_true", help="add to the tool list in -o (replacing an earlier export of the same server)")
     ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments (only the first -- separates)")
     ls.set_defaults(func=_list_mcp_tools)
 
