@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from canarykit.cli import _appended, main
 from canarykit.errors import InputError
 from canarykit.tools import SERVERS, execute, get_tool
 from canarykit.tools.mcp_servers import ListToolsError, ToolServer, list_mcp_tools
@@ -90,21 +90,22 @@ def test_export_keeps_title_annotations_output_schema_and_the_server() -> None:
     assert all("title" in t and "outputSchema" in t and "annotations" in t for t in listed)
 
 
-def test_cli_passes_the_callers_environment_only_when_asked(tmp_path: Path) -> None:
+def test_cli_passes_the_callers_environment_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "tools.json"
-    env = {**os.environ, "CANARY_TEST_TOKEN": "tok-123"}
+    monkeypatch.setenv("CANARY_TEST_TOKEN", "tok-123")
     server = [*REPLAY, "--server", "time", "--require-env", "CANARY_TEST_TOKEN"]
-    refused = cli("list-mcp-tools", "-o", str(out), "--", *server, env=env)
-    assert refused.returncode == 2 and not out.exists()
-    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    assert "exited before answering" in refused.stderr and "CANARY_TEST_TOKEN is not set" in refused.stderr
+    assert main(["list-mcp-tools", "-o", str(out), "--", *server]) == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "exited before answering" in err and "CANARY_TEST_TOKEN is not set" in err
     for flags in (["--env", "CANARY_TEST_TOKEN"], ["--inherit-env"]):
-        proc = cli("list-mcp-tools", "-o", str(out), *flags, "--", *server, env=env)
-        assert proc.returncode == 0, proc.stderr
+        assert main(["list-mcp-tools", "-o", str(out), *flags, "--", *server]) == 0, capsys.readouterr().err
         tools = json.loads(out.read_text())
         assert tools[0]["description"].endswith("[env: tok-123]") and tools[0]["server"] == "replay-fixture"
-    missing = cli("list-mcp-tools", "--env", "NOT_SET_ANYWHERE_123", "--", *server, env=env)
-    assert missing.returncode == 2 and "NOT_SET_ANYWHERE_123 is not set" in missing.stderr
+    assert main(["list-mcp-tools", "--env", "NOT_SET_ANYWHERE_123", "--", *server]) == 2
+    assert "NOT_SET_ANYWHERE_123 is not set" in capsys.readouterr().err
 
 
 def test_only_the_first_double_dash_separates(tmp_path: Path) -> None:
@@ -127,8 +128,8 @@ def test_only_the_first_double_dash_separates(tmp_path: Path) -> None:
         (["--", "no-such-mcp-server-binary"], "command 'no-such-mcp-server-binary' not found"),
         (["--", sys.executable, "-c", "import sys; print('cannot start: bad config', file=sys.stderr); sys.exit(3)"],
          "exited before answering (its last stderr line: cannot start: bad config)"),
-        (["--timeout", "3", "--", sys.executable, "-c", "import time; time.sleep(60)"], "no answer within 3 s"),
-        (["--timeout", "10", "--", sys.executable, "-c", "print('hello, not json-rpc', flush=True); import time; time.sleep(60)"],
+        (["--timeout", "2", "--", sys.executable, "-c", "import time; time.sleep(60)"], "no answer within 2 s"),
+        (["--", sys.executable, "-c", "print('hello, not json-rpc', flush=True); import time; time.sleep(60)"],
          "not MCP"),
         ([], "give the server command after --"),
         (["--url", "http://127.0.0.1:9/mcp", "--", "cmd"], "either --url or a server command"),
@@ -174,14 +175,18 @@ def test_http_server_via_url() -> None:
         list_mcp_tools(url=url, timeout_s=10)
 
 
-def test_append_builds_one_multi_server_list(tmp_path: Path) -> None:
+def test_append_builds_one_multi_server_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "tools.json"
-    for server in ("time", "fetch", "time"):  # listing a server again replaces its export
-        proc = cli("list-mcp-tools", "--server", server, "-o", str(out), "--append", "--", *REPLAY, "--server", server)
-        assert proc.returncode == 0, proc.stderr
-    tools = json.loads(out.read_text())
-    assert [(t["server"], t["name"]) for t in tools] == [
-        ("fetch", "fetch"), ("time", "get_current_time"), ("time", "convert_time")
+    for server in ("time", "fetch"):
+        assert main(["list-mcp-tools", "--server", server, "-o", str(out), "--append", "--", *REPLAY, "--server", server]) == 0
+    assert "3 tools (fetch, time)" in capsys.readouterr().err
+    listed = json.loads(out.read_text())
+    assert [(t["server"], t["name"]) for t in listed] == [
+        ("time", "get_current_time"), ("time", "convert_time"), ("fetch", "fetch")
     ]
-    bad = cli("list-mcp-tools", "--append", "--", *REPLAY, "--server", "time")
-    assert bad.returncode == 2 and "--append" in bad.stderr
+    again = [dict(listed[0], description="newer")]
+    assert [t["description"] for t in _appended(str(out), again) if t["server"] == "time"] == ["newer"], (
+        "listing a server again replaces its earlier export"
+    )
+    assert main(["list-mcp-tools", "--append", "--", *REPLAY, "--server", "time"]) == 2
+    assert "--append" in capsys.readouterr().err

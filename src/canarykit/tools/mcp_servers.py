@@ -93,6 +93,10 @@ def serve_stdio(server: str) -> None:
     build_server(server).run("stdio")
 
 
+#: Seconds a server that wrote something that is not MCP has to start answering in MCP.
+NOT_MCP_GRACE_S = 5.0
+
+
 class ListToolsError(CanaryKitError):
     """Listing a server's tools failed: the message is one line naming the server and why."""
 
@@ -200,7 +204,8 @@ async def fetch_tool_definitions(
     with tempfile.NamedTemporaryFile("w+", prefix="canarykit-mcp-stderr-", suffix=".log", delete=False) as errlog:
         errlog_path = errlog.name
         try:
-            with anyio.fail_after(timeout_s):
+            with anyio.fail_after(timeout_s), anyio.CancelScope() as garbage:
+                captured.scope = garbage  # a server that answers something that is not MCP: stop now
                 if command is not None:
                     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env or {}) or None)
                     async with stdio_client(params, errlog=cast(TextIO, errlog)) as streams, ClientSession(*streams) as session:
@@ -208,6 +213,7 @@ async def fetch_tool_definitions(
                 assert url is not None
                 async with streamable_http_client(url) as streams, ClientSession(*streams) as session:
                     return await _list_session(session, server_name)
+            raise RuntimeError("the server's output is not MCP")
         except BaseException as exc:  # noqa: BLE001 - every failure becomes one line
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
@@ -230,6 +236,7 @@ class _Captured(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.scope: anyio.CancelScope | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage().strip().splitlines()
@@ -238,6 +245,9 @@ class _Captured(logging.Handler):
             exc_text = str(record.exc_info[1]).strip().splitlines()
             detail = next((ln.strip() for ln in exc_text if "input_value=" in ln), exc_text[-1].strip() if exc_text else "")
         self.messages.append(f"{text[0] if text else record.levelname}{': ' + detail[:200] if detail else ''}")
+        if self.scope is not None and "parse" in record.getMessage().lower():
+            # some servers print a banner on stdout and then speak MCP: give them a moment
+            self.scope.deadline = min(self.scope.deadline, anyio.current_time() + NOT_MCP_GRACE_S)
 
 
 def _failure_line(
