@@ -334,7 +334,8 @@ class TaskSuite:
     """The task suite a pool is checked against (``data/tasks.json`` in the pipeline).
 
     ``execute`` (a real-tool executor) enables the evidence check and rejects derived cases
-    that the real tool answers with an error; without it, only arguments are compared.
+    that the real tool answers with an error; without it, only arguments are compared. Only
+    tools read as read-only (:func:`~._fit.profile_tool`) are ever run by a check.
     """
 
     tasks: Sequence[SuiteTask]
@@ -352,9 +353,15 @@ class TaskSuite:
                 self._results[key] = ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
         return self._results[key]
 
+    def _may_run(self, tool: Mapping[str, Any]) -> bool:
+        """Only read-only tools are ever run for a check (a check must not write)."""
+        from ._fit import profile_tool
+
+        return self.execute is not None and not profile_tool(tool).writes
+
     def case_error(self, tool: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
         """The real tool's error for the case, when there is an executor and it fails."""
-        if self.execute is None:
+        if not self._may_run(tool):
             return None
         result = self._run(str(tool["name"]), args)
         return result.content[:200] if result.is_error else None
@@ -370,7 +377,7 @@ class TaskSuite:
                 continue
             if any(canonical_json(with_defaults(schema, task.steps[j][1])) == case for j in steps):
                 out.append(Coincidence(task.id, "arguments"))
-            elif self.execute is not None and self._serves(name, args, steps, task):
+            elif self._may_run(tool) and self._serves(name, args, steps, task):
                 out.append(Coincidence(task.id, "evidence"))
         return out
 
