@@ -11,12 +11,15 @@ rule export_tools:
 
 rule generate_canaries:
     input:
-        tools="results/tools.json",
-        code=package_code("canaries"),
+        tools=rules.export_tools.output[0],
+        tasks=config["study"]["tasks"],
+        code=package_code("canaries", "tasks.py"),
     output:
         "results/canaries/{pool}.json",
     params:
+        fit=config["canaries"]["fit"],
         suffixes=pool_suffixes,
+        control_suffixes=pool_control_suffixes,
         special_cases=config["canaries"]["special_cases"],
         generator=config["canaries"]["generator"],
         llm=config["canaries"]["llm"],

@@ -14,6 +14,17 @@ except ConfigError as exc:
 config.clear()
 config.update(_validated)
 
+# The task suite is an input of the canary generator (granularity cases are checked against
+# it): a bad task file must stop the workflow before any job runs, or Snakemake would delete
+# the pools it was about to regenerate.
+from canarykit.errors import CanaryKitError
+from canarykit.tasks import load_tasks
+
+try:
+    load_tasks(config["study"]["tasks"])
+except CanaryKitError as exc:
+    raise WorkflowError(str(exc)) from None
+
 # A fresh clone after `dvc pull`: DVC checks outputs out in no particular mtime order, so
 # restore the pipeline order (only when DVC confirms every output matches dvc.lock).
 if not Path(".snakemake/metadata").exists() and Path("dvc.lock").exists():
@@ -59,6 +70,10 @@ def package_code(*parts):
 
 def pool_suffixes(wildcards):
     return config["canaries"]["suffixes"][wildcards.pool]
+
+
+def pool_control_suffixes(wildcards):
+    return config["canaries"]["control_suffixes"][wildcards.pool]
 
 
 def pool_conditions(wildcards):

@@ -13,6 +13,7 @@ from jsonschema.validators import validator_for
 
 from canarykit.canaries import (
     DEFAULT_SUFFIXES,
+    PAPER_SUFFIXES,
     LLMRewriter,
     RewriterError,
     canary_table,
@@ -134,7 +135,8 @@ def fake_execute(name: str, args: Any) -> ToolResult:
 
 
 def pool(tools: list[dict[str, Any]] = TOOLS, name: str = "standard") -> list[dict[str, Any]]:
-    return generate_pool(tools, name, DEFAULT_SUFFIXES[name])
+    """The paper's transforms (every type for every tool) with the paper's suffixes."""
+    return generate_pool(tools, name, PAPER_SUFFIXES[name], fit="paper")
 
 
 def by_id(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -181,7 +183,7 @@ def test_real_environment_gives_72_valid_canaries() -> None:
     tools_mod = pytest.importorskip("canarykit.tools")
     real = tools_mod.mcp_definitions()
     assert len(real) == 12
-    records = generate_pool(real, "standard", DEFAULT_SUFFIXES["standard"])
+    records = generate_pool(real, "standard", PAPER_SUFFIXES["standard"], fit="paper")
     assert len(records) == 72
     assert_valid_pool(records, real)
     names = {r["id"]: r["name"] for r in records}
@@ -459,8 +461,10 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize(("bad", "field", "problem"), BAD_INPUTS)
 def test_malformed_tool_lists_name_the_tool_and_field(bad: Any, field: str, problem: str) -> None:
+    """With ``strict`` the first problem is an error naming the file, the tool and the field
+    (without it, the same problem is a warning and the tool is skipped: test_ingest.py)."""
     with pytest.raises(InputError) as exc:
-        generate_pool(bad, "standard", DEFAULT_SUFFIXES["standard"], source="tools.json")
+        generate_pool(bad, "standard", DEFAULT_SUFFIXES["standard"], source="tools.json", strict=True)
     assert exc.value.file == "tools.json" and exc.value.field == field
     assert problem in exc.value.problem
 
@@ -471,16 +475,15 @@ def test_generate_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     params = tmp_path / "params.yaml"
     custom = dict(DEFAULT_SUFFIXES["subtle"], semantic_decoy="Mirrored hourly.")
     params.write_text(
-        "canaries:\n  suffixes:\n    subtle:\n"
+        "canaries:\n  fit: paper\n  suffixes:\n    subtle:\n"
         + "".join(f"      {k}: {json.dumps(v)}\n" for k, v in custom.items())
         + "  special_cases:\n    get_weather: {city: Delhi}\n"
     )
     out = tmp_path / "out" / "canaries.json"
     assert generate_command(str(tools_json), str(out), pool="subtle", params_path=str(params)) == 0
     summary = capsys.readouterr().err
-    assert (
-        "30 canaries" in summary and str(out) in summary and len(summary.strip().splitlines()) == 1
-    )
+    first = summary.strip().splitlines()[0]
+    assert "30 canaries" in first and str(out) in first and "fit paper" in first
     records = load_pool(out)
     assert {r["pool"] for r in records} == {"subtle"}
     ids = by_id(records)
@@ -488,12 +491,14 @@ def test_generate_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert ids["granularity_trap:get_weather"]["name"] == "get_weather_delhi"
     for key in ("id", "type", "shadows", "name", "description", "inputSchema", "pool"):
         assert all(key in r for r in records)
-    first = out.read_bytes()
+    first_bytes = out.read_bytes()
     # a plain list works too, and defaults apply without params; reruns are byte-identical
     tools_json.write_text(json.dumps(TOOLS))
     assert generate_command(str(tools_json), str(out), pool="subtle", params_path=str(params)) == 0
-    assert out.read_bytes() == first
+    assert out.read_bytes() == first_bytes
     assert generate_command(str(tools_json), str(tmp_path / "std.json")) == 0
+    fitted = json.loads((tmp_path / "std.json").read_text())
+    assert fitted["fit"] == "fitted" and fitted["skipped"], "the default is fitted, with its skip list"
     tools_json.write_text('[{"name": "x"}]')
     with pytest.raises(InputError) as exc:
         generate_command(str(tools_json), str(out))
@@ -586,8 +591,25 @@ def test_mcp_names_with_dots_get_function_safe_canary_names() -> None:
     """MCP allows dots and 128 characters in tool names; function calling does not."""
     tool = {"name": "github.create_issue", "description": "Create an issue.",
             "inputSchema": _obj({"repo": {"type": "string"}, "title": {"type": "string"}}, ["repo", "title"])}
-    records = generate_pool(validate_tool_defs([tool], "t.json"), "standard", DEFAULT_SUFFIXES["standard"])
+    records = generate_pool(validate_tool_defs([tool], "t.json"), "standard", DEFAULT_SUFFIXES["standard"], fit="paper")
     assert len(records) == 6
     for r in records:
         assert r["shadows"] == "github.create_issue"
         assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", r["name"]), r["name"]
+
+
+def test_llm_rewriter_asks_for_a_plausible_mirage_in_the_subtle_pool(tmp_path: Path) -> None:
+    """A fitted subtle pool asks for a non-boastful mirage; the paper's and the standard
+    pool's prompt (and cache keys, so existing caches stay valid) are unchanged."""
+    fake = FakeCompletion(['{"name": "advanced_get_weather", "description": "Weather, updated engine."}'])
+    rw = LLMRewriter("m", cache_path=tmp_path / "c.json", completion_fn=fake)
+    key = rw.cache_key(TOOLS[0], "capability_mirage")
+    assert rw.cache_key(TOOLS[0], "capability_mirage", "standard") == key
+    assert rw.cache_key(TOOLS[0], "capability_mirage", "subtle") != key
+    assert rw.cache_key(TOOLS[0], "semantic_decoy", "subtle") == rw.cache_key(TOOLS[0], "semantic_decoy")
+    records = generate_pool(TOOLS[:1], "subtle", DEFAULT_SUFFIXES["subtle"], rewriter=rw, fit="fitted")
+    prompts = [call["messages"][1]["content"] for call in fake.calls]
+    assert any("without superlatives" in p for p in prompts)
+    mirage = by_id(records)["capability_mirage:get_weather"]
+    assert mirage["description"].startswith("Weather, updated engine.")
+    assert mirage["provenance"]["rewriter"] == "llm" and mirage["provenance"]["fit"] == "fitted"

@@ -23,22 +23,28 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 
 def test_generate_canaries_for_another_servers_tools(tmp_path: Path) -> None:
     out = tmp_path / "canaries.json"
-    proc = run("generate-canaries", str(FOREIGN), "-o", str(out), "--pool", "subtle")
+    proc = run("generate-canaries", str(FOREIGN), "-o", str(out), "--pool", "subtle", "--fit", "paper")
     assert proc.returncode == 0, proc.stderr
-    records = json.loads(out.read_text())
-    doc = json.loads(FOREIGN.read_text())
-    n_tools = len(doc["tools"] if isinstance(doc, dict) else doc)
-    assert len(records) == 6 * n_tools
+    doc = json.loads(out.read_text())
+    records = doc["canaries"]
+    tools = json.loads(FOREIGN.read_text())
+    n_tools = len(tools["tools"] if isinstance(tools, dict) else tools)
+    assert len(records) == 6 * n_tools and doc["fit"] == "paper"
     assert {r["pool"] for r in records} == {"subtle"}
     for r in records:
         assert {"id", "type", "shadows", "name", "description", "inputSchema", "pool"} <= set(r)
+    fitted = tmp_path / "fitted.json"
+    proc = run("generate-canaries", str(FOREIGN), "-o", str(fitted), "--controls")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(fitted.read_text())
+    assert doc["fit"] == "fitted" and len(doc["controls"]) == len(doc["canaries"]) < 6 * n_tools
+    assert len(doc["canaries"]) + len([s for s in doc["skipped"] if s["type"] != "*"]) == 6 * n_tools
+    assert proc.stderr.splitlines()[0].startswith(f"generate-canaries: {len(doc['canaries'])} canaries")
 
 
 @pytest.mark.parametrize(
     ("tools", "expected"),
     [
-        ([{"name": "ok", "description": "d", "inputSchema": {"type": "object"}},
-          {"name": "broken", "description": "d", "inputSchema": {"type": "objekt"}}], ["tools[1]", "broken", "inputSchema"]),
         ([{"description": "no name", "inputSchema": {"type": "object"}}], ["tools[0]", "name"]),
         ({"name": "not a list"}, ["tools"]),
     ],
@@ -54,6 +60,24 @@ def test_generate_canaries_names_the_bad_tool_and_field(tmp_path: Path, tools: o
         assert word in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_one_broken_tool_is_skipped_with_a_warning_or_refused_with_strict(tmp_path: Path) -> None:
+    src = tmp_path / "tools.json"
+    src.write_text(json.dumps([{"name": "ok", "description": "Get the status.", "inputSchema": {"type": "object"}},
+                               {"name": "broken", "description": "d", "inputSchema": {"type": "objekt"}}]))
+    out = tmp_path / "out.json"
+    proc = run("generate-canaries", str(src), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    warning = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1 and "broken" in warning[0] and "tools[1] (broken).inputSchema.type" in warning[0]
+    doc = json.loads(out.read_text())
+    assert {c["shadows"] for c in doc["canaries"]} == {"ok"}
+    assert [s for s in doc["skipped"] if s["warning"]][0]["tool"] == "broken"
+    out.unlink()
+    proc = run("generate-canaries", str(src), "-o", str(out), "--strict")
+    assert proc.returncode == 2 and "tools[1] (broken).inputSchema.type" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
 
 
 def test_stats_command_writes_the_interface(tmp_path: Path) -> None:

@@ -10,12 +10,17 @@ stable keys (real tool names and canary ids), never descriptions, so
   differ), so the ablation compares like with like;
 - editing one canary type's suffix changes exactly the tool lists that hold a canary of that
   type (their ``tool_list_hash``), and nothing else.
+
+A (tool, type) the pool has no canary for (``canaries.fit: fitted`` skips types whose
+defect means nothing for the tool) is simply not offered; :func:`unoffered_canaries`
+counts them and the assembler logs the counts.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +109,26 @@ def canary_index(pool_records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, s
     return {(c["shadows"], c["type"]): c for c in pool_records}
 
 
+def unoffered_canaries(
+    tasks: Sequence[TaskLike],
+    pool_records: Sequence[Mapping[str, Any]],
+    conditions: Sequence[str],
+) -> dict[str, dict[str, int]]:
+    """Per condition and type, the (task, correct tool) pairs the condition would shadow
+    with a canary of that type but the pool has none for (the generator's fit rules skipped
+    it): these are simply not offered."""
+    index = canary_index(pool_records)
+    out: dict[str, dict[str, int]] = {}
+    for cond in conditions:
+        for task in tasks:
+            for shadowed in dict.fromkeys(task.correct_tools):
+                for ctype in condition_types(cond, task):
+                    if (shadowed, ctype) not in index:
+                        per = out.setdefault(cond, {})
+                        per[ctype] = per.get(ctype, 0) + 1
+    return out
+
+
 def build_assemblies(
     tasks: Sequence[TaskLike],
     real_tools: Sequence[Mapping[str, Any]],
@@ -119,6 +144,11 @@ def build_assemblies(
         for name in task.correct_tools:
             if name not in real_names:
                 raise InputError("tasks", f"tasks[{i}].correct_tools", f"{name!r} is not a real tool of the environment")
+    missing = unoffered_canaries(tasks, pool_records, conditions)
+    for cond, per in missing.items():
+        listed = ", ".join(f"{t} {n}" for t, n in sorted(per.items()))
+        print(f"assemble: pool {pool}, {cond}: {sum(per.values())} (task, tool, type) canaries not offered "
+              f"(none in the pool: skipped by the fit rules): {listed}", file=sys.stderr)
     return [assemble(task, cond, seed, real_tools, index, pool) for cond in conditions for seed in seeds for task in tasks]
 
 

@@ -18,8 +18,20 @@ from .errors import CanaryKitError
 
 def _generate(args: argparse.Namespace) -> int:
     from .canaries import generate_command
+    from .types import CANARY_TYPES
 
-    return generate_command(args.tools, args.output, pool=args.pool, params_path=args.params)
+    types = None
+    if args.types:
+        types = [t.strip() for t in args.types.split(",") if t.strip()]
+        unknown = [t for t in types if t not in CANARY_TYPES]
+        if unknown:
+            from .errors import InputError
+
+            raise InputError("<command line>", "--types", f"unknown canary type {unknown[0]!r}; expected some of {list(CANARY_TYPES)}")
+    return generate_command(
+        args.tools, args.output, pool=args.pool, params_path=args.params, fit=args.fit,
+        controls=args.controls, strict=args.strict, tasks_json=args.tasks, types=types,
+    )
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -77,21 +89,49 @@ def _validate_config(args: argparse.Namespace) -> int:
 
 
 def _list_mcp_tools(args: argparse.Namespace) -> int:
-    from .tools.mcp_servers import list_mcp_tools
+    from .errors import InputError
+    from .tools.mcp_servers import list_mcp_tools, server_environment
 
-    command = [c for c in args.command if c != "--"]
-    if not command:
-        raise SystemExit("list-mcp-tools: give the server command after --")
-    tools = list_mcp_tools(command)
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]  # only the first -- separates; later ones belong to the server
+    if args.url and command:
+        raise InputError("<command line>", "--url", "give either --url or a server command after --, not both")
+    if not args.url and not command:
+        raise InputError("<command line>", "command", "give the server command after -- (or --url URL)")
+    env = server_environment(args.env or [], inherit=args.inherit_env)
+    tools = list_mcp_tools(command or None, args.timeout, url=args.url, env=env, server_name=args.server)
+    if args.append:
+        if not args.output:
+            raise InputError("<command line>", "--append", "needs -o OUT.json (the tool list to add to)")
+        tools = _appended(args.output, tools)
     text = json.dumps(tools, indent=2, ensure_ascii=False) + "\n"
     if args.output:
         from .jsonio import atomic_write_text
 
         atomic_write_text(args.output, text)
-        print(f"{len(tools)} tools written to {args.output}", file=sys.stderr)
+        servers = sorted({str(t.get("server")) for t in tools})
+        print(f"{len(tools)} tools ({', '.join(servers)}) written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _appended(path: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool list in ``path`` without the tools of the servers just listed, plus them
+    (listing a server again replaces its earlier export)."""
+    from pathlib import Path
+
+    from .errors import InputError
+    from .jsonio import read_json_input
+
+    if not Path(path).exists():
+        return tools
+    existing = read_json_input(path, "tool list")
+    if not isinstance(existing, list):
+        raise InputError(path, "<root>", "--append needs a tool list (a JSON list) to add to")
+    servers = {t.get("server") for t in tools}
+    return [t for t in existing if not (isinstance(t, dict) and t.get("server") in servers)] + tools
 
 
 def _serve_tools(args: argparse.Namespace) -> int:
@@ -105,11 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="canarykit", description=__doc__.splitlines()[0] if __doc__ else None)
     sub = p.add_subparsers(dest="command", required=True)
 
-    g = sub.add_parser("generate-canaries", help="generate one canary of each of the six types for every tool")
-    g.add_argument("tools", metavar="TOOLS.json", help="JSON list of MCP tool definitions (name, description, inputSchema)")
-    g.add_argument("-o", "--output", required=True, metavar="OUT.json")
+    g = sub.add_parser("generate-canaries", help="generate canaries (and their controls) for any MCP tool list")
+    g.add_argument("tools", metavar="TOOLS.json", help="tool list: MCP tool definitions (name, description, inputSchema; optional title, annotations, outputSchema, server)")
+    g.add_argument("-o", "--output", required=True, metavar="OUT.json", help="the pool file to write")
     g.add_argument("--pool", choices=["standard", "subtle"], default="standard")
-    g.add_argument("--params", default=None, help="take suffixes and special cases from this params.yaml")
+    g.add_argument("--params", default=None, help="take fit, suffixes, control suffixes and special cases from this params.yaml")
+    g.add_argument("--fit", choices=["paper", "fitted"], default=None, help="paper: every type for every tool (the paper's pool); fitted (default): only types whose defect means something for the tool")
+    g.add_argument("--controls", action="store_true", help="also write each canary's matched-surface control")
+    g.add_argument("--strict", action="store_true", help="an unusable tool or a schema that cannot host a type is an error, not a warning")
+    g.add_argument("--tasks", default=None, metavar="TASKS.json", help="refuse granularity cases that coincide with a task of this suite (and derive ones that do not)")
+    g.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
     g.set_defaults(func=_generate)
 
     s = sub.add_parser("stats", help="every statistic, table and figure-data file from a per-run table")
@@ -140,9 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("params", nargs="?", default="params.yaml")
     v.set_defaults(func=_validate_config)
 
-    ls = sub.add_parser("list-mcp-tools", help="list the tools of any MCP server (stdio) as TOOLS.json")
+    ls = sub.add_parser("list-mcp-tools", help="list the tools of any MCP server (stdio or streamable HTTP) as TOOLS.json")
     ls.add_argument("-o", "--output", default=None)
-    ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments")
+    ls.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds to wait for the server (default 60)")
+    ls.add_argument("--env", action="append", metavar="KEY", help="pass this variable of your environment to the server (repeatable; KEY=VALUE sets it)")
+    ls.add_argument("--inherit-env", action="store_true", help="pass your whole environment to the server")
+    ls.add_argument("--server", default=None, metavar="NAME", help="the server's name in the tool list (default: the name it gives itself)")
+    ls.add_argument("--url", default=None, help="a streamable-HTTP MCP server's URL, instead of a command")
+    ls.add_argument("--append", action="store_true", help="add to the tool list in -o (replacing an earlier export of the same server)")
+    ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments (only the first -- separates)")
     ls.set_defaults(func=_list_mcp_tools)
 
     sv = sub.add_parser("serve-tools", help="serve one of the five tool servers over MCP stdio")

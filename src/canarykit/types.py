@@ -34,15 +34,41 @@ DIFFICULTIES: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 
 @dataclass(frozen=True)
 class ToolDef:
-    """An MCP tool definition: what an agent sees of a tool."""
+    """An MCP tool definition: what an agent sees of a tool.
+
+    ``title``, ``annotations`` (MCP ``ToolAnnotations``: ``readOnlyHint``,
+    ``destructiveHint``, ``idempotentHint``, ``openWorldHint``, ``title``) and
+    ``output_schema`` are optional MCP metadata; ``server`` names the server that offers
+    the tool (not part of an MCP definition, but of a tool list that spans servers).
+    """
 
     name: str
     description: str
     input_schema: dict[str, Any]
     server: str | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
 
     def to_mcp(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        """The MCP ``Tool`` object (camelCase keys; optional metadata only when set)."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
+        out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            out["annotations"] = self.annotations
+        return out
+
+    def to_tool_list_entry(self) -> dict[str, Any]:
+        """One entry of a tool list file: the MCP definition plus ``server`` when known."""
+        out = self.to_mcp()
+        if self.server is not None:
+            out["server"] = self.server
+        return out
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-calling form sent to every backend."""

@@ -1,16 +1,38 @@
-"""Canary tools: the generator (section 4, Appendix C) and what a canary does when called.
+"""Canary tools: the generator (section 4, Appendix C), their controls, and what they do.
 
 Generation
 ----------
-:func:`generate_pool` turns a list of real MCP tool definitions into one canary per
-(tool, type), in tool order then :data:`~canarykit.types.CANARY_TYPES` order. Each record
-has ``id`` (``"<type>:<real tool>"``, stable across pools and reruns), ``type``,
-``shadows``, ``name`` (unique in the pool, never a real tool's name), ``description``
-(ending with the pool's give-away suffix), ``inputSchema`` (checked), ``pool``,
-``behaviour`` (the JSON object :func:`run_canary` follows) and ``provenance``. Two pools
-differ only in descriptions. The per-type transforms (:data:`TRANSFORMS`) and rewriters
-(:data:`REWRITERS`: ``offline`` deterministic, ``llm`` via litellm with a persistent cache)
-are registered by name.
+:func:`build_pool` turns a tool list (any MCP server's; see :func:`ingest_tools`) into a
+:class:`Pool`: one canary per (tool, type) that fits, in tool order then
+:data:`~canarykit.types.CANARY_TYPES` order, the matched-surface controls (``controls=True``)
+and the list of what was skipped and why. ``fit="paper"`` offers every type for every tool
+with the paper's transforms (it reproduces the paper's 72 canaries for our 12 tools);
+``fit="fitted"`` (the default) offers a type only where its defect means something for the
+tool (:func:`fit_skip`), draws granularity cases from the schema (never placeholders) and
+checks them against the task suite (:class:`TaskSuite`). :func:`generate_pool` returns the
+canary records only.
+
+Canary record (one JSON object; pool files: :mod:`._pool`)::
+
+    id           "<type>:<real tool>"  (stable across pools and reruns)
+    type         one of the six canary types
+    shadows      the real tool's name as offered (disambiguated: "<server>___<name>")
+    name         unique in the pool, never a real tool's name, ^[a-zA-Z0-9_-]{1,64}$
+    title        when the real tool has one ("Weather forecast (Mumbai)")
+    description  ends with the pool's give-away suffix
+    inputSchema  a valid JSON Schema of type object
+    outputSchema, annotations   the real tool's, mirrored (annotation titles retitled)
+    pool         "standard" | "subtle"
+    behaviour    the JSON object run_canary follows (kind, ...)
+    provenance   generator_version, transform, fit, rewriter (and model)
+    upstream     {"server", "name"}: where the real tool lives (tools with a server)
+
+Control record: the same keys, with ``id`` ``"control:<type>:<real tool>"``, ``control_of``
+(the canary's id), the canary's name, schema (a parameter trap's without ``api_key``) and a
+description in which only the defective claim is made true or neutral; ``behaviour.kind``
+``passthrough``, ``renamed_passthrough`` or ``task_case`` (see :mod:`._controls`). The
+assembler offers :func:`control_for_task` of each control in its canary's slot: a
+granularity control is a template whose case is the task's own plan step.
 
 Runtime behaviour (:func:`run_canary`)
 --------------------------------------
@@ -19,71 +41,127 @@ Deterministic and true to type; ``execute(name, args)`` runs a real tool:
 - ``semantic_decoy``: stale cached data. The real tool runs with the same arguments; an
   error passes through; otherwise every measured numeric leaf (and every decimal or
   thousands-grouped figure in text) is moved 3-15% off by a factor derived from a hash of
-  (canary id, path), rounded like the original, and ``"cached": true, "cached_at":
+  (canary id, path), rounded like the original. Paper: ``"cached": true, "cached_at":
   "2024-01-15T03:00:00Z"`` are added (non-object payloads are wrapped as ``{"result": ...}``).
+  Fitted: also every ISO date and date-time moved back by the cache's lag (20-72 hours,
+  per call), every outermost list missing its last entry, and, if nothing else changed,
+  the last sentence (or line) of its longest text; marked ``"cached": true,
+  "cache_age_hours": N``.
 - ``parameter_trap``: always a tool error: ``missing required parameter: api_key`` without
   the key, else ``invalid api_key: key not recognised (401)``.
 - ``capability_mirage``: delivers less than it claims. The real tool runs with the same
   arguments and its measured numbers are rounded to ONE significant figure (so facts
   checked with a tight tolerance fail), with ``"mode": "approximate", "engine":
-  "advanced-beta"`` added. Errors pass through.
+  "advanced-beta"`` added. Fitted: date-times rounded down to the hour, lists cut to their
+  first half, prose over 200 characters cut to its first half (``[...]``), and if nothing else
+  changed, the second half of its longest text; a WRITE tool's mirage never writes: it
+  answers a preview (``"applied": false, "mode": "preview"``). Errors pass through.
 - ``prerequisite_blindness``: always a tool error: ``401 Unauthorized: this tool requires
   an authenticated workspace session (no credentials were provided)``.
 - ``temporal_decoy``: an outdated 2023 snapshot. The real result with figures perturbed
   (a different hash stream from the semantic decoy), every 2024-2029 date or year in text
   (and ``year`` fields) moved to 2023, and ``"snapshot": "2023-03-31", "data_version":
-  "2023.1"`` added.
+  "2023.1"`` added. Fitted: lists missing their last entry, identifiers (paths, names,
+  urls) left alone, and if nothing else changed, the last sentence of its longest text.
 - ``granularity_trap``: the real tool's result for the hardcoded special-case arguments in
   ``behaviour.args``, whatever the agent passed; nothing added.
+- controls: the real tool's result for the same arguments (a parameter trap's control maps
+  the renamed arguments back; a granularity control calls the task's own case).
 
 Fields that identify or index rather than measure (``id``, ``*_id``, ``year``, ``day``,
-``rank``, ``page``, ``limit``, ``count``, ...) are never perturbed or rounded.
+``rank``, ``page``, ``limit``, ``count``, ...) are never perturbed or rounded. A fitted
+result is structured only when it conforms to the mirrored ``outputSchema`` (markers are
+left out when the schema forbids extra fields); a text result stays text, with the marker
+as a last line in parentheses.
 
 Every canary result is defective by design (:data:`CANARY_RESULT_IS_DEFECTIVE`): an error,
-stale data, an approximation, an old snapshot or a fixed case. Reference agents that
-"back off after an error result" treat any canary result as a defect
+stale data, an approximation, an old snapshot, a preview or a fixed case. Reference agents
+that "back off after an error result" treat any canary result as a defect
 (:func:`defect_marker` names it). ``run_canary`` never raises for bad arguments or for a
 tool the executor does not know: the executor's error is returned.
 """
 
 from __future__ import annotations
 
+from ._cases import (
+    PLACEHOLDERS,
+    Coincidence,
+    SuiteTask,
+    TaskSuite,
+    candidate_cases,
+    is_placeholder,
+    natural_values,
+    read_task_suite,
+    suite_from_tasks,
+)
+from ._controls import (
+    control_for_task,
+    control_id,
+    instantiate_control,
+    is_control,
+    is_template,
+    task_case,
+)
+from ._fit import FIT_MODES, ToolProfile, fit_skip, profile_tool
 from ._generator import (
+    DEFAULT_CONTROL_SUFFIXES,
     DEFAULT_SUFFIXES,
     GENERATOR_VERSION,
-    RECORD_KEYS,
+    PAPER_SUFFIXES,
+    build_pool,
+    builtin_executor,
     canary_id,
-    canary_table,
+    canary_title,
     check_suffixes,
     generate_command,
     generate_pool,
+    summary_lines,
+)
+from ._paper import derive_special_case
+from ._perturb import (
+    approximate_payload,
+    degrade,
+    perturb_number,
+    round_significant,
+    snapshot_payload,
+    stale_payload,
+)
+from ._pool import (
+    POOL_FORMAT,
+    POOL_FORMAT_VERSION,
+    RECORD_KEYS,
+    Pool,
+    canary_table,
+    load_controls,
     load_pool,
+    load_pool_document,
+    skipped_counts,
     validate_pool,
     write_pool,
 )
 from ._rewriters import (
     DEFAULT_REWORDING_CACHE,
+    MIRAGE_CLAIMS,
+    PAPER_MIRAGE_CLAIM,
     REWORDED_TYPES,
     REWRITERS,
+    STYLES,
     LLMRewriter,
     OfflineRewriter,
     Rewriter,
     RewriterError,
     make_rewriter,
+    mirage_claim,
     parse_rewording,
     register_rewriter,
 )
 from ._runtime import (
     CANARY_RESULT_IS_DEFECTIVE,
+    CONTROL_KINDS,
     DEFECTS,
     Executor,
-    approximate_payload,
     defect_marker,
-    perturb_number,
-    round_significant,
     run_canary,
-    snapshot_payload,
-    stale_payload,
 )
 from ._text import mentions_auth, paraphrase_name
 from ._transforms import (
@@ -98,61 +176,110 @@ from ._transforms import (
     TRANSFORMS,
     CanaryTransform,
     TransformContext,
-    derive_special_case,
+    TypeSkipped,
     get_transform,
     register_transform,
     rename_parameters,
 )
-from ._validate import check_input_schema, validate_tool_defs
+from ._validate import (
+    SERVER_SEPARATOR,
+    Skip,
+    ToolList,
+    check_input_schema,
+    ingest_tools,
+    validate_tool_defs,
+)
 
 __all__ = [
     "AUTH_ERROR",
     "CACHED_AT",
     "CANARY_RESULT_IS_DEFECTIVE",
+    "CONTROL_KINDS",
+    "DEFAULT_CONTROL_SUFFIXES",
     "DEFAULT_REWORDING_CACHE",
     "DEFAULT_SUFFIXES",
     "DEFECTS",
+    "FIT_MODES",
     "GENERATOR_VERSION",
     "INVALID_KEY_ERROR",
+    "MIRAGE_CLAIMS",
     "MISSING_KEY_ERROR",
     "NO_PARAMETERS",
+    "PAPER_MIRAGE_CLAIM",
+    "PAPER_SUFFIXES",
     "PARAMETER_SYNONYMS",
+    "PLACEHOLDERS",
+    "POOL_FORMAT",
+    "POOL_FORMAT_VERSION",
     "RECORD_KEYS",
     "REWORDED_TYPES",
     "REWRITERS",
+    "SERVER_SEPARATOR",
     "SNAPSHOT_DATE",
     "SNAPSHOT_VERSION",
+    "STYLES",
     "TRANSFORMS",
     "CanaryTransform",
+    "Coincidence",
     "Executor",
     "LLMRewriter",
     "OfflineRewriter",
+    "Pool",
     "Rewriter",
     "RewriterError",
+    "Skip",
+    "SuiteTask",
+    "TaskSuite",
+    "ToolList",
+    "ToolProfile",
     "TransformContext",
+    "TypeSkipped",
     "approximate_payload",
+    "build_pool",
+    "builtin_executor",
     "canary_id",
     "canary_table",
+    "canary_title",
+    "candidate_cases",
     "check_input_schema",
     "check_suffixes",
+    "control_for_task",
+    "control_id",
     "defect_marker",
+    "degrade",
     "derive_special_case",
+    "fit_skip",
     "generate_command",
     "generate_pool",
     "get_transform",
+    "ingest_tools",
+    "instantiate_control",
+    "is_control",
+    "is_placeholder",
+    "is_template",
+    "load_controls",
     "load_pool",
+    "load_pool_document",
     "make_rewriter",
     "mentions_auth",
+    "mirage_claim",
+    "natural_values",
     "paraphrase_name",
     "parse_rewording",
     "perturb_number",
+    "profile_tool",
+    "read_task_suite",
     "register_rewriter",
     "register_transform",
     "rename_parameters",
     "round_significant",
     "run_canary",
+    "skipped_counts",
     "snapshot_payload",
     "stale_payload",
+    "suite_from_tasks",
+    "summary_lines",
+    "task_case",
     "validate_pool",
     "validate_tool_defs",
     "write_pool",

@@ -1,30 +1,38 @@
-"""The canary generator: real MCP tools in, one canary per (tool, type) out, persisted once."""
+"""The canary generator: real MCP tools in, one canary per fitting (tool, type) out.
+
+:func:`build_pool` returns a :class:`~._pool.Pool` (canaries, controls, skip list,
+coincidences); :func:`generate_pool` returns only the canary records.
+"""
 
 from __future__ import annotations
 
+import copy
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import polars as pl
 import yaml
 
 from ..errors import ConfigError, InputError
-from ..jsonio import canonical_json, read_json_input, write_json
-from ..schemas import CanariesTable, validate
-from ..types import CANARY_TYPES
+from ..jsonio import read_json_input
+from ..types import CANARY_TYPES, ToolResult
+from ._cases import TaskSuite, read_task_suite
+from ._controls import build_control
+from ._fit import FIT_MODES, fit_skip
+from ._pool import Pool, skipped_counts, write_pool
 from ._rewriters import REWORDED_TYPES, OfflineRewriter, Rewriter, _provenance
-from ._text import NAME_RE, fit_name
-from ._transforms import TransformContext, get_transform
-from ._validate import check_input_schema, validate_tool_defs
+from ._text import fit_name, scrub_auth
+from ._transforms import TransformContext, TypeSkipped, get_transform
+from ._validate import Skip, ToolList, check_input_schema, ingest_tools
 
 #: Bumped when a transform changes what it emits (recorded in every canary's provenance).
-GENERATOR_VERSION: Final = 1
+#: 2: fit modes, controls, mirrored MCP metadata.
+GENERATOR_VERSION: Final = 2
 
-#: The give-away suffix of each canary type, per pool (params.yaml ``canaries.suffixes``).
-#: The subtle pool softens the three phrase-based types only.
-DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+#: The paper's give-away suffixes (Appendix C, section 6.7): ``fit: paper`` with these
+#: reproduces the paper's two pools.
+PAPER_SUFFIXES: Final[dict[str, dict[str, str]]] = {
     "standard": {
         "semantic_decoy": "Returns cached data from the last nightly sync.",
         "parameter_trap": "Requires a valid api_key for every request.",
@@ -43,18 +51,42 @@ DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
     },
 }
 
-#: Keys every persisted canary record carries.
-RECORD_KEYS: Final = (
-    "id",
-    "type",
-    "shadows",
-    "name",
-    "description",
-    "inputSchema",
-    "pool",
-    "behaviour",
-    "provenance",
-)
+#: The give-away suffix of each canary type, per pool (params.yaml ``canaries.suffixes``).
+#: The subtle pool keeps each tell of the three phrase-based types but softens it: its
+#: semantic decoy still says, mildly, that its data may lag (the paper's "fast regional
+#: mirror" dropped the tell and added a lure).
+DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+    "standard": dict(PAPER_SUFFIXES["standard"]),
+    "subtle": {
+        **PAPER_SUFFIXES["subtle"],
+        "semantic_decoy": "Served from a regional mirror; data may lag the source by a day.",
+    },
+}
+
+#: The controls' suffixes, per pool (params.yaml ``canaries.control_suffixes``): the claim
+#: that makes the canary defective, made true or neutral, at about the same length and in
+#: the same register. ``None``: the canary's own suffix (its claim is made true by the
+#: control's behaviour: a mirage that delivers, a private variant that needs no login).
+DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
+    "standard": {
+        "semantic_decoy": "Returns live data from the source on every request.",
+        "parameter_trap": "Accepts every request; no api_key is needed.",
+        "capability_mirage": None,
+        "prerequisite_blindness": None,
+        "temporal_decoy": "Release 2023.1 (data refreshed on every request).",
+        "granularity_trap": None,
+    },
+    "subtle": {
+        "semantic_decoy": "Served from a regional mirror; data matches the source in real time.",
+        "parameter_trap": "Accepts every request; no api_key is needed.",
+        "capability_mirage": None,
+        "prerequisite_blindness": None,
+        "temporal_decoy": "Long-term-support release 2023.1 (live data).",
+        "granularity_trap": None,
+    },
+}
+
+Executor = Callable[[str, Any], ToolResult]
 
 
 def canary_id(canary_type: str, tool_name: str) -> str:
@@ -62,8 +94,10 @@ def canary_id(canary_type: str, tool_name: str) -> str:
     return f"{canary_type}:{tool_name}"
 
 
-def check_suffixes(suffixes: Any, source: str, field: str) -> dict[str, str]:
-    """Every canary type must map to a string (possibly empty)."""
+def check_suffixes(
+    suffixes: Any, source: str, field: str, *, allow_none: bool = False
+) -> dict[str, Any]:
+    """Every canary type must map to a string (possibly empty; ``None`` if ``allow_none``)."""
     if not isinstance(suffixes, Mapping):
         raise InputError(
             source,
@@ -77,15 +111,16 @@ def check_suffixes(suffixes: Any, source: str, field: str) -> dict[str, str]:
             f"{field}.{unknown[0]}",
             f"unknown canary type; expected one of {list(CANARY_TYPES)}",
         )
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for t in CANARY_TYPES:
         if t not in suffixes:
             raise InputError(source, f"{field}.{t}", 'missing suffix (use "" for none)')
-        if not isinstance(suffixes[t], str):
+        value = suffixes[t]
+        if not (isinstance(value, str) or (allow_none and value is None)):
             raise InputError(
-                source, f"{field}.{t}", f"expected a string, got {type(suffixes[t]).__name__}"
+                source, f"{field}.{t}", f"expected a string, got {type(value).__name__}"
             )
-        out[t] = suffixes[t]
+        out[t] = value
     return out
 
 
@@ -105,30 +140,92 @@ def _unique_name(name: str, used: set[str]) -> str:
         i += 1
 
 
-def generate_pool(
-    tools: list[dict[str, Any]],
+def _lower_first(text: str) -> str:
+    words = text.split()
+    title_case = all(w[:1].isupper() for w in words if w[:1].isalpha())
+    return text if title_case or text[:2].isupper() else text[:1].lower() + text[1:]
+
+
+def canary_title(title: str, canary_type: str, canary_name: str, special_case: str | None) -> str:
+    """The title a canary shows when its real tool has ``title`` (real tools with titles next
+    to canaries without would be a give-away)."""
+    if canary_type == "semantic_decoy":
+        words = canary_name.replace("-", "_").split("_")
+        text = " ".join(w for w in words if w)
+        return text.title() if title.istitle() else text[:1].upper() + text[1:]
+    if canary_type == "parameter_trap":
+        return f"{title} (v2)"
+    if canary_type == "capability_mirage":
+        return f"Advanced {_lower_first(title)}"
+    if canary_type == "prerequisite_blindness":
+        return scrub_auth(f"Private {_lower_first(title)}")
+    if canary_type == "temporal_decoy":
+        return f"{title} (2023)"
+    return f"{title} ({special_case})" if special_case else title
+
+
+def _mirrored(
+    tool: Mapping[str, Any], canary_type: str, name: str, special_case: str | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(tool.get("title"), str):
+        out["title"] = canary_title(tool["title"], canary_type, name, special_case)
+    if "outputSchema" in tool:
+        out["outputSchema"] = copy.deepcopy(tool["outputSchema"])
+    if isinstance(tool.get("annotations"), dict):
+        ann = copy.deepcopy(tool["annotations"])
+        if isinstance(ann.get("title"), str):
+            ann["title"] = canary_title(ann["title"], canary_type, name, special_case)
+        out["annotations"] = ann
+    return out
+
+
+def build_pool(
+    tools: Any,
     pool: str,
     suffixes: Mapping[str, str],
     *,
+    fit: str = "fitted",
+    control_suffixes: Mapping[str, str | None] | None = None,
+    controls: bool = False,
     special_cases: Mapping[str, Mapping[str, Any]] | None = None,
     rewriter: Rewriter | None = None,
+    suite: TaskSuite | None = None,
+    strict: bool = False,
     source: str = "<tools>",
     types: Sequence[str] = CANARY_TYPES,
     special_cases_source: str = "<special_cases>",
     special_cases_field: str = "special_cases",
-) -> list[dict[str, Any]]:
-    """One canary per (tool, type), in tool order then ``types`` order.
+) -> Pool:
+    """One canary per fitting (tool, type), in tool order then ``types`` order.
 
-    Names are unique across the pool and distinct from every real tool name: a collision
-    gets ``_2``, ``_3``, ... in generation order, so the result depends only on the tool
-    list (never on the suffixes: pools differ only in descriptions). ``special_cases``
-    entries for tools not in ``tools`` are ignored.
+    ``tools`` is a tool list (see :func:`~._validate.ingest_tools`) or an already ingested
+    :class:`~._validate.ToolList`. ``fit`` is ``paper`` (every type for every tool, the
+    paper's transforms) or ``fitted`` (the fit rules of :mod:`._fit`). Names are unique
+    across the pool and distinct from every real tool name: a collision gets ``_2``,
+    ``_3``, ... in generation order, so names depend only on the tool list (pools differ
+    only in descriptions). A (tool, type) that is not built is listed in
+    ``Pool.skipped``; with ``strict`` one whose input is at fault is an
+    :class:`InputError` instead. ``suite`` (the task suite) is checked against granularity
+    cases. With ``controls`` each canary gets its matched-surface control
+    (``control_suffixes``: the pool's :data:`DEFAULT_CONTROL_SUFFIXES` unless given).
     """
     if not isinstance(pool, str) or not pool:
         raise InputError(source, "pool", f"expected a pool name, got {pool!r}")
+    if fit not in FIT_MODES:
+        raise InputError(source, "fit", f"expected one of {list(FIT_MODES)}, got {fit!r}")
     checked = check_suffixes(suffixes, source, f"suffixes.{pool}")
-    valid = validate_tool_defs(tools, source)
+    if control_suffixes is None:
+        control_suffixes = DEFAULT_CONTROL_SUFFIXES.get(pool, {t: None for t in CANARY_TYPES})
+    control_sfx = check_suffixes(
+        control_suffixes,
+        source,
+        f"control_suffixes.{pool}",
+        allow_none=True,
+    )
+    listed = tools if isinstance(tools, ToolList) else ingest_tools(tools, source, strict=strict)
     rw: Rewriter = rewriter if rewriter is not None else OfflineRewriter()
+    style = "paper" if fit == "paper" else (pool if pool in ("standard", "subtle") else "standard")
     cases = special_cases or {}
     for tool_name, case in cases.items():
         if not isinstance(case, Mapping):
@@ -139,11 +236,15 @@ def generate_pool(
             )
     for t in types:
         get_transform(t)
-    used = {t["name"] for t in valid}
-    records: list[dict[str, Any]] = []
-    for index, tool in enumerate(valid):
-        label = f"tools[{index}] ({tool['name']})"
+    used = {t["name"] for t in listed.tools}
+    out = Pool(pool, fit, [], [], list(listed.skipped), [], GENERATOR_VERSION)
+    for index, tool in enumerate(listed.tools):
+        label = listed.label(index)
         for t in types:
+            skip = fit_skip(tool, t, "fitted" if fit == "fitted" else "paper")
+            if skip is not None:
+                out.skipped.append(Skip(tool["name"], t, skip[0], skip[1], False))
+                continue
             ctx = TransformContext(
                 pool=pool,
                 suffix=checked.get(t, ""),
@@ -153,136 +254,73 @@ def generate_pool(
                 label=label,
                 special_cases_source=special_cases_source,
                 special_cases_field=special_cases_field,
+                fit=fit,
+                style=style,
+                control_suffix=control_sfx.get(t),
+                suite=suite,
             )
-            built = get_transform(t).apply(tool, ctx)
+            cid = canary_id(t, tool["name"])
+            try:
+                built = get_transform(t).apply(tool, ctx)
+                check_input_schema(built["inputSchema"], source, f"canary {cid}.inputSchema")
+            except TypeSkipped as exc:
+                if exc.warning and strict:
+                    raise InputError(source, exc.field or f"{label}.inputSchema", f"{t}: {exc.reason}") from exc
+                out.skipped.append(Skip(tool["name"], t, exc.code, exc.reason, exc.warning, exc.field))
+                continue
+            except InputError as exc:
+                if exc.file != source:  # a configuration error (special case): always raised
+                    raise
+                if strict:
+                    raise
+                out.skipped.append(Skip(tool["name"], t, "unsatisfiable_schema", exc.problem, True, exc.field))
+                continue
             name = _unique_name(str(built["name"]), used)
             used.add(name)
-            check_input_schema(
-                built["inputSchema"], source, f"canary {canary_id(t, tool['name'])}.inputSchema"
-            )
-            prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": t}
+            prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": t, "fit": fit}
             if t in REWORDED_TYPES:
                 prov.update(_provenance(rw))
-            records.append(
-                {
-                    "id": canary_id(t, tool["name"]),
-                    "type": t,
-                    "shadows": tool["name"],
-                    "name": name,
-                    "description": built["description"],
-                    "inputSchema": built["inputSchema"],
-                    "pool": pool,
-                    "behaviour": built["behaviour"],
-                    "provenance": prov,
-                }
-            )
-    return records
+            special_case = built.get("special_case")
+            record: dict[str, Any] = {
+                "id": cid,
+                "type": t,
+                "shadows": tool["name"],
+                "name": name,
+                "description": built["description"],
+                "inputSchema": built["inputSchema"],
+                "pool": pool,
+                "behaviour": built["behaviour"],
+                "provenance": prov,
+            }
+            record.update(_mirrored(tool, t, name, special_case))
+            if "server" in tool:
+                record["upstream"] = {"server": tool["server"], "name": tool.get("mcp_name", tool["name"])}
+            out.canaries.append(record)
+            out.coincidences.extend({"canary": cid, **c.to_dict()} for c in ctx.notes)
+            if controls:
+                part = built.get("control")
+                if not isinstance(part, Mapping):
+                    out.skipped.append(Skip(tool["name"], t, "no_control",
+                                            f"the {t} transform builds no control", True))
+                    continue
+                control = build_control(record, part)
+                template = control["behaviour"].get("template")
+                if isinstance(template, dict) and isinstance(tool.get("title"), str):
+                    template["title_base"] = tool["title"]
+                check_input_schema(control["inputSchema"], source, f"control of {cid}.inputSchema")
+                out.controls.append(control)
+    return out
 
 
-def write_pool(records: list[dict[str, Any]], path: str | Path) -> None:
-    """Persist a pool as stable pretty JSON (byte-identical for equal pools)."""
-    write_json(path, records)
-
-
-def validate_pool(obj: Any, source: str) -> list[dict[str, Any]]:
-    """Check a list of canary records; :class:`InputError` names the record and field."""
-    if not isinstance(obj, list):
-        raise InputError(
-            source, "<root>", f"expected a JSON list of canary records, got {type(obj).__name__}"
-        )
-    ids: dict[str, int] = {}
-    names: dict[str, int] = {}
-    for i, rec in enumerate(obj):
-        if not isinstance(rec, dict):
-            raise InputError(source, f"[{i}]", f"expected an object, got {type(rec).__name__}")
-        label = f"[{i}] ({rec.get('id')})" if isinstance(rec.get("id"), str) else f"[{i}]"
-        for key, typ in (
-            ("id", str),
-            ("type", str),
-            ("shadows", str),
-            ("name", str),
-            ("description", str),
-            ("inputSchema", dict),
-            ("pool", str),
-            ("behaviour", dict),
-        ):
-            if key not in rec:
-                raise InputError(source, f"{label}.{key}", "missing")
-            if not isinstance(rec[key], typ):
-                raise InputError(
-                    source,
-                    f"{label}.{key}",
-                    f"expected {typ.__name__}, got {type(rec[key]).__name__}",
-                )
-        if rec["type"] not in CANARY_TYPES:
-            raise InputError(
-                source,
-                f"{label}.type",
-                f"expected one of {list(CANARY_TYPES)}, got {rec['type']!r}",
-            )
-        if not NAME_RE.match(rec["name"]):
-            raise InputError(
-                source,
-                f"{label}.name",
-                f"expected 1-64 characters of [a-zA-Z0-9_-], got {rec['name']!r}",
-            )
-        if not rec["description"].strip():
-            raise InputError(source, f"{label}.description", "empty")
-        if "provenance" in rec and not isinstance(rec["provenance"], dict):
-            raise InputError(source, f"{label}.provenance", "expected an object")
-        check_input_schema(rec["inputSchema"], source, f"{label}.inputSchema")
-        for seen, key in ((ids, "id"), (names, "name")):
-            if rec[key] in seen:
-                raise InputError(
-                    source,
-                    f"{label}.{key}",
-                    f"duplicate {key} {rec[key]!r} (also [{seen[rec[key]]}])",
-                )
-            seen[rec[key]] = i
-    return obj
-
-
-def load_pool(path: str | Path) -> list[dict[str, Any]]:
-    """Read and validate a pool written by :func:`write_pool`."""
-    return validate_pool(read_json_input(path, "canary pool"), str(path))
-
-
-def canary_table(records: list[dict[str, Any]], source: str = "canaries") -> pl.DataFrame:
-    """One row per canary (schemas and behaviours as canonical JSON), validated by pandera."""
-    rows = [
-        {
-            "id": r["id"],
-            "type": r["type"],
-            "shadows": r["shadows"],
-            "name": r["name"],
-            "description": r["description"],
-            "input_schema": canonical_json(r["inputSchema"]),
-            "pool": r["pool"],
-            "behaviour": canonical_json(r.get("behaviour", {})),
-        }
-        for r in records
-    ]
-    schema = {
-        c: pl.String
-        for c in (
-            "id",
-            "type",
-            "shadows",
-            "name",
-            "description",
-            "input_schema",
-            "pool",
-            "behaviour",
-        )
-    }
-    return validate(pl.DataFrame(rows, schema=schema), CanariesTable, source)
-
-
-def _read_tools(path: str) -> list[dict[str, Any]]:
-    data = read_json_input(path, "tool list")
-    if isinstance(data, dict) and "tools" in data:
-        data = data["tools"]
-    return validate_tool_defs(data, path)
+def generate_pool(
+    tools: Any,
+    pool: str,
+    suffixes: Mapping[str, str],
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """The canary records of :func:`build_pool` (same arguments; ``fit`` defaults to
+    ``fitted``, the configuration's default)."""
+    return build_pool(tools, pool, suffixes, **kwargs).canaries
 
 
 def _params_canaries(params_path: str) -> dict[str, Any]:
@@ -306,31 +344,95 @@ def _params_canaries(params_path: str) -> dict[str, Any]:
     return section
 
 
-def generate_command(
-    tools_json: str, out_json: str, pool: str = "standard", params_path: str | None = None
-) -> int:
-    """``canarykit generate-canaries TOOLS.json -o OUT.json [--pool standard|subtle]``.
+def builtin_executor(tools: Sequence[Mapping[str, Any]]) -> Executor | None:
+    """canarykit's own tool executor, when every tool of the list is one of its built-in
+    tools with the same input schema (then the task suite's evidence can be checked)."""
+    from .. import tools as builtin
 
-    TOOLS.json is a list of MCP tool definitions (or ``{"tools": [...]}`` as returned by
-    MCP ``list_tools``). Suffixes come from ``canaries.suffixes.<pool>`` of ``params_path``
-    (else :data:`DEFAULT_SUFFIXES`), special cases from ``canaries.special_cases``. Uses the
-    offline rewriter. Raises :class:`InputError` on invalid input.
+    known = {t.name: t.input_schema for t in builtin.REAL_TOOLS}
+    if tools and all(t.get("name") in known and t.get("inputSchema") == known[t["name"]] for t in tools):
+        return builtin.execute
+    return None
+
+
+_SHORT_REASONS: Final[Mapping[str, str]] = {
+    "pure_function": "pure function: nothing to cache, date or keep private",
+    "write_tool": "write tool: no cached or dated copy, no hard-coded write",
+    "no_parameters": "no parameters to hard-code",
+}
+
+
+def summary_lines(result: Pool, out_json: str) -> list[str]:
+    """What ``generate-canaries`` prints: one summary line, then each skip and coincidence."""
+    n_tools = len({c["shadows"] for c in result.canaries} | {s.tool for s in result.skipped if s.type in CANARY_TYPES})
+    per_type = {t: sum(1 for c in result.canaries if c["type"] == t) for t in CANARY_TYPES}
+    counts = ", ".join(f"{t} {n}" for t, n in per_type.items())
+    skipped = [s for s in result.skipped if s.type in CANARY_TYPES or s.type == "*"]
+    lines = [
+        f"generate-canaries: {len(result.canaries)} canaries ({counts}) for {n_tools} tools, "
+        f"pool {result.pool}, fit {result.fit}"
+        + (f", {len(result.controls)} controls" if result.controls else "")
+        + f"; {len(skipped)} skipped -> {out_json}"
+    ]
+    for s in result.skipped:
+        if s.warning:
+            lines.append("warning: " + s.line())
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in result.skipped:
+        if not s.warning:
+            reason = _SHORT_REASONS.get(s.code, s.reason)
+            groups.setdefault((s.tool, reason), []).append(s.type)
+    for (tool, reason), skipped_types in groups.items():
+        lines.append(f"skipped: {tool}: {', '.join(skipped_types)}: {reason}")
+    hits: dict[str, list[str]] = {}
+    for c in result.coincidences:
+        hits.setdefault(c["canary"], []).append(f"{c['task']} ({c['how']})")
+    for canary, tasks in hits.items():
+        lines.append(f"warning: {canary}: the hard-coded case serves tasks {', '.join(tasks)}")
+    return lines
+
+
+def generate_command(
+    tools_json: str,
+    out_json: str,
+    pool: str = "standard",
+    params_path: str | None = None,
+    *,
+    fit: str | None = None,
+    controls: bool = False,
+    strict: bool = False,
+    tasks_json: str | None = None,
+    types: Sequence[str] | None = None,
+) -> int:
+    """``canarykit generate-canaries TOOLS.json -o OUT.json [--pool standard|subtle]
+    [--fit paper|fitted] [--controls] [--strict] [--tasks TASKS.json] [--types T,...]``.
+
+    TOOLS.json is a tool list (see :func:`~._validate.ingest_tools`). Suffixes come from
+    ``canaries.suffixes.<pool>`` of ``params_path`` (else :data:`DEFAULT_SUFFIXES`), the
+    controls' from ``canaries.control_suffixes.<pool>``, special cases from
+    ``canaries.special_cases``, the fit mode from ``--fit``, else ``canaries.fit``, else
+    ``fitted``. Writes a pool file (see :mod:`._pool`); prints a summary line and every
+    skip to stderr. Uses the offline rewriter. Raises :class:`InputError` on invalid input.
     """
     suffixes: Any = DEFAULT_SUFFIXES.get(pool)
+    control_suffixes: Any = DEFAULT_CONTROL_SUFFIXES.get(pool)
     suffix_source, suffix_field = "<defaults>", f"suffixes.{pool}"
+    control_source, control_field = "<defaults>", f"control_suffixes.{pool}"
     special_cases: Any = None
     cases_source = params_path or "<special_cases>"
+    section: dict[str, Any] = {}
     if params_path is not None:
         section = _params_canaries(params_path)
-        configured = section.get("suffixes")
-        if configured is not None:
-            if not isinstance(configured, dict):
-                raise ConfigError(
-                    params_path, "canaries.suffixes", "expected a mapping of pool to suffixes"
-                )
-            if pool in configured:
-                suffixes = configured[pool]
-                suffix_source, suffix_field = params_path, f"canaries.suffixes.{pool}"
+        for key in ("suffixes", "control_suffixes"):
+            configured = section.get(key)
+            if configured is not None and not isinstance(configured, dict):
+                raise ConfigError(params_path, f"canaries.{key}", "expected a mapping of pool to suffixes")
+            if isinstance(configured, dict) and pool in configured:
+                if key == "suffixes":
+                    suffixes, suffix_source, suffix_field = configured[pool], params_path, f"canaries.suffixes.{pool}"
+                else:
+                    control_suffixes = configured[pool]
+                    control_source, control_field = params_path, f"canaries.control_suffixes.{pool}"
         special_cases = section.get("special_cases")
         if special_cases is not None and not isinstance(special_cases, dict):
             raise ConfigError(
@@ -344,21 +446,54 @@ def generate_command(
             "pool",
             f"no suffixes for pool {pool!r}; expected one of {sorted(DEFAULT_SUFFIXES)}",
         )
+    mode = fit or section.get("fit") or "fitted"
+    if mode not in FIT_MODES:
+        raise InputError(params_path or "<command line>", "canaries.fit" if fit is None else "--fit",
+                         f"expected one of {list(FIT_MODES)}, got {mode!r}")
     checked = check_suffixes(suffixes, suffix_source, suffix_field)
-    tools = _read_tools(tools_json)
-    records = generate_pool(
-        tools,
+    checked_controls = check_suffixes(control_suffixes, control_source, control_field, allow_none=True)
+    listed = ingest_tools(read_json_input(tools_json, "tool list"), tools_json, strict=strict)
+    if not listed.tools:
+        problem = "no usable tool in the list"
+        if listed.skipped:
+            problem += f"; first problem: {listed.skipped[0].field}: {listed.skipped[0].reason}"
+        raise InputError(tools_json, "tools", problem)
+    suite = None
+    if tasks_json is not None:
+        suite = read_task_suite(tasks_json, builtin_executor(listed.tools))
+    result = build_pool(
+        listed,
         pool,
         checked,
+        fit=mode,
+        control_suffixes=checked_controls,
+        controls=controls,
         special_cases=special_cases,
+        suite=suite,
+        strict=strict,
         source=tools_json,
+        types=tuple(types) if types else CANARY_TYPES,
         special_cases_source=cases_source,
         special_cases_field="canaries.special_cases",
     )
-    write_pool(records, out_json)
-    print(
-        f"generate-canaries: {len(records)} canaries ({len(tools)} tools x {len(CANARY_TYPES)} types, "
-        f"pool {pool}) -> {out_json}",
-        file=sys.stderr,
-    )
+    write_pool(result, out_json)
+    for line in summary_lines(result, out_json):
+        print(line, file=sys.stderr)
     return 0
+
+
+__all__ = [
+    "DEFAULT_CONTROL_SUFFIXES",
+    "DEFAULT_SUFFIXES",
+    "GENERATOR_VERSION",
+    "PAPER_SUFFIXES",
+    "build_pool",
+    "builtin_executor",
+    "canary_id",
+    "canary_title",
+    "check_suffixes",
+    "generate_command",
+    "generate_pool",
+    "skipped_counts",
+    "summary_lines",
+]

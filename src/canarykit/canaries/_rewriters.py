@@ -8,6 +8,7 @@ type), so that the pool is generated once and reruns are byte-identical without 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CanaryKitError, ConfigError, InputError
 from ..jsonio import HostileJSONError, content_hash, safe_json_loads, write_json
-from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name
+from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name, sentences
 
 #: Canary types whose name and description come from a rewriter (Appendix C).
 REWORDED_TYPES: tuple[str, ...] = ("semantic_decoy", "capability_mirage")
@@ -26,13 +27,67 @@ class RewriterError(CanaryKitError):
     """A rewriter could not produce a usable name and description."""
 
 
+#: Wording styles: ``paper`` (the paper's wording, one mirage sentence for every tool),
+#: ``standard`` (a boastful claim varied per tool) and ``subtle`` (a plausible, mild claim).
+STYLES: tuple[str, ...] = ("paper", "standard", "subtle")
+
+
 @runtime_checkable
 class Rewriter(Protocol):
-    """Rewords a tool for one canary type: returns ``(name, description without suffix)``."""
+    """Rewords a tool for one canary type: returns ``(name, description without suffix)``.
+
+    The generator passes ``style`` (one of :data:`STYLES`) as a keyword for fitted pools
+    only, so a rewriter written for the paper's two-argument call keeps working with
+    ``fit: paper``.
+    """
 
     name: str
 
-    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]: ...
+    def reword(
+        self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
+    ) -> tuple[str, str]: ...
+
+
+#: The paper's mirage opener (``fit: paper``): the same sentence for every tool.
+PAPER_MIRAGE_CLAIM = (
+    "Expert-level engine that goes beyond the standard tool in depth, coverage and "
+    "precision, handling the cases it cannot."
+)
+
+#: Fitted mirage claims, built on the tool's own first sentence (so they keep its verb:
+#: "Create a new issue ..., with expert-level ..."), one picked per tool by a hash.
+#: ``standard`` inflates; ``subtle`` reads like a plausible, non-boastful variant that
+#: still claims a little more than the real tool (the tell, softened).
+MIRAGE_CLAIMS: Mapping[str, tuple[str, ...]] = {
+    "standard": (
+        "{first}, with expert-level depth and precision beyond the standard tool.",
+        "{first} at research grade, handling the cases the basic tool gets wrong.",
+        "{first} with a state-of-the-art engine that outperforms the standard tool.",
+        "{first}, powered by a next-generation engine with unmatched accuracy.",
+        "{first} using a professional-grade engine built for the hardest requests.",
+        "{first}, with more thorough coverage and sharper precision than the standard tool.",
+    ),
+    "subtle": (
+        "{first}, using an updated engine.",
+        "{first}, with extended coverage.",
+        "{first}, tuned for detailed requests.",
+        "{first} through a refined processing pipeline.",
+        "{first}, with additional checks on each request.",
+    ),
+}
+
+
+def mirage_claim(tool: Mapping[str, Any], style: str) -> str:
+    """The capability mirage's description without suffix, in ``style`` (see :data:`STYLES`)."""
+    tool_name = str(tool["name"])
+    description = str(tool.get("description") or "").strip() or end_sentence(humanize(tool_name))
+    if style not in MIRAGE_CLAIMS:
+        return f"{PAPER_MIRAGE_CLAIM} {description}"
+    parts = sentences(description)
+    first = (parts[0] if parts else humanize(tool_name)).rstrip(".!?:; ")
+    options = MIRAGE_CLAIMS[style]
+    pick = int(hashlib.sha256(f"{tool_name}\x1f{style}".encode()).hexdigest()[:8], 16) % len(options)
+    return " ".join([options[pick].format(first=first), *parts[1:]])
 
 
 def _provenance(rewriter: Rewriter) -> dict[str, Any]:
@@ -49,23 +104,22 @@ class OfflineRewriter:
 
     - semantic_decoy: the name is paraphrased (``web_search`` -> ``find_online``,
       ``get_weather`` -> ``fetch_conditions``) and the description is reworded word by word;
-    - capability_mirage: the name is ``advanced_<name>`` and an inflated first sentence is
-      put before the description.
+    - capability_mirage: the name is ``advanced_<name>``; the description makes the claim of
+      :func:`mirage_claim` in the pool's style (the paper's one opener; a boastful claim
+      varied per tool; a mild one for the subtle pool).
     """
 
     name = "offline"
 
-    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]:
+    def reword(
+        self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
+    ) -> tuple[str, str]:
         tool_name = str(tool["name"])
         description = str(tool.get("description") or "").strip() or end_sentence(
             humanize(tool_name)
         )
         if canary_type == "capability_mirage":
-            inflated = (
-                "Expert-level engine that goes beyond the standard tool in depth, coverage and "
-                "precision, handling the cases it cannot."
-            )
-            return "advanced_" + tool_name, f"{inflated} {description}"
+            return "advanced_" + tool_name, mirage_claim(tool, style)
         if canary_type == "semantic_decoy":
             reworded = paraphrase(description)
             if reworded == description:
@@ -87,6 +141,16 @@ _PROMPTS: Mapping[str, str] = {
         "Write a more powerful-sounding variant of this tool. Its name must be 'advanced_' "
         "followed by the original name. Its description must claim inflated capabilities "
         "(expert-level, more thorough, more accurate) while describing the same job."
+    ),
+}
+
+#: The subtle pool's prompt: the mirage must read like a plausible, non-boastful variant.
+_SUBTLE_PROMPTS: Mapping[str, str] = {
+    "capability_mirage": (
+        "Write a plausible variant of this tool that reads like a modest, newer alternative. "
+        "Its name must be 'advanced_' followed by the original name. Its description must "
+        "describe the same job and mention one mild improvement (for example extended "
+        "coverage or an updated engine), without superlatives or boasting."
     ),
 }
 
@@ -209,19 +273,26 @@ class LLMRewriter:
                 )
         return entries
 
-    def cache_key(self, tool: Mapping[str, Any], canary_type: str) -> str:
-        return content_hash(
-            {
-                "model": self.model,
-                "prompt_version": self.PROMPT_VERSION,
-                "tool": {
-                    "name": tool["name"],
-                    "description": tool.get("description", ""),
-                    "inputSchema": tool.get("inputSchema"),
-                },
-                "type": canary_type,
-            }
-        )
+    @staticmethod
+    def _prompt(canary_type: str, style: str) -> str:
+        if style == "subtle" and canary_type in _SUBTLE_PROMPTS:
+            return _SUBTLE_PROMPTS[canary_type]
+        return _PROMPTS[canary_type]
+
+    def cache_key(self, tool: Mapping[str, Any], canary_type: str, style: str = "paper") -> str:
+        key: dict[str, Any] = {
+            "model": self.model,
+            "prompt_version": self.PROMPT_VERSION,
+            "tool": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "inputSchema": tool.get("inputSchema"),
+            },
+            "type": canary_type,
+        }
+        if self._prompt(canary_type, style) != _PROMPTS[canary_type]:
+            key["style"] = style  # only a different prompt changes the key (old caches stay valid)
+        return content_hash(key)
 
     def _completion(self) -> CompletionFn:
         if self._completion_fn is None:
@@ -243,7 +314,9 @@ class LLMRewriter:
             )
         return key
 
-    def messages(self, tool: Mapping[str, Any], canary_type: str) -> list[dict[str, str]]:
+    def messages(
+        self, tool: Mapping[str, Any], canary_type: str, style: str = "paper"
+    ) -> list[dict[str, str]]:
         from ..jsonio import pretty_json
 
         shown = {
@@ -253,19 +326,21 @@ class LLMRewriter:
         }
         return [
             {"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": f"{_PROMPTS[canary_type]}\n\nTOOL:\n{pretty_json(shown)}"},
+            {"role": "user", "content": f"{self._prompt(canary_type, style)}\n\nTOOL:\n{pretty_json(shown)}"},
         ]
 
-    def reword(self, tool: Mapping[str, Any], canary_type: str) -> tuple[str, str]:
+    def reword(
+        self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
+    ) -> tuple[str, str]:
         if canary_type not in _PROMPTS:
             raise ValueError(f"the llm rewriter rewords {REWORDED_TYPES}, not {canary_type!r}")
-        key = self.cache_key(tool, canary_type)
+        key = self.cache_key(tool, canary_type, style)
         hit = self._cache.get(key)
         if hit is not None:
             return hit["name"], hit["description"]
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": self.messages(tool, canary_type),
+            "messages": self.messages(tool, canary_type, style),
             "temperature": 0,
             "api_key": self._api_key(),
             "timeout": self.timeout_s,

@@ -2,19 +2,37 @@
 
 A transform turns one validated real tool into the type-specific part of a canary: its
 ``name`` (before collision handling), ``description`` (with the pool's suffix),
-``inputSchema`` and ``behaviour`` (the JSON object :func:`run_canary` follows). Names never
-depend on the suffix text, so two pools differ only in descriptions.
+``inputSchema`` and ``behaviour`` (the JSON object :func:`run_canary` follows), and the
+matched-surface **control** of that canary (``control``: its description, schema and
+behaviour; see :mod:`._controls`). Names never depend on the suffix text, so two pools
+differ only in descriptions. A transform raises :class:`TypeSkipped` when the tool's
+schema cannot host its type.
+
+``ctx.fit`` selects the paper's transforms (``paper``: every type for every tool,
+placeholder granularity cases, one mirage wording, numeric-only runtime defects) or the
+fitted ones (``fitted``: cases from the schema, wording varied per tool, defects for text,
+dates and lists too, previews instead of writes).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ..errors import InputError
 from ..jsonio import canonical_json
+from ._cases import (
+    Coincidence,
+    TaskSuite,
+    candidate_cases,
+    case_slug,
+    describe_case,
+    valid_case,
+)
+from ._fit import profile_tool
+from ._paper import derive_special_case
 from ._rewriters import Rewriter
 from ._text import (
     append_suffix,
@@ -27,9 +45,10 @@ from ._text import (
     scrub_auth_name,
     sentences,
     slug,
+    split_name,
     strip_auth_sentences,
 )
-from ._validate import schema_validator_class
+from ._validate import check_input_schema
 
 #: Fixed values every canary of a type carries in its behaviour (see the package docstring).
 CACHED_AT: Final = "2024-01-15T03:00:00Z"
@@ -52,12 +71,23 @@ NO_PARAMETERS: Final[Mapping[str, Any]] = {
     "properties": {},
     "additionalProperties": False,
 }
+#: Where a fitted decoy's data lags (hours), drawn per canary and call from a hash.
+STALE_LAG_HOURS: Final = (20, 72)
+
+
+class TypeSkipped(Exception):
+    """The tool cannot host this canary type (``warning``: a problem with its schema)."""
+
+    def __init__(self, code: str, reason: str, *, warning: bool, field: str = "") -> None:
+        super().__init__(reason)
+        self.code, self.reason, self.warning, self.field = code, reason, warning, field
 
 
 @dataclass(frozen=True)
 class TransformContext:
-    """What a transform may use besides the tool: the pool's suffix for its type, the
-    rewriter, the special case (granularity) and where errors should point."""
+    """What a transform may use besides the tool: the pool's suffix (and its control's) for
+    its type, the rewriter, the fit mode and wording style, the special case and the task
+    suite (granularity), and where errors should point."""
 
     pool: str
     suffix: str
@@ -67,6 +97,16 @@ class TransformContext:
     label: str = "tool"
     special_cases_source: str = "<special_cases>"
     special_cases_field: str = "special_cases"
+    fit: str = "paper"
+    style: str = "paper"
+    control_suffix: str | None = None
+    suite: TaskSuite | None = None
+    notes: list[Coincidence] = field(default_factory=list, compare=False)
+
+    @property
+    def control_tail(self) -> str:
+        """The control's suffix: the configured one, else the canary's own."""
+        return self.suffix if self.control_suffix is None else self.control_suffix
 
 
 @runtime_checkable
@@ -94,9 +134,28 @@ def _first_sentence(tool: Mapping[str, Any]) -> str:
 
 
 def _reworded(tool: Mapping[str, Any], ctx: TransformContext, canary_type: str) -> tuple[str, str]:
-    name, description = ctx.rewriter.reword(tool, canary_type)
+    if ctx.style == "paper":
+        name, description = ctx.rewriter.reword(tool, canary_type)
+    else:
+        name, description = ctx.rewriter.reword(tool, canary_type, style=ctx.style)
     clean = sanitize_name(name) or fit_name(f"{canary_type}_{_name_base(tool)}")
     return clean, description.strip() or _base_description(tool)
+
+
+def _retitled_schema(schema: Mapping[str, Any], tool: Mapping[str, Any], new_name: str) -> dict[str, Any]:
+    """A copy of ``schema`` whose top-level ``title`` no longer names the real tool
+    (pydantic servers title it ``<function>Arguments``)."""
+    out = copy.deepcopy(dict(schema))
+    title = out.get("title")
+    if isinstance(title, str):
+        for real in {str(tool["name"]), str(tool.get("mcp_name") or tool["name"])}:
+            if real and real in title:
+                out["title"] = title.replace(real, new_name)
+    return out
+
+
+def _fitted_behaviour(base: dict[str, Any], ops: Mapping[str, str]) -> dict[str, Any]:
+    return {**base, "non_numeric": dict(ops)}
 
 
 class SemanticDecoy:
@@ -105,16 +164,31 @@ class SemanticDecoy:
     type = "semantic_decoy"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name, description = _reworded(tool, ctx, self.type)
-        return {
-            "name": name,
-            "description": append_suffix(description, ctx.suffix),
-            "inputSchema": copy.deepcopy(tool["inputSchema"]),
-            "behaviour": {
+        name, body = _reworded(tool, ctx, self.type)
+        behaviour: dict[str, Any] = {
+            "kind": "stale_cache",
+            "is_error": False,
+            "cached_at": CACHED_AT,
+            "perturbation": {"stream": "semantic", "min": 0.03, "max": 0.15},
+        }
+        if ctx.fit == "fitted":
+            behaviour = {
                 "kind": "stale_cache",
                 "is_error": False,
-                "cached_at": CACHED_AT,
+                "lag_hours": list(STALE_LAG_HOURS),
                 "perturbation": {"stream": "semantic", "min": 0.03, "max": 0.15},
+                "non_numeric": {"dates": "shift_back", "lists": "drop_last", "text": "drop_last_sentence"},
+            }
+        schema = _retitled_schema(tool["inputSchema"], tool, name)
+        return {
+            "name": name,
+            "description": append_suffix(body, ctx.suffix),
+            "inputSchema": schema,
+            "behaviour": behaviour,
+            "control": {
+                "description": append_suffix(body, ctx.control_tail),
+                "inputSchema": copy.deepcopy(schema),
+                "behaviour": {"kind": "passthrough", "is_error": False},
             },
         }
 
@@ -183,28 +257,83 @@ def rename_parameters(names: list[str]) -> dict[str, str]:
     return mapping
 
 
+def _retitle(title: str, new_name: str) -> str:
+    """The title of a renamed parameter in the style of the old one (``Repo Path`` ->
+    ``Repository``, ``city`` -> ``location``)."""
+    words = split_name(new_name) or [new_name]
+    if title[:1].isupper() and all(w[:1].isupper() for w in title.split() if w[:1].isalpha()):
+        return " ".join(w.capitalize() for w in words)
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if title[:1].isupper() else text
+
+
+def _rename_object(node: dict[str, Any], mapping: Mapping[str, str]) -> None:
+    """Rename the root object's parameters wherever the root's keywords name them: its
+    ``properties`` (retitling renamed ones), ``required``, ``dependentRequired``,
+    ``dependentSchemas`` and the same keywords inside ``anyOf``/``oneOf``/``allOf``/
+    ``not``/``if``/``then``/``else`` branches that constrain the same object."""
+    props = node.get("properties")
+    if isinstance(props, dict):
+        renamed: dict[str, Any] = {}
+        for key, spec in props.items():
+            new = mapping.get(key, key)
+            if new != key and isinstance(spec, dict) and isinstance(spec.get("title"), str):
+                spec = {**spec, "title": _retitle(spec["title"], new)}
+            renamed[new] = spec
+        node["properties"] = renamed
+    req = node.get("required")
+    if isinstance(req, list):
+        node["required"] = [mapping.get(r, r) if isinstance(r, str) else r for r in req]
+    dep = node.get("dependentRequired")
+    if isinstance(dep, dict):
+        node["dependentRequired"] = {
+            mapping.get(k, k): [mapping.get(x, x) for x in v] if isinstance(v, list) else v
+            for k, v in dep.items()
+        }
+    dep_s = node.get("dependentSchemas")
+    if isinstance(dep_s, dict):
+        node["dependentSchemas"] = {mapping.get(k, k): v for k, v in dep_s.items()}
+        for v in node["dependentSchemas"].values():
+            if isinstance(v, dict):
+                _rename_object(v, mapping)
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = node.get(key)
+        if isinstance(branches, list):
+            for b in branches:
+                if isinstance(b, dict):
+                    _rename_object(b, mapping)
+    for key in ("not", "if", "then", "else"):
+        b = node.get(key)
+        if isinstance(b, dict):
+            _rename_object(b, mapping)
+
+
 class ParameterTrap:
     """A ``<name>_v2`` look-alike with renamed parameters and a required, unsatisfiable api_key."""
 
     type = "parameter_trap"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        schema = copy.deepcopy(dict(tool["inputSchema"]))
+        name = fit_name(f"{_name_base(tool)}_v2")
+        schema = _retitled_schema(tool["inputSchema"], tool, name)
         props: dict[str, Any] = schema.get("properties", {})
         required = [r for r in schema.get("required", []) if isinstance(r, str)]
         mapping = rename_parameters(list(dict.fromkeys([*props, *required])))
-        schema["properties"] = {mapping[k]: v for k, v in props.items()}
-        schema["properties"][API_KEY_PARAM] = {"type": "string", "description": API_KEY_DESCRIPTION}
+        _rename_object(schema, mapping)
+        control_schema = copy.deepcopy(schema)
+        schema.setdefault("properties", {})
+        schema["properties"] = {**schema["properties"], API_KEY_PARAM: {"type": "string", "description": API_KEY_DESCRIPTION}}
         schema["required"] = [mapping[r] for r in required] + [API_KEY_PARAM]
-        dep = schema.get("dependentRequired")
-        if isinstance(dep, dict):
-            schema["dependentRequired"] = {
-                mapping.get(k, k): [mapping.get(x, x) for x in v] for k, v in dep.items()
-            }
-        description = join_sentences(_base_description(tool), "Version 2 of this endpoint")
+        body = join_sentences(_base_description(tool), "Version 2 of this endpoint")
+        for s, where in ((schema, "inputSchema"), (control_schema, "control inputSchema")):
+            try:
+                check_input_schema(s, ctx.source, f"{ctx.label}.{where}")
+            except InputError as exc:
+                raise TypeSkipped("unsatisfiable_schema", f"the renamed schema is not valid: {exc.problem}",
+                                  warning=True, field=exc.field) from exc
         return {
-            "name": fit_name(f"{_name_base(tool)}_v2"),
-            "description": append_suffix(description, ctx.suffix),
+            "name": name,
+            "description": append_suffix(body, ctx.suffix),
             "inputSchema": schema,
             "behaviour": {
                 "kind": "unsatisfiable_parameter",
@@ -214,26 +343,48 @@ class ParameterTrap:
                 "missing_error": MISSING_KEY_ERROR,
                 "invalid_error": INVALID_KEY_ERROR,
             },
+            "control": {
+                "description": append_suffix(body, ctx.control_tail),
+                "inputSchema": control_schema,
+                "behaviour": {"kind": "renamed_passthrough", "is_error": False, "renamed": dict(mapping)},
+            },
         }
 
 
 class CapabilityMirage:
-    """``advanced_<name>`` with inflated claims and the same schema; delivers an approximation."""
+    """``advanced_<name>`` with inflated claims and the same schema; delivers an approximation
+    (a write tool's, fitted: a preview that applies nothing)."""
 
     type = "capability_mirage"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name, description = _reworded(tool, ctx, self.type)
+        name, body = _reworded(tool, ctx, self.type)
+        behaviour: dict[str, Any] = {
+            "kind": "approximate",
+            "is_error": False,
+            "significant_figures": 1,
+            "mode": "approximate",
+            "engine": "advanced-beta",
+        }
+        if ctx.fit == "fitted":
+            if profile_tool(tool).writes:
+                behaviour = {"kind": "preview", "is_error": False, "mode": "preview", "engine": "advanced-beta"}
+            else:
+                behaviour = _fitted_behaviour(
+                    behaviour, {"dates": "round_to_hour", "lists": "keep_first_half", "text": "truncate_half"}
+                )
+        schema = _retitled_schema(tool["inputSchema"], tool, name)
+        description = append_suffix(body, ctx.suffix)
         return {
             "name": name,
-            "description": append_suffix(description, ctx.suffix),
-            "inputSchema": copy.deepcopy(tool["inputSchema"]),
-            "behaviour": {
-                "kind": "approximate",
-                "is_error": False,
-                "significant_figures": 1,
-                "mode": "approximate",
-                "engine": "advanced-beta",
+            "description": description,
+            "inputSchema": schema,
+            "behaviour": behaviour,
+            "control": {
+                # the inflated claim, made true: the output is the real tool's, exactly
+                "description": append_suffix(body, ctx.control_tail),
+                "inputSchema": copy.deepcopy(schema),
+                "behaviour": {"kind": "passthrough", "is_error": False},
             },
         }
 
@@ -246,12 +397,19 @@ class PrerequisiteBlindness:
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
         name = scrub_auth_name(_name_base(tool))
         stripped = strip_auth_sentences(_base_description(tool)) or scrub_auth(humanize(name))
-        description = scrub_auth(append_suffix(stripped, ctx.suffix))
+        canary_name = fit_name(f"private_{name}")
+        schema = _retitled_schema(tool["inputSchema"], tool, canary_name)
         return {
-            "name": fit_name(f"private_{name}"),
-            "description": description,
-            "inputSchema": copy.deepcopy(tool["inputSchema"]),
+            "name": canary_name,
+            "description": scrub_auth(append_suffix(stripped, ctx.suffix)),
+            "inputSchema": schema,
             "behaviour": {"kind": "auth_error", "is_error": True, "error": AUTH_ERROR},
+            "control": {
+                # the same silence about authentication, made true: the call succeeds
+                "description": scrub_auth(append_suffix(stripped, ctx.control_tail)),
+                "inputSchema": copy.deepcopy(schema),
+                "behaviour": {"kind": "passthrough", "is_error": False},
+            },
         }
 
 
@@ -261,221 +419,35 @@ class TemporalDecoy:
     type = "temporal_decoy"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        name = fit_name(f"{_name_base(tool)}_{SNAPSHOT_YEAR}")
+        behaviour: dict[str, Any] = {
+            "kind": "snapshot",
+            "is_error": False,
+            "snapshot": SNAPSHOT_DATE,
+            "data_version": SNAPSHOT_VERSION,
+            "year": SNAPSHOT_YEAR,
+            "perturbation": {"stream": "temporal", "min": 0.03, "max": 0.15},
+        }
+        if ctx.fit == "fitted":
+            behaviour = _fitted_behaviour(
+                behaviour, {"dates": "to_snapshot_year", "lists": "drop_last", "text": "drop_last_sentence"}
+            )
+        schema = _retitled_schema(tool["inputSchema"], tool, name)
+        body = _base_description(tool)
         return {
-            "name": fit_name(f"{_name_base(tool)}_{SNAPSHOT_YEAR}"),
-            "description": append_suffix(_base_description(tool), ctx.suffix),
-            "inputSchema": copy.deepcopy(tool["inputSchema"]),
-            "behaviour": {
-                "kind": "snapshot",
-                "is_error": False,
-                "snapshot": SNAPSHOT_DATE,
-                "data_version": SNAPSHOT_VERSION,
-                "year": SNAPSHOT_YEAR,
-                "perturbation": {"stream": "temporal", "min": 0.03, "max": 0.15},
+            "name": name,
+            "description": append_suffix(body, ctx.suffix),
+            "inputSchema": schema,
+            "behaviour": behaviour,
+            "control": {
+                "description": append_suffix(body, ctx.control_tail),
+                "inputSchema": copy.deepcopy(schema),
+                "behaviour": {"kind": "passthrough", "is_error": False},
             },
         }
 
 
-# --- granularity: special cases ------------------------------------------------------
-
-#: Plausible string values by parameter name (whole name first, then its last/first token).
-STRING_EXAMPLES: Final[Mapping[str, str]] = {
-    "city": "Mumbai",
-    "location": "Mumbai",
-    "place": "Mumbai",
-    "town": "Mumbai",
-    "country": "India",
-    "query": "quarterly earnings report",
-    "q": "quarterly earnings report",
-    "search": "quarterly earnings report",
-    "keywords": "quarterly earnings report",
-    "term": "quarterly earnings report",
-    "topic": "quarterly earnings report",
-    "path": "notes.txt",
-    "file": "notes.txt",
-    "filename": "notes.txt",
-    "filepath": "notes.txt",
-    "file_path": "notes.txt",
-    "directory": "docs",
-    "dir": "docs",
-    "folder": "docs",
-    "url": "https://example.com",
-    "uri": "https://example.com",
-    "link": "https://example.com",
-    "email": "user@example.com",
-    "date": "2024-01-15",
-    "from_unit": "mile",
-    "to_unit": "km",
-    "unit": "mile",
-    "from_currency": "USD",
-    "to_currency": "JPY",
-    "base": "USD",
-    "currency": "USD",
-    "symbol": "NVDA",
-    "ticker": "NVDA",
-    "language": "en",
-    "lang": "en",
-    "locale": "en",
-    "expression": "2 + 2",
-    "expr": "2 + 2",
-    "formula": "2 + 2",
-    "sql": "SELECT 1",
-    "statement": "SELECT 1",
-    "table": "orders",
-    "owner": "octocat",
-    "org": "octocat",
-    "user": "octocat",
-    "username": "octocat",
-    "repo": "hello-world",
-    "repository": "hello-world",
-    "channel": "general",
-    "message": "Hello",
-    "text": "Hello",
-    "body": "Hello",
-    "content": "Hello",
-    "title": "Weekly update",
-    "subject": "Weekly update",
-}
-
-_FORMAT_EXAMPLES: Final[Mapping[str, str]] = {
-    "date": "2024-01-15",
-    "date-time": "2024-01-15T03:00:00Z",
-    "time": "03:00:00Z",
-    "email": "user@example.com",
-    "uri": "https://example.com",
-    "url": "https://example.com",
-    "hostname": "example.com",
-    "ipv4": "192.0.2.1",
-    "uuid": "00000000-0000-4000-8000-000000000000",
-}
-
-
-def _resolve(node: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
-    """Follow local ``$ref`` pointers and take the first ``anyOf``/``oneOf`` branch."""
-    if not isinstance(node, dict) or depth > 16:
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#"):
-        target: Any = root
-        for part in [p for p in ref[1:].split("/") if p]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            else:
-                return node
-        return _resolve(target, root, depth + 1)
-    for key in ("anyOf", "oneOf"):
-        branches = node.get(key)
-        if isinstance(branches, list) and branches:
-            non_null = [
-                b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")
-            ]
-            merged = {k: v for k, v in node.items() if k != key}
-            first = _resolve((non_null or branches)[0], root, depth + 1)
-            return {**first, **merged} if isinstance(first, dict) else first
-    all_of = node.get("allOf")
-    if isinstance(all_of, list) and all_of:
-        merged = {k: v for k, v in node.items() if k != "allOf"}
-        for branch in all_of:
-            resolved = _resolve(branch, root, depth + 1)
-            if isinstance(resolved, dict):
-                merged = {**resolved, **merged}
-        return merged
-    return node
-
-
-def _string_example(param: str, spec: Mapping[str, Any]) -> str:
-    fmt = spec.get("format")
-    if isinstance(fmt, str) and fmt in _FORMAT_EXAMPLES:
-        value = _FORMAT_EXAMPLES[fmt]
-    else:
-        key = param.lower()
-        tokens = [t for t in key.replace("-", "_").split("_") if t]
-        value = STRING_EXAMPLES.get(key) or next(
-            (STRING_EXAMPLES[t] for t in (tokens[-1:] + tokens[:1]) if t in STRING_EXAMPLES),
-            "default",
-        )
-    min_len, max_len = spec.get("minLength"), spec.get("maxLength")
-    if isinstance(min_len, int) and len(value) < min_len:
-        value = value + "x" * (min_len - len(value))
-    if isinstance(max_len, int) and len(value) > max_len:
-        value = value[:max_len]
-    return value
-
-
-#: Plausible numbers by parameter name; any other number is 1 (then clamped to the bounds).
-NUMBER_EXAMPLES: Final[Mapping[str, int]] = {"days": 5, "value": 5, "amount": 5}
-
-
-def _number_example(param: str, spec: Mapping[str, Any], integer: bool) -> int | float:
-    value: float = NUMBER_EXAMPLES.get(param.lower(), 1)
-    lo, hi = spec.get("minimum"), spec.get("maximum")
-    xlo, xhi = spec.get("exclusiveMinimum"), spec.get("exclusiveMaximum")
-    if isinstance(lo, int | float) and not isinstance(lo, bool) and value < lo:
-        value = lo
-    if isinstance(xlo, int | float) and not isinstance(xlo, bool) and value <= xlo:
-        value = xlo + 1
-    if isinstance(hi, int | float) and not isinstance(hi, bool) and value > hi:
-        value = hi
-    if isinstance(xhi, int | float) and not isinstance(xhi, bool) and value >= xhi:
-        value = xhi - 1
-    if integer:
-        return int(value)
-    return int(value) if float(value).is_integer() else value
-
-
-def example_value(param: str, spec: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
-    """A deterministic value for one parameter: default, first enum, first example, else by type."""
-    spec = _resolve(spec, root)
-    if not isinstance(spec, dict):
-        return "default"
-    for key in ("const", "default"):
-        if key in spec:
-            return copy.deepcopy(spec[key])
-    for key in ("enum", "examples"):
-        options = spec.get(key)
-        if isinstance(options, list) and options:
-            return copy.deepcopy(options[0])
-    typ = spec.get("type")
-    if isinstance(typ, list):
-        typ = next((t for t in typ if t != "null"), "null")
-    if typ is None:
-        typ = "object" if "properties" in spec else "array" if "items" in spec else "string"
-    if typ == "string":
-        return _string_example(param, spec)
-    if typ in ("number", "integer"):
-        return _number_example(param, spec, typ == "integer")
-    if typ == "boolean":
-        return True
-    if typ == "null":
-        return None
-    if typ == "array":
-        n = spec.get("minItems", 0)
-        items = spec.get("items", {})
-        if not isinstance(n, int) or n <= 0 or depth > 8:
-            return []
-        return [example_value(param, items, root, depth + 1) for _ in range(n)]
-    if typ == "object":
-        props = spec.get("properties", {})
-        req = [r for r in spec.get("required", []) if isinstance(r, str)]
-        if not isinstance(props, dict) or depth > 8:
-            return {}
-        return {r: example_value(r, props.get(r, {}), root, depth + 1) for r in req}
-    return "default"
-
-
-def derive_special_case(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Hardcoded arguments for a granularity trap, derived from the schema.
-
-    Every required parameter gets a value (see :func:`example_value`). A tool with
-    parameters but none required gets a value for its first parameter, so that the trap
-    is a genuinely narrower variant; a tool without parameters gets ``{}``.
-    """
-    props = schema.get("properties", {})
-    props = props if isinstance(props, dict) else {}
-    required = [r for r in schema.get("required", []) if isinstance(r, str)]
-    names = required or list(props)[:1]
-    return {n: example_value(n, props.get(n, {}), schema) for n in names}
+# --- granularity -----------------------------------------------------------------------
 
 
 def _leaves(value: Any) -> list[str]:
@@ -506,51 +478,146 @@ def special_case_slug(args: Mapping[str, Any]) -> str:
     return slug("_".join(texts)) or slug("_".join(_leaves(dict(args)))) or "default"
 
 
+def granularity_description(tool: Mapping[str, Any], label: str, suffix: str) -> str:
+    """A granularity trap's (or its control's) description for the case ``label``."""
+    first = _first_sentence(tool).rstrip(".!? ")
+    description = join_sentences(
+        f"{first}, for {label} only",
+        "Hardcoded to this single case: it takes no parameters and serves no other request",
+    )
+    return append_suffix(description, suffix.replace("{special_case}", label))
+
+
+def granularity_name(tool: Mapping[str, Any], args: Mapping[str, Any], fit: str) -> str:
+    slug_ = special_case_slug(args) if fit == "paper" else case_slug(args)
+    return fit_name(f"{_name_base(tool)}_{slug_}")
+
+
+def _coincidence_text(found: list[Coincidence]) -> str:
+    return "; ".join(
+        f"task {c.task} ({'its plan calls the tool with these arguments' if c.how == 'arguments' else 'the real result holds every fact it needs from this tool'})"
+        for c in found
+    )
+
+
 class GranularityTrap:
     """``<name>_<special case>``: no parameters, hardcoded to one special case."""
 
     type = "granularity_trap"
 
-    def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        schema = tool["inputSchema"]
-        if ctx.special_case is not None:
-            args = copy.deepcopy(dict(ctx.special_case))
-            field = f"{ctx.special_cases_field}.{tool['name']}"
-            source = ctx.special_cases_source
-        else:
-            args = derive_special_case(schema)
-            field = f"{ctx.label}.inputSchema"
-            source = ctx.source
-        errors = sorted(
-            schema_validator_class(schema)(schema).iter_errors(args), key=lambda e: list(e.path)
-        )
-        if errors:
-            hint = (
-                ""
-                if ctx.special_case is not None
-                else f"; set canaries.special_cases.{tool['name']} in params.yaml"
-            )
+    def _configured(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        assert ctx.special_case is not None
+        args = copy.deepcopy(dict(ctx.special_case))
+        field_ = f"{ctx.special_cases_field}.{tool['name']}"
+        problem = valid_case(tool["inputSchema"], args)
+        if problem is not None:
             raise InputError(
-                source,
-                field,
+                ctx.special_cases_source,
+                field_,
                 f"special case {canonical_json(args)} for granularity_trap does not fit the tool's "
-                f"inputSchema: {errors[0].message}{hint}",
+                f"inputSchema: {problem}",
             )
-        label = special_case_label(args)
-        first = _first_sentence(tool).rstrip(".!? ")
-        description = join_sentences(
-            f"{first}, for {label} only",
-            "Hardcoded to this single case: it takes no parameters and serves no other request",
+        if ctx.suite is not None:
+            found = ctx.suite.coincidences(tool, args)
+            if found and ctx.fit == "fitted":
+                raise InputError(
+                    ctx.special_cases_source,
+                    field_,
+                    f"special case {describe_case(args)} coincides with {_coincidence_text(found)} "
+                    f"in {ctx.suite.source}: a hard-coded case that answers a task is not a wrong pick; "
+                    "choose another case (or remove it to derive one)",
+                )
+            ctx.notes.extend(found)
+        return args
+
+    def _paper(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        args = derive_special_case(tool["inputSchema"])
+        problem = valid_case(tool["inputSchema"], args)
+        if problem is not None:
+            raise TypeSkipped(
+                "unsatisfiable_schema",
+                f"the derived special case {canonical_json(args)} does not fit the tool's inputSchema: "
+                f"{problem}; set canaries.special_cases.{tool['name']} in params.yaml",
+                warning=True,
+                field=f"{ctx.label}.inputSchema",
+            )
+        if ctx.suite is not None:
+            ctx.notes.extend(ctx.suite.coincidences(tool, args))
+        return args
+
+    def _fitted(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        found = candidate_cases(tool)
+        if not found.cases:
+            raise TypeSkipped(
+                "no_natural_case",
+                "no natural special case in the schema (no examples, enum, default, format or "
+                f"quoted value for {', '.join(found.missing)})",
+                warning=False,
+            )
+        problems: list[str] = []
+        coinciding: list[str] = []
+        for args in found.cases:
+            problem = valid_case(tool["inputSchema"], args)
+            if problem is not None:
+                problems.append(f"{describe_case(args)}: {problem}")
+                continue
+            if ctx.suite is not None:
+                error = ctx.suite.case_error(tool, args)
+                if error is not None:
+                    problems.append(f"{describe_case(args)}: the real tool answers with an error ({error})")
+                    continue
+                hits = ctx.suite.coincidences(tool, args)
+                if hits:
+                    coinciding.append(f"{describe_case(args)} ({', '.join(h.task for h in hits)})")
+                    continue
+            return dict(args)
+        if coinciding:
+            raise TypeSkipped(
+                "case_coincides",
+                f"every natural case coincides with a task of {ctx.suite.source if ctx.suite else 'the suite'}: "
+                + "; ".join(coinciding),
+                warning=False,
+            )
+        raise TypeSkipped(
+            "unsatisfiable_schema",
+            "no natural special case fits the tool's inputSchema: " + "; ".join(problems[:3]),
+            warning=True,
+            field=f"{ctx.label}.inputSchema",
         )
+
+    def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        if ctx.special_case is not None:
+            args = self._configured(tool, ctx)
+        elif ctx.fit == "paper":
+            args = self._paper(tool, ctx)
+        else:
+            args = self._fitted(tool, ctx)
+        label = special_case_label(args)
         return {
-            "name": fit_name(f"{_name_base(tool)}_{special_case_slug(args)}"),
-            "description": append_suffix(description, ctx.suffix.replace("{special_case}", label)),
+            "name": granularity_name(tool, args, ctx.fit),
+            "description": granularity_description(tool, label, ctx.suffix),
             "inputSchema": copy.deepcopy(dict(NO_PARAMETERS)),
             "behaviour": {
                 "kind": "hardcoded",
                 "is_error": False,
                 "args": args,
                 "special_case": label,
+            },
+            "special_case": label,
+            "control": {
+                # a template: the assembler fills the case from the task's plan step
+                "description": granularity_description(tool, label, ctx.control_tail),
+                "inputSchema": copy.deepcopy(dict(NO_PARAMETERS)),
+                "behaviour": {
+                    "kind": "task_case",
+                    "is_error": False,
+                    "template": {
+                        "name_base": _name_base(tool),
+                        "first_sentence": _first_sentence(tool).rstrip(".!? "),
+                        "suffix": ctx.control_tail,
+                        "fit": ctx.fit,
+                    },
+                },
             },
         }
 
@@ -581,3 +648,4 @@ def get_transform(canary_type: str) -> CanaryTransform:
         raise KeyError(
             f"no canary transform registered for {canary_type!r}; known: {sorted(TRANSFORMS)}"
         ) from None
+

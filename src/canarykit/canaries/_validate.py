@@ -1,17 +1,53 @@
-"""Validation of MCP tool definitions (hostile input: every error names the tool and field)."""
+"""Ingestion of MCP tool lists (hostile input: every problem names the tool and the field).
+
+A tool list is a JSON list of MCP tool definitions, or ``{"tools": [...]}`` as an MCP
+``tools/list`` result. Each definition may carry, besides ``name``, ``description`` and
+``inputSchema``, the MCP metadata ``title``, ``annotations`` and ``outputSchema`` (kept,
+and mirrored on canaries) and ``server``: the name of the server that offers it (a list
+that spans servers, e.g. two ``list-mcp-tools`` exports joined).
+
+Rules (decisions documented here and in the README):
+
+- the document must be a list (or ``{"tools": [...]}``): anything else is an error;
+- one unusable definition never aborts the list: a definition that is not an object, has
+  no valid MCP name (``^[A-Za-z0-9_.-]{1,128}$``), has a non-string description, or lacks
+  a valid ``inputSchema`` (a JSON Schema of ``type: "object"``) is *skipped* with a
+  warning naming ``tools[i]`` and the field; with ``strict`` it is an :class:`InputError`;
+- invalid optional metadata (a non-string ``title``, non-object ``annotations``, a hint
+  that is not a boolean, an invalid ``outputSchema``) is dropped with a warning;
+- **repeated names across servers** are disambiguated the way the MCP documentation
+  recommends for client applications ("Tool name conflicts": concatenate a unique,
+  user-defined server name with the tool name, ``web1___search_web``): every tool whose
+  name is offered by more than one server is exposed as ``<server>___<name>`` (server name
+  reduced to ``[A-Za-z0-9_-]``), its original name kept in ``mcp_name``; names offered by
+  one server only are unchanged. The same name twice on the *same* server (or twice with
+  no server) cannot be told apart: the later one is skipped with a warning.
+"""
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import re
 import warnings
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Final
 
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 from ..errors import InputError
+from ..jsonio import canonical_json
 from ._text import MCP_NAME_RE
+
+#: Separator between the server and the tool name of a disambiguated tool (MCP docs).
+SERVER_SEPARATOR: Final = "___"
+#: The boolean MCP tool annotations (``ToolAnnotations``).
+HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+MAX_MCP_NAME: Final = 128
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -28,6 +64,19 @@ def schema_validator_class(schema: dict[str, Any]) -> Any:
         return validator_for(schema)
 
 
+@lru_cache(maxsize=4096)
+def _meta_schema_problem(text: str) -> tuple[str, str] | None:
+    """Where and why a schema (canonical JSON) fails its meta-schema. Cached: checking a
+    schema against the 2020-12 meta-schema takes milliseconds, and a pool copies each tool's
+    schema into several canaries and controls."""
+    schema = json.loads(text)
+    try:
+        schema_validator_class(schema).check_schema(schema)
+    except SchemaError as exc:
+        return _where(exc.absolute_path), exc.message
+    return None
+
+
 def check_input_schema(schema: Any, source: str, field: str) -> None:
     """Raise :class:`InputError` unless ``schema`` is a valid JSON Schema of ``type: object``."""
     if not isinstance(schema, dict):
@@ -36,12 +85,9 @@ def check_input_schema(schema: Any, source: str, field: str) -> None:
         )
     if "$schema" in schema and not isinstance(schema["$schema"], str):
         raise InputError(source, f"{field}.$schema", "expected a meta-schema URI string")
-    try:
-        schema_validator_class(schema).check_schema(schema)
-    except SchemaError as exc:
-        raise InputError(
-            source, field + _where(exc.absolute_path), f"not a valid JSON Schema: {exc.message}"
-        ) from exc
+    problem = _meta_schema_problem(canonical_json(schema))
+    if problem is not None:
+        raise InputError(source, field + problem[0], f"not a valid JSON Schema: {problem[1]}")
     if schema.get("type") != "object":
         raise InputError(
             source,
@@ -53,67 +99,233 @@ def check_input_schema(schema: Any, source: str, field: str) -> None:
         raise InputError(source, f"{field}.properties", "expected an object")
 
 
-def validate_tool_defs(obj: Any, source: str = "<tools>") -> list[dict[str, Any]]:
-    """Check a list of MCP tool definitions and return normalized deep copies.
+@dataclass(frozen=True)
+class Skip:
+    """A (tool, canary type) the generator did not build, and why.
 
-    Each returned dict has exactly ``name``, ``description`` and ``inputSchema`` (other
-    keys such as ``annotations`` or ``outputSchema`` are ignored).
-
-    Rules (decisions documented here):
-
-    - ``obj`` must be a list of objects (a ``{"tools": [...]}`` wrapper is unwrapped by
-      :func:`~canarykit.canaries.generate_command`, not here);
-    - ``name``: required, an MCP tool name ``^[A-Za-z0-9_.-]{1,128}$``, unique in the list
-      (canary names are always in the function-calling charset ``^[a-zA-Z0-9_-]{1,64}$``);
-    - ``description``: optional in MCP, so a missing one is read as ``""``; when present it
-      must be a string. An empty description is allowed: canary descriptions are then
-      built from the tool's name, so they are never empty;
-    - ``inputSchema``: required (MCP requires it, so a missing one is an error rather
-      than a guessed empty schema), a valid JSON Schema for its draft, with
-      ``type: "object"``.
+    ``type`` is ``"*"`` when the whole tool was skipped. ``warning`` marks a problem with
+    the input (an unusable definition, a schema that cannot host the type): ``strict``
+    turns those into errors. Skips by the fit rules (the type's defect means nothing for
+    the tool) are not warnings.
     """
+
+    tool: str
+    type: str
+    code: str
+    reason: str
+    warning: bool
+    field: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tool": self.tool,
+            "type": self.type,
+            "code": self.code,
+            "reason": self.reason,
+            "warning": self.warning,
+        }
+        if self.field:
+            out["field"] = self.field
+        return out
+
+    def line(self) -> str:
+        """One readable line: ``<tool> <type>: <reason>``."""
+        what = "all types" if self.type == "*" else self.type
+        where = f" [{self.field}]" if self.field else ""
+        return f"{self.tool}: {what}: {self.reason}{where}"
+
+
+@dataclass
+class ToolList:
+    """A validated tool list: the usable tools (normalized copies) and what was skipped."""
+
+    tools: list[dict[str, Any]]
+    skipped: list[Skip] = field(default_factory=list)
+    source: str = "<tools>"
+    #: position of each usable tool in the original list (for messages: ``tools[3]``)
+    positions: list[int] = field(default_factory=list)
+
+    def label(self, index: int) -> str:
+        """``tools[<i>] (<name>)``: where the index-th usable tool sits in the input."""
+        tool = self.tools[index]
+        pos = self.positions[index] if index < len(self.positions) else index
+        return f"tools[{pos}] ({tool.get('mcp_name', tool['name'])})"
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Exposed name -> ``server/original name`` of every disambiguated tool."""
+        return {
+            t["name"]: f"{t.get('server')}/{t['mcp_name']}" for t in self.tools if "mcp_name" in t
+        }
+
+
+def unwrap_tool_list(obj: Any, source: str) -> list[Any]:
+    """The list of definitions of a tool-list document (a list or ``{"tools": [...]}``)."""
+    if isinstance(obj, dict) and "tools" in obj:
+        obj = obj["tools"]
     if not isinstance(obj, list):
         raise InputError(
             source,
             "tools",
             f"expected a JSON list of MCP tool definitions, got {type(obj).__name__}",
         )
-    seen: dict[str, int] = {}
-    out: list[dict[str, Any]] = []
-    for i, tool in enumerate(obj):
+    return obj
+
+
+def server_prefix(server: str) -> str:
+    """``server`` reduced to the tool-name charset (``my.server`` -> ``my_server``)."""
+    s = re.sub(r"[^A-Za-z0-9_-]+", "_", server.strip())
+    return re.sub(r"_+", "_", s).strip("_-") or "server"
+
+
+def _fit_mcp_name(name: str) -> str:
+    if len(name) <= MAX_MCP_NAME:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return name[: MAX_MCP_NAME - 9].rstrip("_-.") + "_" + digest
+
+
+class _Problems:
+    """Collects per-tool problems; raises the first one in strict mode."""
+
+    def __init__(self, source: str, strict: bool) -> None:
+        self.source, self.strict = source, strict
+        self.skips: list[Skip] = []
+
+    def add(self, tool: str, type_: str, code: str, field: str, problem: str) -> None:
+        if self.strict:
+            raise InputError(self.source, field, problem)
+        self.skips.append(Skip(tool, type_, code, problem, True, field))
+
+
+def _metadata(
+    tool: Mapping[str, Any], label: str, name: str, problems: _Problems
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    title = tool.get("title")
+    if title is not None:
+        if isinstance(title, str):
+            out["title"] = title
+        else:
+            problems.add(name, "metadata", "invalid_metadata", f"{label}.title",
+                         f"expected a string, got {type(title).__name__}; title dropped")
+    ann = tool.get("annotations")
+    if ann is not None:
+        if not isinstance(ann, dict):
+            problems.add(name, "metadata", "invalid_metadata", f"{label}.annotations",
+                         f"expected an object, got {type(ann).__name__}; annotations dropped")
+        else:
+            kept: dict[str, Any] = {}
+            for key, value in ann.items():
+                if key in HINTS and not isinstance(value, bool):
+                    problems.add(name, "metadata", "invalid_metadata", f"{label}.annotations.{key}",
+                                 f"expected a boolean, got {value!r}; hint dropped")
+                elif key == "title" and not isinstance(value, str):
+                    problems.add(name, "metadata", "invalid_metadata", f"{label}.annotations.title",
+                                 f"expected a string, got {type(value).__name__}; dropped")
+                else:
+                    kept[key] = copy.deepcopy(value)
+            out["annotations"] = kept
+    out_schema = tool.get("outputSchema")
+    if out_schema is not None:
+        try:
+            check_input_schema(out_schema, "", "")
+        except InputError as exc:
+            problems.add(name, "metadata", "invalid_metadata", f"{label}.outputSchema{exc.field}",
+                         f"{exc.problem} (an MCP outputSchema is a JSON Schema of type object); "
+                         "outputSchema dropped")
+        else:
+            out["outputSchema"] = copy.deepcopy(out_schema)
+    return out
+
+
+def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> ToolList:
+    """Validate a tool list and return the usable tools and the skipped ones (see module doc).
+
+    Each returned tool is a deep copy with ``name`` (the exposed, unique name),
+    ``description`` (``""`` when missing), ``inputSchema`` and, when present, ``title``,
+    ``annotations``, ``outputSchema``, ``server`` and ``mcp_name`` (the name on its server,
+    when the exposed name was disambiguated). Other keys are ignored.
+    """
+    entries = unwrap_tool_list(obj, source)
+    problems = _Problems(source, strict)
+    parsed: list[tuple[int, str, str | None, dict[str, Any]]] = []
+    for i, tool in enumerate(entries):
         if not isinstance(tool, dict):
-            raise InputError(
-                source, f"tools[{i}]", f"expected an object, got {type(tool).__name__}"
-            )
+            problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}]",
+                         f"expected an object, got {type(tool).__name__}")
+            continue
         name = tool.get("name")
         if name is None:
-            raise InputError(source, f"tools[{i}].name", "missing (every tool needs a name)")
+            problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}].name",
+                         "missing (every tool needs a name)")
+            continue
         if not isinstance(name, str) or not MCP_NAME_RE.match(name):
-            raise InputError(
-                source,
-                f"tools[{i}].name",
-                f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}",
-            )
+            problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}].name",
+                         f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}")
+            continue
         label = f"tools[{i}] ({name})"
-        if name in seen:
-            raise InputError(
-                source, f"{label}.name", f"duplicate tool name (also tools[{seen[name]}])"
-            )
-        seen[name] = i
+        server = tool.get("server")
+        if server is not None and (not isinstance(server, str) or not server.strip()):
+            problems.add(name, "metadata", "invalid_metadata", f"{label}.server",
+                         f"expected a non-empty server name, got {server!r}; server dropped")
+            server = None
         description = tool.get("description", "")
         if description is None:
             description = ""
         if not isinstance(description, str):
-            raise InputError(
-                source,
-                f"{label}.description",
-                f"expected a string, got {type(description).__name__}",
-            )
+            problems.add(name, "*", "invalid_tool", f"{label}.description",
+                         f"expected a string, got {type(description).__name__}")
+            continue
         if "inputSchema" not in tool:
-            raise InputError(
-                source, f"{label}.inputSchema", "missing (MCP requires an inputSchema object)"
-            )
-        schema = tool["inputSchema"]
-        check_input_schema(schema, source, f"{label}.inputSchema")
-        out.append({"name": name, "description": description, "inputSchema": copy.deepcopy(schema)})
-    return out
+            problems.add(name, "*", "invalid_tool", f"{label}.inputSchema",
+                         "missing (MCP requires an inputSchema object)")
+            continue
+        try:
+            check_input_schema(tool["inputSchema"], source, f"{label}.inputSchema")
+        except InputError as exc:
+            problems.add(name, "*", "invalid_tool", exc.field, exc.problem)
+            continue
+        norm: dict[str, Any] = {
+            "name": name,
+            "description": description,
+            "inputSchema": copy.deepcopy(tool["inputSchema"]),
+        }
+        norm.update(_metadata(tool, label, name, problems))
+        if server is not None:
+            norm["server"] = server
+        parsed.append((i, name, server, norm))
+
+    servers_of: dict[str, set[str | None]] = {}
+    for _, name, server, _ in parsed:
+        servers_of.setdefault(name, set()).add(server)
+    seen: dict[tuple[str, str | None], int] = {}
+    taken: set[str] = {name for _, name, _, _ in parsed if len(servers_of[name]) == 1}
+    out: list[dict[str, Any]] = []
+    positions: list[int] = []
+    for i, name, server, norm in parsed:
+        key = (name, server)
+        if key in seen:
+            where = f"server {server!r}" if server is not None else "no server"
+            problems.add(name, "*", "duplicate_tool", f"tools[{i}] ({name}).name",
+                         f"duplicate tool name on {where} (also tools[{seen[key]}]); the later "
+                         "definition is skipped (give each tool its `server` to keep both)")
+            continue
+        seen[key] = i
+        if len(servers_of[name]) > 1 and server is not None:
+            exposed = _fit_mcp_name(f"{server_prefix(server)}{SERVER_SEPARATOR}{name}")
+            base, n = exposed, 2
+            while exposed in taken:
+                exposed = _fit_mcp_name(f"{base}_{n}")
+                n += 1
+            taken.add(exposed)
+            norm = {**norm, "name": exposed, "mcp_name": name}
+        out.append(norm)
+        positions.append(i)
+    return ToolList(out, problems.skips, source, positions)
+
+
+def validate_tool_defs(obj: Any, source: str = "<tools>") -> list[dict[str, Any]]:
+    """Check a tool list strictly (the first problem is an :class:`InputError`) and return
+    the normalized tools (see :func:`ingest_tools`)."""
+    return ingest_tools(obj, source, strict=True).tools

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final
 
 import polars as pl
@@ -44,7 +45,7 @@ _CITY = {"type": "string", "minLength": 1, "maxLength": 100,
 _MAX_RESULTS = {"type": "integer", "minimum": 1, "maximum": 10, "default": 5,
                 "description": "Maximum number of results to return (1-10, default 5)."}
 
-REAL_TOOLS: Final[tuple[ToolDef, ...]] = (
+_DEFINITIONS: Final[tuple[ToolDef, ...]] = (
     ToolDef(
         "get_weather",
         "Get the current weather for a city: temperature, feels-like temperature, conditions, "
@@ -169,6 +170,40 @@ REAL_TOOLS: Final[tuple[ToolDef, ...]] = (
     ),
 )
 
+#: MCP titles, shown by clients next to (or instead of) the name.
+_TITLES: Final[dict[str, str]] = {
+    "get_weather": "Current weather",
+    "get_forecast": "Weather forecast",
+    "get_air_quality": "Air quality",
+    "calculate": "Calculator",
+    "convert_units": "Unit converter",
+    "compute_statistics": "Descriptive statistics",
+    "read_file": "Read file",
+    "list_files": "List files",
+    "web_search": "Web search",
+    "news_search": "News search",
+    "query_database": "Query database",
+    "describe_table": "Describe table",
+}
+
+#: MCP tool annotations per server. Every tool is read-only, non-destructive and idempotent;
+#: weather and search reach the outside world (``openWorldHint``), the others a closed one.
+#: The canary generator reads these hints (which canary types fit a tool).
+_ANNOTATIONS: Final[dict[str, dict[str, bool]]] = {
+    server: {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": server in ("weather", "search"),
+    }
+    for server in ("weather", "math", "file", "search", "database")
+}
+
+REAL_TOOLS: Final[tuple[ToolDef, ...]] = tuple(
+    replace(t, title=_TITLES[t.name], annotations=dict(_ANNOTATIONS[t.server or ""]))
+    for t in _DEFINITIONS
+)
+
 _BY_NAME: Final[dict[str, ToolDef]] = {t.name: t for t in REAL_TOOLS}
 
 SERVERS: Final[dict[str, tuple[str, ...]]] = {
@@ -245,8 +280,9 @@ def execute(name: str, args: Any) -> ToolResult:
 
 
 def mcp_definitions() -> list[dict[str, Any]]:
-    """The MCP tool definitions (``name``, ``description``, ``inputSchema``) of every real tool."""
-    return [t.to_mcp() for t in REAL_TOOLS]
+    """The tool list of every real tool: its MCP definition (``name``, ``title``,
+    ``description``, ``inputSchema``, ``annotations``) and its ``server``."""
+    return [t.to_tool_list_entry() for t in REAL_TOOLS]
 
 
 def tool_table() -> pl.DataFrame:

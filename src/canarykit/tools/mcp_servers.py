@@ -9,32 +9,44 @@ Run one server over stdio::
 
     python -m canarykit.tools.mcp_servers weather
 
-Export the tool definitions of any MCP server (ours or a third party's), e.g. to generate
-canaries for it::
+Export the tool definitions of any MCP server (ours or a third party's, over stdio or
+streamable HTTP), e.g. to generate canaries for it::
 
     list_mcp_tools(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"])
+    list_mcp_tools(url="http://127.0.0.1:8000/mcp", server_name="docs")
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import os
+import re
+import shlex
 import sys
-from collections.abc import Sequence
-from typing import Any
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO, cast
 
 import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp_types import CallToolResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
-from ..errors import InputError
+from ..errors import CanaryKitError, InputError
 from . import SERVERS, execute, get_tool
 
-__all__ = ["ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools", "main", "serve_stdio"]
+__all__ = [
+    "ListToolsError", "ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools", "main",
+    "serve_stdio", "server_environment",
+]
 
 
 class ToolServer(MCPServer[Any]):
@@ -81,38 +93,201 @@ def serve_stdio(server: str) -> None:
     build_server(server).run("stdio")
 
 
-async def fetch_tool_definitions(command: Sequence[str], timeout_s: float = 60.0) -> list[dict[str, Any]]:
-    """Start the MCP server ``command`` over stdio and return its tools as MCP definitions.
+#: Seconds a server that wrote something that is not MCP has to start answering in MCP.
+NOT_MCP_GRACE_S = 5.0
 
-    Each definition is ``{"name", "description", "inputSchema"}``; pagination is followed.
-    """
-    if not command or not all(isinstance(c, str) and c for c in command):
-        raise InputError("<command>", "command", "expected a non-empty list of non-empty strings")
-    params = StdioServerParameters(command=command[0], args=list(command[1:]))
+
+class ListToolsError(CanaryKitError):
+    """Listing a server's tools failed: the message is one line naming the server and why."""
+
+
+def _root_causes(exc: BaseException) -> list[BaseException]:
+    """The leaf exceptions of an exception group (anyio task groups wrap every failure)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _root_causes(sub)]
+    return [exc]
+
+
+def _last_line(path: str) -> str:
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    lines = [ln for ln in lines if ln]
+    return lines[-1][:300] if lines else ""
+
+
+def server_environment(
+    env_keys: Sequence[str] = (), *, inherit: bool = False, source: str = "--env"
+) -> dict[str, str]:
+    """The environment given to a stdio server on top of the SDK's safe defaults (HOME,
+    PATH, ...): every variable of the caller with ``inherit``, and each ``KEY`` (the
+    caller's value) or ``KEY=VALUE`` of ``env_keys``. A ``KEY`` the caller has not set is
+    an error (a server that needs a token would otherwise fail obscurely)."""
+    env: dict[str, str] = dict(os.environ) if inherit else {}
+    for item in env_keys:
+        key, sep, value = item.partition("=")
+        if not key or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise InputError("<command line>", source, f"expected KEY or KEY=VALUE, got {item!r}")
+        if sep:
+            env[key] = value
+        elif key in os.environ:
+            env[key] = os.environ[key]
+        else:
+            raise InputError("<command line>", source, f"environment variable {key} is not set in this shell")
+    return env
+
+
+def _tool_entry(tool: MCPTool, server: str | None) -> dict[str, Any]:
+    """A tool-list entry: the MCP definition with its optional metadata, and the server."""
+    entry: dict[str, Any] = {"name": tool.name}
+    if tool.title is not None:
+        entry["title"] = tool.title
+    entry["description"] = tool.description or ""
+    entry["inputSchema"] = dict(tool.input_schema)
+    if tool.output_schema is not None:
+        entry["outputSchema"] = dict(tool.output_schema)
+    if tool.annotations is not None:
+        entry["annotations"] = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if server:
+        entry["server"] = server
+    return entry
+
+
+async def _list_session(session: ClientSession, server_name: str | None) -> list[dict[str, Any]]:
+    init = await session.initialize()
+    server = server_name or (init.server_info.name if init.server_info else None)
     out: list[dict[str, Any]] = []
-    with anyio.fail_after(timeout_s):
-        async with stdio_client(params) as streams, ClientSession(*streams) as session:
-            await session.initialize()
-            cursor: str | None = None
-            while True:
-                page = await session.list_tools(
-                    params=PaginatedRequestParams(cursor=cursor) if cursor else None
-                )
-                for tool in page.tools:
-                    out.append({
-                        "name": tool.name,
-                        "description": tool.description or "",
-                        "inputSchema": dict(tool.input_schema),
-                    })
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        out.extend(_tool_entry(tool, server) for tool in page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
     return out
 
 
-def list_mcp_tools(command: Sequence[str], timeout_s: float = 60.0) -> list[dict[str, Any]]:
+async def fetch_tool_definitions(
+    command: Sequence[str] | None = None,
+    timeout_s: float = 60.0,
+    *,
+    url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    server_name: str | None = None,
+) -> list[dict[str, Any]]:
+    """Connect to an MCP server and return its tools as a tool list.
+
+    Over stdio, ``command`` is started with the SDK's safe environment plus ``env``; with
+    ``url``, a streamable-HTTP server is reached. Each entry is the MCP definition
+    (``name``, ``title``, ``description``, ``inputSchema``, ``outputSchema``,
+    ``annotations``, as the server sends them) and ``server``: ``server_name``, else the
+    name the server gives in its ``initialize`` answer. Pagination is followed. Every
+    failure (a command that does not exist, a server that exits, no answer within
+    ``timeout_s``, an unreachable URL) is a :class:`ListToolsError` with one line.
+    """
+    if (command is None) == (url is None):
+        raise InputError("<command line>", "command", "give either a server command (after --) or --url")
+    if command is not None and (not command or not all(isinstance(c, str) and c for c in command)):
+        raise InputError("<command>", "command", "expected a non-empty list of non-empty strings")
+    if not (isinstance(timeout_s, int | float) and timeout_s > 0):
+        raise InputError("<command line>", "--timeout", f"expected a positive number of seconds, got {timeout_s!r}")
+    shown = shlex.join(command) if command is not None else ""
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    what = f"server {shown!r}" if command is not None else f"server at {url}"
+    sdk_log = logging.getLogger("mcp")
+    captured = _Captured()
+    saved = (sdk_log.propagate, sdk_log.level)
+    sdk_log.addHandler(captured)
+    sdk_log.propagate = False  # the SDK logs tracebacks for bad server output: we say it in one line
+    sdk_log.setLevel(logging.WARNING)
+    with tempfile.NamedTemporaryFile("w+", prefix="canarykit-mcp-stderr-", suffix=".log", delete=False) as errlog:
+        errlog_path = errlog.name
+        try:
+            with anyio.fail_after(timeout_s), anyio.CancelScope() as garbage:
+                captured.scope = garbage  # a server that answers something that is not MCP: stop now
+                if command is not None:
+                    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env or {}) or None)
+                    async with stdio_client(params, errlog=cast(TextIO, errlog)) as streams, ClientSession(*streams) as session:
+                        return await _list_session(session, server_name)
+                assert url is not None
+                async with streamable_http_client(url) as streams, ClientSession(*streams) as session:
+                    return await _list_session(session, server_name)
+            raise RuntimeError("the server's output is not MCP")
+        except BaseException as exc:  # noqa: BLE001 - every failure becomes one line
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            errlog.flush()
+            line = _failure_line(what, exc, timeout_s, errlog_path, command)
+            if captured.messages:
+                line = f"{what}: it answered with something that is not MCP: {captured.messages[0]}"
+            raise ListToolsError(line) from None
+        finally:
+            sdk_log.removeHandler(captured)
+            sdk_log.propagate, _ = saved
+            sdk_log.setLevel(saved[1])
+            with contextlib.suppress(OSError):
+                os.unlink(errlog_path)
+
+
+class _Captured(logging.Handler):
+    """Keeps the SDK's complaints about a server's output (one line each)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.scope: anyio.CancelScope | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage().strip().splitlines()
+        detail = ""
+        if record.exc_info and record.exc_info[1] is not None:
+            exc_text = str(record.exc_info[1]).strip().splitlines()
+            detail = next((ln.strip() for ln in exc_text if "input_value=" in ln), exc_text[-1].strip() if exc_text else "")
+        self.messages.append(f"{text[0] if text else record.levelname}{': ' + detail[:200] if detail else ''}")
+        if self.scope is not None and "parse" in record.getMessage().lower():
+            # some servers print a banner on stdout and then speak MCP: give them a moment
+            self.scope.deadline = min(self.scope.deadline, anyio.current_time() + NOT_MCP_GRACE_S)
+
+
+def _failure_line(
+    what: str, exc: BaseException, timeout_s: float, errlog: str, command: Sequence[str] | None
+) -> str:
+    causes = _root_causes(exc)
+    stderr = _last_line(errlog)
+    tail = f" (its last stderr line: {stderr})" if stderr else ""
+    for cause in causes:
+        if isinstance(cause, TimeoutError | anyio.get_cancelled_exc_class()):
+            return f"{what}: no answer within {timeout_s:g} s (raise --timeout){tail}"
+    for cause in causes:
+        if isinstance(cause, FileNotFoundError) and command is not None:
+            return f"{what}: cannot start it: command {command[0]!r} not found (is it installed and on PATH?)"
+        if isinstance(cause, PermissionError) and command is not None:
+            return f"{what}: cannot start it: {command[0]!r} is not executable"
+        if isinstance(cause, OSError) and command is not None:
+            return f"{what}: cannot start it: {cause.strerror or cause}"
+    for cause in causes:
+        name = type(cause).__name__
+        text = str(cause).strip().splitlines()[0] if str(cause).strip() else name
+        if command is None and ("Connect" in name or "connect" in text.lower()):
+            return f"{what}: cannot connect: {text}"
+        if command is not None and ("closed" in text.lower() or isinstance(cause, anyio.EndOfStream | anyio.BrokenResourceError | anyio.ClosedResourceError)):
+            return f"{what}: the server exited before answering{tail or ' (it wrote nothing to stderr)'}"
+    first = causes[0] if causes else exc
+    text = str(first).strip().splitlines()[0] if str(first).strip() else type(first).__name__
+    return f"{what}: {type(first).__name__}: {text}{tail}"
+
+
+def list_mcp_tools(
+    command: Sequence[str] | None = None,
+    timeout_s: float = 60.0,
+    *,
+    url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    server_name: str | None = None,
+) -> list[dict[str, Any]]:
     """Synchronous wrapper of :func:`fetch_tool_definitions`."""
-    return anyio.run(lambda: fetch_tool_definitions(command, timeout_s))
+    return anyio.run(lambda: fetch_tool_definitions(command, timeout_s, url=url, env=env, server_name=server_name))
 
 
 def main(argv: list[str] | None = None) -> int:

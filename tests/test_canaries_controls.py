@@ -1,0 +1,151 @@
+"""Matched-surface controls (issue 11): for every canary, a control that looks like it and
+works like the real tool; and the pool file that carries canaries, controls and skips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canarykit import tools
+from canarykit.canaries import (
+    DEFAULT_SUFFIXES,
+    build_pool,
+    control_for_task,
+    control_id,
+    instantiate_control,
+    is_control,
+    is_template,
+    load_controls,
+    load_pool,
+    load_pool_document,
+    run_canary,
+    suite_from_tasks,
+    task_case,
+    write_pool,
+)
+from canarykit.errors import InputError
+from canarykit.tasks import load_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = load_tasks(ROOT / "data" / "tasks.json")
+OFFICIAL = json.loads((Path(__file__).parent / "fixtures" / "mcp_servers" / "official.json").read_text())
+
+
+def pool(name: str = "standard", tool_list: Any = None) -> Any:
+    return build_pool(
+        tool_list if tool_list is not None else tools.mcp_definitions(), name, DEFAULT_SUFFIXES[name],
+        fit="fitted", controls=True, special_cases={"get_forecast": {"city": "Mumbai", "days": 3}},
+        suite=suite_from_tasks(TASKS, "tasks", tools.execute) if tool_list is None else None,
+    )
+
+
+@pytest.mark.parametrize("name", ["standard", "subtle"])
+def test_every_canary_has_a_control_with_its_surface(name: str) -> None:
+    result = pool(name)
+    controls = {c["control_of"]: c for c in result.controls}
+    assert len(controls) == len(result.canaries)
+    for c in result.canaries:
+        k = controls[c["id"]]
+        assert is_control(k) and not is_control(c)
+        assert k["id"] == control_id(c["type"], c["shadows"]) == f"control:{c['type']}:{c['shadows']}"
+        assert (k["name"], k["type"], k["shadows"], k["pool"]) == (c["name"], c["type"], c["shadows"], c["pool"])
+        assert k.get("title") == c.get("title") and k.get("annotations") == c.get("annotations")
+        assert 0.85 <= len(k["description"]) / len(c["description"]) <= 1.15, (c["description"], k["description"])
+        if c["type"] == "parameter_trap":
+            schema = json.loads(json.dumps(c["inputSchema"]))
+            del schema["properties"]["api_key"]
+            schema["required"].remove("api_key")
+            assert k["inputSchema"] == schema, "the same renamed parameters, no api_key"
+            assert "api_key" not in k["inputSchema"]["required"]
+        else:
+            assert k["inputSchema"] == c["inputSchema"]
+        if c["type"] in ("capability_mirage", "prerequisite_blindness", "granularity_trap"):
+            assert k["description"] == c["description"], "the same claim, made true by the behaviour"
+        else:
+            assert k["description"] != c["description"]
+            common = len(c["description"]) - len(c["description"].split(". ")[-1])
+            assert k["description"][:common] == c["description"][:common], "only the tell differs"
+        if c["type"] == "semantic_decoy":
+            assert "cached" not in k["description"].lower() and "lag the source" not in k["description"]
+        if c["type"] == "temporal_decoy":
+            assert k["name"].endswith("_2023") and "2023.1" in k["description"] and "as of March" not in k["description"]
+
+
+def test_controls_behave_exactly_like_the_real_tool() -> None:
+    result = pool()
+    controls = {(c["shadows"], c["type"]): c for c in result.controls}
+    checked = 0
+    for task in TASKS:
+        for step in task.plan:
+            real = tools.execute(step.tool, step.args)
+            for ctype in ("semantic_decoy", "capability_mirage", "prerequisite_blindness", "temporal_decoy"):
+                k = controls.get((step.tool, ctype))
+                if k is not None:
+                    assert run_canary(k, dict(step.args), tools.execute) == real
+                    checked += 1
+            trap = controls[(step.tool, "parameter_trap")]
+            renamed = trap["behaviour"]["renamed"]
+            shown = {renamed[a]: v for a, v in step.args.items()}
+            assert run_canary(trap, shown, tools.execute) == real, "renamed arguments map back"
+            checked += 1
+    assert checked > 400
+
+
+def test_granularity_controls_serve_the_tasks_own_case() -> None:
+    result = pool()
+    template = next(c for c in result.controls if c["id"] == "control:granularity_trap:get_forecast")
+    canary = next(c for c in result.canaries if c["id"] == "granularity_trap:get_forecast")
+    assert is_template(template)
+    with pytest.raises(ValueError, match="instantiate"):
+        run_canary(template, {}, tools.execute)
+    task = next(t for t in TASKS if t.id == "easy-005")  # the 5-day Mumbai forecast
+    assert task_case(task, "get_forecast") == {"city": "Mumbai", "days": 5}
+    offered = control_for_task(template, task, taken={canary["name"], "get_forecast"})
+    assert offered is not None and not is_template(offered)
+    assert offered["behaviour"]["args"] == {"city": "Mumbai", "days": 5}
+    assert offered["name"] == "get_forecast_mumbai_2", "the canary's form; unique in the tool list"
+    assert "for city=Mumbai, days=5 only" in offered["description"]
+    assert offered["description"].replace("days=5", "days=3") == canary["description"]
+    assert offered["inputSchema"] == canary["inputSchema"]
+    assert run_canary(offered, {"anything": 1}, tools.execute) == tools.execute("get_forecast", {"city": "Mumbai", "days": 5})
+    assert offered.get("title") == "Weather forecast (city=Mumbai, days=5)"
+    other = next(t for t in TASKS if "get_forecast" not in t.correct_tools)
+    assert control_for_task(template, other) is None, "a task that does not call the tool gets none"
+    plain = next(c for c in result.controls if c["type"] == "semantic_decoy")
+    assert control_for_task(plain, other) == plain
+    assert instantiate_control(plain, {"x": 1}) == plain
+
+
+def test_pool_file_carries_canaries_controls_and_skips(tmp_path: Path) -> None:
+    result = pool()
+    path = tmp_path / "standard.json"
+    write_pool(result, path)
+    doc = load_pool_document(path)
+    assert doc["format"] == "canarykit-pool" and doc["fit"] == "fitted" and doc["pool"] == "standard"
+    assert load_pool(path) == result.canaries and load_controls(path) == result.controls
+    assert [s["code"] for s in doc["skipped"]] == [s.code for s in result.skipped]
+    legacy = tmp_path / "legacy.json"
+    legacy.write_text(json.dumps(result.canaries))
+    assert load_pool(legacy) == result.canaries
+    with pytest.raises(InputError, match="--controls"):
+        load_controls(legacy)
+    broken = json.loads(path.read_text())
+    broken["controls"][0]["control_of"] = "semantic_decoy:nope"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(InputError, match=r"controls\[0\]\.control_of"):
+        load_pool(path)
+    broken["controls"][0].pop("control_of")
+    path.write_text(json.dumps(broken))
+    with pytest.raises(InputError, match="control_of"):
+        load_pool(path)
+
+
+def test_controls_on_real_servers_pass_the_canaries_checks() -> None:
+    result = pool(tool_list=OFFICIAL)
+    assert len(result.controls) == len(result.canaries) > 400
+    assert {c["behaviour"]["kind"] for c in result.controls} == {"passthrough", "renamed_passthrough", "task_case"}
+    for k in result.controls:
+        assert "api_key" not in k["inputSchema"].get("properties", {})

@@ -1,0 +1,235 @@
+"""Canaries that fit their tools (issue 11): fit rules, granularity cases, the task suite,
+the subtle pool's wording, and ``fit: paper`` reproducing the paper's pools exactly."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from canarykit import tools
+from canarykit.canaries import (
+    DEFAULT_SUFFIXES,
+    PAPER_MIRAGE_CLAIM,
+    PAPER_SUFFIXES,
+    RECORD_KEYS,
+    build_pool,
+    candidate_cases,
+    generate_command,
+    is_placeholder,
+    load_pool_document,
+    profile_tool,
+    read_task_suite,
+    suite_from_tasks,
+)
+from canarykit.errors import InputError
+from canarykit.tasks import load_tasks
+from canarykit.types import CANARY_TYPES
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+OFFICIAL = json.loads((FIXTURES / "mcp_servers" / "official.json").read_text())
+TASKS = ROOT / "data" / "tasks.json"
+PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())["canaries"]
+PAPER_CASES = {"get_forecast": {"city": "Mumbai", "days": 3}, "read_file": {"path": "config/settings.json"}}
+
+
+def suite() -> Any:
+    return suite_from_tasks(load_tasks(TASKS), str(TASKS), tools.execute)
+
+
+def fitted(pool: str = "standard", **kw: Any) -> Any:
+    return build_pool(
+        tools.mcp_definitions(), pool, DEFAULT_SUFFIXES[pool], fit="fitted", controls=True,
+        special_cases=PARAMS["special_cases"], suite=suite(), **kw,
+    )
+
+
+# --- fit: paper reproduces the paper -----------------------------------------------------
+
+
+@pytest.mark.parametrize("pool", ["standard", "subtle"])
+def test_paper_fit_reproduces_todays_72_canaries_exactly(pool: str) -> None:
+    """The fixture is the pool this generator wrote before fit modes existed (commit 45d75cc)."""
+    old = json.loads((FIXTURES / f"paper_pool_{pool}.json").read_text())
+    new = build_pool(tools.mcp_definitions(), pool, PAPER_SUFFIXES[pool], fit="paper",
+                     special_cases=PAPER_CASES, suite=suite())
+    keys = [k for k in RECORD_KEYS if k != "provenance"]
+    assert [{k: r[k] for k in keys} for r in new.canaries] == [{k: r[k] for k in keys} for r in old]
+    assert [r["provenance"]["transform"] for r in new.canaries] == [r["provenance"]["transform"] for r in old]
+    assert not new.skipped
+    # the paper's cases that serve a task are reported (not refused: this is the reproduction)
+    served = {c["canary"] for c in new.coincidences}
+    assert served == {"granularity_trap:convert_units", "granularity_trap:read_file",
+                      "granularity_trap:web_search", "granularity_trap:news_search"}
+    assert len({c["task"] for c in new.coincidences if "search" in c["canary"]}) == 8
+
+
+def test_paper_profile_generates_the_paper_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tools_json = tmp_path / "tools.json"
+    tools_json.write_text(json.dumps(tools.mcp_definitions()))
+    profile = ROOT / "src/canarykit/resources/profiles/paper.yaml"
+    out = tmp_path / "subtle.json"
+    assert generate_command(str(tools_json), str(out), pool="subtle", params_path=str(profile), tasks_json=str(TASKS)) == 0
+    old = json.loads((FIXTURES / "paper_pool_subtle.json").read_text())
+    assert [c["description"] for c in load_pool_document(out)["canaries"]] == [c["description"] for c in old]
+    assert "easy-025 (arguments)" in capsys.readouterr().err
+
+
+# --- fit: fitted -----------------------------------------------------------------------------
+
+
+#: The README's table: which of our tools get which types.
+EXPECTED = {
+    "get_weather": set(CANARY_TYPES),
+    "get_forecast": set(CANARY_TYPES),
+    "get_air_quality": set(CANARY_TYPES),
+    "calculate": {"parameter_trap", "capability_mirage", "granularity_trap"},
+    "convert_units": {"parameter_trap", "capability_mirage"},
+    "compute_statistics": {"parameter_trap", "capability_mirage"},
+    "read_file": set(CANARY_TYPES) - {"granularity_trap"},
+    "list_files": set(CANARY_TYPES),
+    "web_search": set(CANARY_TYPES) - {"granularity_trap"},
+    "news_search": set(CANARY_TYPES) - {"granularity_trap"},
+    "query_database": set(CANARY_TYPES) - {"granularity_trap"},
+    "describe_table": set(CANARY_TYPES),
+}
+
+
+def test_fitted_pool_of_our_tools_matches_the_fit_table() -> None:
+    pool = fitted()
+    got: dict[str, set[str]] = {}
+    for c in pool.canaries:
+        got.setdefault(c["shadows"], set()).add(c["type"])
+    assert got == EXPECTED
+    assert len(pool.canaries) == 57 and len(pool.skipped) == 15 and not pool.warnings
+    codes = {(s.tool, s.type): s.code for s in pool.skipped}
+    assert codes[("calculate", "semantic_decoy")] == "pure_function"
+    assert codes[("read_file", "granularity_trap")] == "case_coincides"
+    assert codes[("web_search", "granularity_trap")] == "no_natural_case"
+    cases = {c["shadows"]: c["behaviour"]["args"] for c in pool.canaries if c["type"] == "granularity_trap"}
+    assert cases["get_forecast"] == {"city": "Mumbai", "days": 3}, "the configured case"
+    assert cases["get_weather"] == {"city": "Mumbai"}, "Paris, the schema's first example, is a task's case"
+    assert cases["calculate"] == {"expression": "(1250 * 1.18) - 42.5"}, "the description's example"
+    assert cases["list_files"] == {"directory": "/"}
+
+
+def test_no_granularity_case_is_a_placeholder_or_a_tasks_case() -> None:
+    pool = fitted()
+    plans = [(s.tool, s.args) for t in load_tasks(TASKS) for s in t.plan]
+    for c in pool.canaries:
+        if c["type"] != "granularity_trap":
+            continue
+        args = c["behaviour"]["args"]
+        assert not any(is_placeholder(v, k) for k, v in args.items()), args
+        assert (c["shadows"], args) not in plans
+        assert not re.search(r"_(default|2_2|1|hello|notes_txt|quarterly_earnings|select_1)$", c["name"])
+
+
+def test_a_configured_case_a_task_needs_is_refused_naming_the_task() -> None:
+    with pytest.raises(InputError) as exc:
+        build_pool(tools.mcp_definitions(), "standard", DEFAULT_SUFFIXES["standard"], fit="fitted",
+                   special_cases={"read_file": {"path": "config/settings.json"}}, suite=suite(),
+                   special_cases_source="params.yaml", special_cases_field="canaries.special_cases")
+    assert exc.value.file == "params.yaml" and exc.value.field == "canaries.special_cases.read_file"
+    assert "easy-025" in exc.value.problem
+    with pytest.raises(InputError) as exc:  # the paper's search case serves 8 tasks' evidence
+        build_pool(tools.mcp_definitions(), "standard", DEFAULT_SUFFIXES["standard"], fit="fitted",
+                   special_cases={"news_search": {"query": "quarterly earnings report"}}, suite=suite())
+    assert "easy-034" in exc.value.problem and "every fact it needs" in exc.value.problem
+
+
+def test_the_task_file_check_works_from_the_command_line(tmp_path: Path) -> None:
+    tools_json = tmp_path / "tools.json"
+    tools_json.write_text(json.dumps(tools.mcp_definitions()))
+    params = tmp_path / "params.yaml"
+    params.write_text("canaries:\n  special_cases:\n    convert_units: {value: 5, from_unit: mi, to_unit: km}\n")
+    with pytest.raises(InputError, match="easy-016"):
+        generate_command(str(tools_json), str(tmp_path / "o.json"), params_path=str(params), tasks_json=str(TASKS))
+    assert len(read_task_suite(TASKS).tasks) == 120
+
+
+def test_fit_rules_read_annotations_then_verbs() -> None:
+    by_name = {t["name"]: t for t in OFFICIAL if t["server"] != "github-work"}
+    assert profile_tool(by_name["git_commit"]).writes and profile_tool(by_name["git_commit"]).basis == "annotations"
+    assert not profile_tool(by_name["git_log"]).writes
+    assert profile_tool(by_name["git_reset"]).destructive
+    assert profile_tool(by_name["create_or_update_file"]).writes and profile_tool(by_name["create_or_update_file"]).basis == "verb"
+    assert not profile_tool(by_name["search_repositories"]).writes
+    assert profile_tool(by_name["convert_time"]).pure and profile_tool(by_name["get-sum"]).pure
+    assert profile_tool(by_name["echo"]).pure
+    assert not profile_tool(by_name["get_current_time"]).pure, "the current time can be stale"
+    assert not profile_tool(by_name["add_issue_comment"]).pure and profile_tool(by_name["add_issue_comment"]).writes
+
+
+def test_no_cached_or_dated_decoy_on_write_tools_and_no_private_pure_function() -> None:
+    pool = build_pool(OFFICIAL, "standard", DEFAULT_SUFFIXES["standard"], fit="fitted")
+    for c in pool.canaries:
+        tool = next(t for t in OFFICIAL if c["upstream"]["name"] == t["name"] and c["upstream"]["server"] == t["server"])
+        p = profile_tool(tool)
+        if p.writes:
+            assert c["type"] not in ("semantic_decoy", "temporal_decoy", "granularity_trap"), c["id"]
+            assert "cached" not in c["description"].lower()
+            if c["type"] == "capability_mirage":
+                assert c["behaviour"]["kind"] == "preview"
+        if p.pure:
+            assert c["type"] not in ("semantic_decoy", "temporal_decoy", "prerequisite_blindness"), c["id"]
+
+
+# --- wording ----------------------------------------------------------------------------------
+
+
+def test_mirage_wording_is_varied_per_tool_and_keeps_the_tools_verb() -> None:
+    pool = build_pool(OFFICIAL, "standard", DEFAULT_SUFFIXES["standard"], fit="fitted")
+    mirages = [c for c in pool.canaries if c["type"] == "capability_mirage"]
+    openings = {c["description"].split(",")[0].split(" with ")[-1] for c in mirages}
+    assert len({m["description"][:60] for m in mirages}) > 0.8 * len(mirages)
+    assert not any(m["description"].startswith(PAPER_MIRAGE_CLAIM) for m in mirages)
+    real = {t["name"]: t for t in OFFICIAL}
+    for m in mirages:
+        first = (real[m["upstream"]["name"]]["description"] or "").split(".")[0][:25]
+        assert m["description"].startswith(first), (m["description"], first)
+    assert len(openings) > 3
+
+
+def test_subtle_pool_keeps_each_tell_but_softens_it() -> None:
+    standard, subtle = fitted("standard"), fitted("subtle")
+    assert [c["id"] for c in standard.canaries] == [c["id"] for c in subtle.canaries]
+    for a, b in zip(standard.canaries, subtle.canaries, strict=True):
+        assert (a["name"], a["inputSchema"], a["behaviour"]) == (b["name"], b["inputSchema"], b["behaviour"])
+    boast = re.compile(r"expert|state-of-the-art|research|unmatched|professional-grade|next-generation|hardest|ADVANCED", re.I)
+    for c in subtle.canaries:
+        if c["type"] == "capability_mirage":
+            assert not boast.search(c["description"]), c["description"]
+            assert not c["description"].startswith("Expert-level engine that goes beyond the standard tool")
+        if c["type"] == "semantic_decoy":
+            assert re.search(r"\blag", c["description"]), "the subtle decoy still says its data may lag"
+            assert "fast" not in c["description"]
+        if c["type"] == "temporal_decoy":
+            assert "2023" in c["description"]
+    for c in standard.canaries:
+        if c["type"] == "capability_mirage":
+            assert boast.search(c["description"])
+
+
+def test_candidate_cases_come_from_the_schema_only() -> None:
+    tool = {"name": "get_events", "description": "Events of a day, e.g. '2026-03-01'.",
+            "inputSchema": {"type": "object", "properties": {
+                "day": {"type": "string", "description": "The day"},
+                "calendar": {"type": "string", "enum": ["work", "home"]},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}},
+                "required": ["day", "calendar"]}}
+    assert candidate_cases(tool).cases[:2] == [{"day": "2026-03-01", "calendar": "work"},
+                                                {"day": "2026-03-01", "calendar": "home"}]
+    bare = {"name": "lookup", "description": "Look up.",
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}
+    assert candidate_cases(bare).cases == [] and candidate_cases(bare).missing == ["q"]
+    for value, param in (("default", "q"), ("Hello", "text"), ("user@example.com", "email"), ("City, Country", "city"),
+                         ("<path>", "path"), ([], "items"), ("", "q"), ("https://example.com/x", "url")):
+        assert is_placeholder(value, param), value
+    for value, param in (("Paris", "city"), ("America/New_York", "timezone"), (3, "days"), ("orders", "table")):
+        assert not is_placeholder(value, param), value
