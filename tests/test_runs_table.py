@@ -199,6 +199,7 @@ def test_metrics_json(tmp_path: Path) -> None:
         "runs": 3,
         "error_runs": 0,
         "zero_call_runs": 1,
+        "truncated_runs": 0,
     }
     m2 = m["full"]["standard"]["m2"]
     assert m2["runs"] == 2 and m2["error_runs"] == 1 and m2["csr"] == 0.0 and m2["recovery"] is None

@@ -17,6 +17,8 @@ per process (:func:`run_sync`), so async clients are never shared between event 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import random
 import threading
@@ -207,9 +209,31 @@ class _LoopThread:
         self.thread = threading.Thread(target=self.loop.run_forever, name="canarykit-model-layer", daemon=True)
         self.thread.start()
 
+    def close(self) -> None:
+        """Cancel what is left on the loop (LiteLLM's logging worker) and stop it, quietly."""
+        if self.pid != os.getpid() or not self.thread.is_alive():
+            return
+
+        async def cancel_rest() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):  # best effort at interpreter exit
+            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+def _close_bridge() -> None:
+    if _BRIDGE is not None:
+        _BRIDGE.close()
+
 
 _BRIDGE: _LoopThread | None = None
 _BRIDGE_LOCK = threading.Lock()
+atexit.register(_close_bridge)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -4,7 +4,8 @@ The loop sends a fixed system message and the task prompt with the offered tools
 function-calling form, executes every tool call against the environment (real tools through
 :mod:`canarykit.tools`, canaries through their runtime in :mod:`canarykit.canaries`), answers
 each with a ``role: tool`` message, and stops at an answer without tool calls (``completed``)
-or after ``max_turns`` model turns (``turn_limit``).
+or after ``max_turns`` model turns without a final answer (``truncated``: the run was cut off
+by the turn limit, which is not the same as failing the task; see README, "Truncated runs").
 
 Every call is recorded and answered, never dropped: a ``tool_call`` event followed by exactly
 one ``tool_result`` (the tool ran) or ``tool_error`` (the loop refused it). Arguments are
@@ -274,7 +275,7 @@ async def run_one(
     costs: list[float | None] = []
     n_calls = n_cached = 0
     final: str | None = None
-    status = "turn_limit"
+    status = "truncated"  # unless a final answer or a backend error ends the run first
     error = False
     context = None
     if backend.kind == "reference":

@@ -60,7 +60,7 @@ import polars as pl
 
 from ..errors import ConfigError, InputError
 from ..jsonio import atomic_write_bytes, write_json
-from ..records import RunRecord
+from ..records import RunRecord, normalise_status
 from .cache import ResponseCache
 from .calls import CallStats, ModelCaller, RetryPolicy
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
@@ -193,6 +193,7 @@ def _fast_finished(store: RunStore, run_id: str) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("run_id") != run_id or data.get("error") is not False or not isinstance(data.get("status"), str):
         return None
+    data["status"] = normalise_status(data["status"])
     return data
 
 
