@@ -1,8 +1,9 @@
 # Trap detection and judging read the run records; verdicts are cached by identity, so a
-# rerun judges only runs whose inputs changed.
+# rerun judges only runs whose inputs changed. LLM judges use the same model layer as the
+# agents (the retry policy's delays come from agent.retries).
 rule detect_and_judge:
     input:
-        index="results/runs/index.parquet",
+        index=rules.run_agents.output.index,
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
         code=package_code("detect.py", "judging", "runs_table.py", "tasks.py", "records.py"),
@@ -17,8 +18,11 @@ rule detect_and_judge:
     params:
         judge=config["judge"],
         models=config["models"],
-        store="results/runs/store",
+        retries=config["agent"]["retries"],
+        store=RUN_STORE,
     log:
         "results/logs/detect_and_judge.log",
+    benchmark:
+        "results/benchmarks/detect_and_judge.tsv"
     script:
         "../scripts/detect_and_judge.py"

@@ -28,6 +28,7 @@ def main(smk):
         smk.params.store,
         smk.output.index,
         smk.output.summary,
+        retry_gate=smk.input.retry,
     )
 
 
