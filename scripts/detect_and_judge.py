@@ -5,6 +5,7 @@ from pathlib import Path
 
 import polars as pl
 
+from canarykit.agents.runner import exit_with_parent
 from canarykit.agents.store import mark_failed_runs_for_retry
 from canarykit.jsonio import write_json
 from canarykit.runs_table import detect_and_judge, metrics_json
@@ -12,6 +13,7 @@ from canarykit.workflow import run_script
 
 
 def main(smk):
+    exit_with_parent()  # a killed snakemake must not leave this job spending on model calls
     judge = smk.params.judge
     detect_and_judge(
         smk.input.index,

@@ -60,6 +60,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -395,6 +396,33 @@ def _limit_callers(callers: Mapping[int, ModelCaller], providers: Mapping[int, s
     sems = {k: asyncio.Semaphore(max(1, n)) for k, n in limits.items()}
     for mi, c in callers.items():
         c.limiter = sems.get(providers[mi])
+
+
+def exit_with_parent(poll_s: float = 1.0) -> threading.Thread | None:
+    """End this process when the process that started it dies (e.g. ``kill -9`` of Snakemake).
+
+    Without it a killed ``snakemake`` leaves its run job behind, still spending on model calls.
+    A daemon thread watches ``getppid()`` (it changes only when the parent process dies; a
+    parent *thread* ending does not matter, unlike ``PR_SET_PDEATHSIG``) and sends this
+    process SIGTERM. Finished records are on disk (atomic writes), claims die with the
+    process, and the resume command re-executes only what is missing.
+    """
+    parent = os.getppid()
+    if parent <= 1:
+        return None
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                print("[canarykit runs] the parent process died: stopping (resume: see README, 'Failures and resuming')",
+                      file=sys.stderr, flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    t = threading.Thread(target=watch, name="canarykit-parent-watch", daemon=True)
+    t.start()
+    return t
 
 
 def _die_with_parent(parent_pid: int) -> None:
