@@ -6,7 +6,9 @@
 - >= 20% injected faults (429 with and without Retry-After, 500, timeouts, replies without
   choices) plus malformed arguments and unknown tool names: the study completes, no fault is
   recorded as a trap or a success, and a plain `snakemake` with the gateway healthy retries
-  exactly the failed runs and leaves none.
+  exactly the failed runs and leaves none (slow-marked: three Snakemake invocations; the
+  in-process version is tests/test_agents_faults.py);
+- the same with `dvc repro` (slow), the DVC cache included in the search for the key.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def test_keys_echoed_by_a_failing_gateway_reach_no_file_and_no_log(tmp_path: Pat
     assert all(c["judge"]["kind"] != "llm" for c in cached)
 
 
+@pytest.mark.slow
 def test_injected_faults_are_retried_and_never_recorded_as_traps_or_successes(tmp_path: Path) -> None:
     state: dict[str, Any] = {}
     with FakeOpenAIServer(lambda b, h, n: state["faults"](b, h, n)) as server:
@@ -113,7 +116,9 @@ def test_injected_faults_are_retried_and_never_recorded_as_traps_or_successes(tm
         agent = OracleAgent(repo / "data/tasks.json", misbehave={p["easy-001"]: "malformed", p["medium-001"]: "unknown"})
         faults = Faults(agent, rate=0.3, seed=7, always={p["hard-002"]})
         state["faults"] = faults
-        first = run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy")
+        # the per-run table is the target: the tables and figures add nothing here but minutes
+        target = "results/runs.parquet"
+        first = run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", target)
         assert faults.fault_rate >= 0.2, faults.counts
         assert all(faults.counts[k] > 0 for k in ("429-retry-after", "429", "500", "timeout", "no-choices")), faults.counts
         runs = pl.read_parquet(repo / "results/runs.parquet")
@@ -129,7 +134,7 @@ def test_injected_faults_are_retried_and_never_recorded_as_traps_or_successes(tm
 
         faults.healthy = True
         before = len(server.requests)
-        second = run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy")
+        second = run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", target)
         assert "run_agents" in second.stdout + second.stderr
         summary2 = json.loads((repo / "results/logs/run-summary.json").read_text())
         assert summary2["failed"] == 0 and summary2["executed"] == failed.height  # exactly the failed runs
@@ -138,7 +143,7 @@ def test_injected_faults_are_retried_and_never_recorded_as_traps_or_successes(tm
         runs2 = pl.read_parquet(repo / "results/runs.parquet")
         assert not runs2["error"].any() and runs2["success"].all() and not runs2["trapped"].any()
         assert (runs2["canary_calls"] == 0).all() and not runs2["truncated"].any()
-        again = run(repo, "snakemake", "--cores", "2", "-n")
+        again = run(repo, "snakemake", "--cores", "2", "-n", target)
         assert "Nothing to be done" in again.stdout + again.stderr
 
 
