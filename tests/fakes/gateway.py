@@ -82,6 +82,7 @@ class Faults:
         self.always = set(always)
         self.kinds = tuple(kinds)
         self.healthy = False
+        self._turn = 0
         self.counts: Counter[str] = Counter()
         self.lock = threading.Lock()
 
@@ -95,7 +96,10 @@ class Faults:
                 kind = "always-500"
             else:
                 # which requests fail is seeded; the kinds take turns, so every kind occurs
-                kind = self.kinds[self.counts["faults"] % len(self.kinds)] if self.rng.random() < self.rate else None
+                kind = None
+                if self.rng.random() < self.rate:
+                    kind = self.kinds[self._turn % len(self.kinds)]
+                    self._turn += 1
             if kind:
                 self.counts[kind] += 1
                 self.counts["faults"] += 1
