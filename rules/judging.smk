@@ -6,7 +6,11 @@ rule detect_and_judge:
         index=rules.run_agents.output.index,
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
-        code=package_code("detect.py", "judging", "runs_table.py", "tasks.py", "records.py"),
+        code=package_code(
+            "detect.py", "judging", "runs_table.py", "tasks.py", "records.py",
+            # the model layer LLM judges call through
+            "agents/backends.py", "agents/cache.py", "agents/calls.py", "agents/protocol.py", "agents/secrets.py",
+        ),
     output:
         runs="results/runs.parquet",
         calls="results/judge/calls.parquet",
