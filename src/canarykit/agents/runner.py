@@ -5,20 +5,20 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
 (JSON). Decisions:
 
 - **Reuse.** A stored record that finished (``error`` false) is reused as is. Records of
-  backend errors are executed again on the next invocation.
-- **Claims.** A model run is executed only under a claim on its identity in the run store
-  (:meth:`~.store.RunStore.try_claim`, a POSIX lock the kernel drops if the process dies), so
-  concurrent invocations, shards and cluster jobs on one store never execute (and pay for)
-  the same run (reference agents, free and deterministic, are not claimed):
-  a run claimed elsewhere is put back and taken up when the claim is released, and then its
-  record, finished by the other invocation, is reused (``reused``) instead of paid again.
-- **Failures in sight.** A failure that outlives the retries is printed grouped by model and
-  reason (``fake-gw: 12 runs failed: AuthenticationError (401) x 12``), counted per model in
-  the summary (``per_model.<m>.failures``), and marks the index's retry gate
-  (:func:`~.store.mark_retry_gate`) so that a plain ``snakemake``/``dvc repro`` retries them. Runs of one grid that share an
+  backend errors are executed again on the next invocation. Runs of one grid that share an
   identity (same model behaviour, tool list, task and turn limit: e.g. an ablation run whose
   tool list the subtler pool did not change) are executed once and the record is copied to
   the others (``deduplicated``, counted as reused).
+- **Claims.** A model run is executed only under a claim on its identity in the run store
+  (:meth:`~.store.RunStore.try_claim`, a POSIX lock the kernel drops if the process dies), so
+  concurrent invocations, shards and cluster jobs on one store never execute (and pay for)
+  the same run (reference agents, free and deterministic, are not claimed): a run claimed
+  elsewhere is put back and taken up when the claim is released, and then its record,
+  finished by the other invocation, is reused (``reused``) instead of paid again.
+- **Failures in sight.** A failure that outlives the retries is printed grouped by model and
+  reason (``fake-gw: 12 runs failed: AuthenticationError (401) x 12``), counted per model in
+  the summary (``per_model.<m>.failures``), and marks the index's retry gate
+  (:func:`~.store.mark_retry_gate`) so that a plain ``snakemake``/``dvc repro`` retries them.
 - **Concurrency.** ``agent.concurrency`` model runs are in flight at once (a global
   semaphore; one call in flight per run), and each provider's calls are also bounded by
   ``agent.provider_concurrency[provider]`` when given. Reference agents need no slot: they
@@ -35,7 +35,8 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   runs the reference lane meanwhile and writes the index and the summary. Grids with
   ``ollama``/``local`` models run in this process (their cost is the model, not the client).
 - **Retries.** ``agent.retries`` (exponential backoff, full jitter, ``Retry-After``
-  honoured; only 408/409/429/5xx/timeouts/connection errors). A failure that outlives them
+  honoured up to ``max_delay_s``; only 408/409/429/5xx, timeouts, connection errors and
+  malformed replies). A failure that outlives them
   gives a record with ``error: true``, status ``error`` and a ``backend_error`` event.
 - **Budget.** With ``agent.budget_usd`` set, no new model run starts once the spend of this
   invocation (costs litellm reports; unknown costs count 0; summed over all shards) reaches it. Finished records
