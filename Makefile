@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run test test-slow check bench report clean-results
+.PHONY: install install-local run resume test test-slow check bench report clean-results
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,14 @@ install-local: $(BIN)/.installed-local
 # The main job: the default study (reference agents, offline) from canaries to figures.
 run: install
 	$(BIN)/snakemake --cores $(CORES) --scheduler greedy
+
+# After a crash or a kill -9 of snakemake: drop its stale lock, then finish the study. Runs with
+# a finished record are reused, model calls already answered come from the response cache, and
+# runs still claimed by a live process are waited for, never executed twice. Pass your own
+# target or profile through SMK_ARGS (e.g. SMK_ARGS="--configfile my.yaml results/table1.csv").
+resume: install
+	$(BIN)/snakemake --unlock
+	$(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(SMK_ARGS)
 
 test: install
 	$(BIN)/python -m pytest

@@ -1,11 +1,16 @@
 # Trap detection and judging read the run records; verdicts are cached by identity, so a
-# rerun judges only runs whose inputs changed.
+# rerun judges only runs whose inputs changed. LLM judges use the same model layer as the
+# agents (the retry policy's delays come from agent.retries).
 rule detect_and_judge:
     input:
-        index="results/runs/index.parquet",
+        index=rules.run_agents.output.index,
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
-        code=package_code("detect.py", "judging", "runs_table.py", "tasks.py", "records.py"),
+        code=package_code(
+            "detect.py", "judging", "runs_table.py", "tasks.py", "records.py",
+            # the model layer LLM judges call through
+            "agents/backends.py", "agents/cache.py", "agents/calls.py", "agents/protocol.py", "agents/secrets.py",
+        ),
     output:
         runs="results/runs.parquet",
         calls="results/judge/calls.parquet",
@@ -17,8 +22,11 @@ rule detect_and_judge:
     params:
         judge=config["judge"],
         models=config["models"],
-        store="results/runs/store",
+        retries=config["agent"]["retries"],
+        store=RUN_STORE,
     log:
         "results/logs/detect_and_judge.log",
+    benchmark:
+        "results/benchmarks/detect_and_judge.tsv"
     script:
         "../scripts/detect_and_judge.py"

@@ -2,11 +2,12 @@
 
 from pathlib import Path
 
-from canarykit.agents.runner import run_grid
+from canarykit.agents.runner import exit_with_parent, run_grid
 from canarykit.workflow import run_script
 
 
 def main(smk):
+    exit_with_parent()  # a killed snakemake must not leave this job spending on model calls
     # Both directories are DVC outputs that persist between reproductions: they must exist
     # even when no model response is cached (reference agents).
     Path(smk.params.agent["cache_dir"]).mkdir(parents=True, exist_ok=True)
@@ -28,6 +29,7 @@ def main(smk):
         smk.params.store,
         smk.output.index,
         smk.output.summary,
+        retry_gate=smk.input.retry,
     )
 
 

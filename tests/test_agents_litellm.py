@@ -23,12 +23,13 @@ def spec(url: str) -> dict[str, Any]:
     return {"name": "gw", "backend": "litellm", "group": "test", "model": "openai/fake-model", "api_base": url, "api_key_env": KEY_ENV}
 
 
-def run_against(handler: Any, *, timeout_s: float = 5.0, attempts: int = 3, max_turns: int = 6) -> tuple[RunRecord, FakeOpenAIServer, CallStats]:
+def run_against(handler: Any, *, timeout_s: float = 5.0, attempts: int = 3, max_turns: int = 6,
+                max_delay_s: float = 0.05) -> tuple[RunRecord, FakeOpenAIServer, CallStats]:
     with FakeOpenAIServer(handler) as server:
         m = spec(server.url)
         backend = make_backend(m)
         stats = CallStats()
-        caller = ModelCaller(backend, retry=RetryPolicy(attempts, 0.01, 0.05), stats=stats, timeout_s=timeout_s)
+        caller = ModelCaller(backend, retry=RetryPolicy(attempts, 0.01, max_delay_s), stats=stats, timeout_s=timeout_s)
         rs = RunSpec(m, FakeTask(), "declared", "standard", 0, toolset(), max_turns)
         rec = asyncio.run(run_one(rs, backend, caller=caller, env=FAKE_ENV, timeout_s=timeout_s))
     return rec, server, stats
@@ -96,9 +97,59 @@ def test_429_is_retried_honouring_retry_after() -> None:
             return Reply(error_body("slow down", "rate_limit_error"), status=429, headers={"Retry-After": "1"})
         return Reply(completion("fine"))
 
-    rec, server, stats = run_against(handler)
+    rec, server, stats = run_against(handler, max_delay_s=5.0)
     assert rec.status == "completed" and len(server.requests) == 2 and stats.retries == 1
     assert times[1] - times[0] >= 0.95  # jitter alone would wait <= 0.01 s
+
+
+def test_retry_after_is_capped_by_the_configured_max_delay() -> None:
+    times: list[float] = []
+
+    def handler(body: Any, headers: dict[str, str], n: int) -> Reply:
+        times.append(time.monotonic())
+        if n == 0:
+            return Reply(error_body("come back in ten minutes", "rate_limit_error"), status=429, headers={"Retry-After": "600"})
+        return Reply(completion("fine"))
+
+    rec, server, _ = run_against(handler, max_delay_s=0.3)
+    assert rec.status == "completed" and len(server.requests) == 2
+    assert 0.25 <= times[1] - times[0] < 5  # waited the 0.3 s cap, not the server's 600 s
+
+
+@pytest.mark.parametrize("body", [
+    {**completion("x"), "choices": []},
+    {**completion("x"), "choices": [{"index": 0, "finish_reason": "stop"}]},
+    {**completion("x"), "choices": [{"index": 0, "message": None, "finish_reason": "stop"}]},
+    "not a completion",
+])
+def test_malformed_replies_are_retried_never_taken_as_an_answer(body: Any) -> None:
+    def handler(b: Any, headers: dict[str, str], n: int) -> Reply:
+        return Reply(body) if n == 0 else Reply(completion("the real answer"))
+
+    rec, server, stats = run_against(handler)
+    assert rec.status == "completed" and rec.final_answer == "the real answer"
+    assert len(server.requests) == 2 and stats.retries == 1
+    rec, server, _ = run_against(lambda b, h, n: Reply(body), attempts=2)
+    assert rec.error and rec.final_answer is None and len(server.requests) == 2
+    ev = rec.events[-1]
+    assert ev.kind == "backend_error" and ev.attempts == 2
+    assert "IndexError" not in (ev.message or "") and ev.error_type in ("MalformedResponse", "InternalServerError")
+
+
+def test_key_echoed_in_error_bodies_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    other = "other-models-key-0123456789"
+    monkeypatch.setenv("CANARYKIT_SECRET_ENVS", "CANARYKIT_TEST_OTHER_SECRET")
+    monkeypatch.setenv("CANARYKIT_TEST_OTHER_SECRET", other)
+
+    for status, sent in ((401, 1), (500, 2)):
+        def echo(b: Any, headers: dict[str, str], n: int, status: int = status) -> Reply:
+            return Reply(error_body(f"bad key {headers.get('authorization')} (also tried {other})"), status=status)
+
+        rec, server, _ = run_against(echo, attempts=2)
+        assert rec.error and len(server.requests) == sent and rec.events[-1].status_code == status
+        text = json.dumps(rec.to_dict())
+        assert SECRET not in text and other not in text
+        assert "***" in (rec.events[-1].message or "")
 
 
 def test_4xx_is_not_retried() -> None:

@@ -136,7 +136,7 @@ def test_gemma_runs_tasks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
     records = [read_record(p) for p in sorted((tmp_path / "store").rglob("*.json"))]
     assert sorted(r.task_id for r in records) == sorted(t.id for t in tasks)
     for rec in records:
-        assert rec.backend == "local" and not rec.error and rec.status in ("completed", "turn_limit")
+        assert rec.backend == "local" and not rec.error and rec.status in ("completed", "truncated")
         assert 1 <= rec.n_model_calls <= 3
         turns = [e for e in rec.events if e.kind == "model_turn"]
         assert len(turns) == rec.n_model_calls and all(e.usage is not None and e.usage.prompt_tokens > 0 for e in turns)

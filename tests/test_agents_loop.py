@@ -139,9 +139,9 @@ def test_missing_call_ids_get_deterministic_ids() -> None:
     assert rec.events[1].call_id == "call_0_0"
 
 
-def test_turn_limit() -> None:
+def test_turn_limit_gives_a_truncated_run() -> None:
     rec, _ = run([calls(("c", "add", '{"a": 1, "b": 1}'))] * 3, max_turns=3)
-    assert rec.status == "turn_limit" and rec.final_answer is None and rec.n_model_calls == 3 and not rec.error
+    assert rec.status == "truncated" and rec.truncated and rec.final_answer is None and rec.n_model_calls == 3 and not rec.error
 
 
 def test_backend_error_outliving_retries_gives_error_record() -> None:

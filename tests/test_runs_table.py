@@ -199,6 +199,7 @@ def test_metrics_json(tmp_path: Path) -> None:
         "runs": 3,
         "error_runs": 0,
         "zero_call_runs": 1,
+        "truncated_runs": 0,
     }
     m2 = m["full"]["standard"]["m2"]
     assert m2["runs"] == 2 and m2["error_runs"] == 1 and m2["csr"] == 0.0 and m2["recovery"] is None
@@ -321,3 +322,21 @@ def test_planted_agents_known_answer_end_to_end(tmp_path: Path) -> None:
         assert mine["canary_type"][0] == t and mine["rate"][0] > 0
         assert mine["rate"][1:].max() == 0.0
     assert runs["success"].null_count() == 0
+
+
+def test_truncated_column_is_an_optional_non_null_extra(tmp_path: Path) -> None:
+    cut = rec("ee08", ["get_weather"], model="m2", task_id="t2")
+    cut.status, cut.final_answer = "truncated", None
+    old = rec("ee09", ["get_weather"], model="m2", task_id="t2", seed=1)
+    old.status = "turn_limit"  # what earlier versions wrote
+    index, store = write_store(tmp_path, [*RECORDS, cut, old])
+    df = build_runs_table(index, store, None, verdicts({r.run_id: None for r in [*RECORDS, cut, old]}))
+    assert tuple(df.columns)[-1] == "truncated" and df.schema["truncated"] == pl.Boolean
+    flags = dict(zip(df["run_id"], df["truncated"], strict=True))
+    assert flags["ee08"] and flags["ee09"] and not flags["cc05"] and not flags["aa01"]
+    # other tools' run tables may leave the column out; when present it is never null
+    validate(df.drop("truncated"), RunsTable, "other.parquet")
+    with pytest.raises(InputError, match="truncated"):
+        validate(df.with_columns(pl.lit(None, dtype=pl.Boolean).alias("truncated")), RunsTable, "bad.parquet")
+    with pytest.raises(InputError):
+        validate(df.with_columns(pl.col("error").alias("truncated")), RunsTable, "bad.parquet")

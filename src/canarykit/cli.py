@@ -73,18 +73,12 @@ def _human_sheet(args: argparse.Namespace) -> int:
 
 
 def _validate_config(args: argparse.Namespace) -> int:
-    from .config import load_params, run_grid
+    from .config import check_study, load_params, run_grid
 
     cfg = load_params(args.params)
     grid = run_grid(cfg)
-    n_tasks = "?"
-    try:
-        from .tasks import load_tasks
-
-        n_tasks = str(len(load_tasks(cfg["study"]["tasks"])))
-    except CanaryKitError:
-        raise
-    print(f"{args.params}: valid. {len(cfg['models'])} agents, {n_tasks} tasks, grid {grid}, seeds {cfg['study']['seeds']}")
+    tasks = check_study(cfg, args.params)
+    print(f"{args.params}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}")
     return 0
 
 

@@ -1,8 +1,14 @@
 """params.yaml: loading, default filling and validation against resources/params.schema.yaml.
 
-The same function validates the config for the command line and for Snakemake
-(``rules/common.smk``), so an invalid value stops either with a message that names the key,
-e.g. ``params.yaml: canaries.pool: 'subtel' is not one of ['standard', 'subtle']``.
+The same functions validate the config for the command line (``canarykit validate-config``)
+and for Snakemake (``rules/common.smk``, so ``dvc repro`` too), so an invalid value stops
+either before anything runs, with a message that names the key, e.g.
+``params.yaml: canaries.pool: 'subtel' is not one of ['standard', 'subtle']``:
+
+- :func:`validate_params`: the schema (types, bounds, unknown keys) and the cross-key checks;
+- :func:`check_study`: what the configuration points at: the task suite ``study.tasks``
+  exists and is valid, and ``agent.max_turns`` leaves room for its longest canonical plan
+  plus the answer turn (:func:`turns_needed`).
 """
 
 from __future__ import annotations
@@ -108,6 +114,65 @@ def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
         ab["pool"] = "subtle" if cfg["canaries"]["pool"] == "standard" else "standard"
     if ab["enabled"] and ab["pool"] == cfg["canaries"]["pool"]:
         raise ConfigError(source, "ablation.pool", f"the ablation pool must differ from canaries.pool ({ab['pool']!r}); disable the ablation or pick the other pool")
+
+
+def turns_needed(task: Any) -> int:
+    """Model turns the oracle needs for ``task``: one per step of its canonical plan (a
+    reference agent makes one tool call per turn) plus the turn of the final answer."""
+    return len(task.plan) + 1
+
+
+def check_max_turns(cfg: dict[str, Any], tasks: Any, source: str = "params.yaml", *, warn: Any = None) -> None:
+    """Refuse an ``agent.max_turns`` below what the longest canonical plan needs.
+
+    Such a limit cuts the oracle off before its answer: the instrument then measures the
+    turn limit, not the model. With ``agent.allow_short_max_turns: true`` it only warns
+    (loudly, on stderr, or through ``warn``).
+    """
+    tasks = list(tasks)
+    if not tasks:
+        return
+    max_turns = int(cfg["agent"]["max_turns"])
+    need = max(turns_needed(t) for t in tasks)
+    if max_turns >= need:
+        return
+    short = [t for t in tasks if turns_needed(t) > max_turns]
+    worst = next(t for t in tasks if turns_needed(t) == need)
+    others = f" (and {len(short) - 1} other task{'s' if len(short) > 2 else ''})" if len(short) > 1 else ""
+    problem = (
+        f"{max_turns} is below what task {worst.id} needs ({len(worst.plan)} tool-call turns + 1 answer turn = "
+        f"{need}){others}; raise agent.max_turns to at least {need}, or set agent.allow_short_max_turns: true "
+        "to run anyway (runs cut off by the limit are recorded as truncated)"
+    )
+    if not cfg["agent"].get("allow_short_max_turns"):
+        raise ConfigError(source, "agent.max_turns", problem)
+    message = (f"canarykit: WARNING: {source}: agent.max_turns: {problem.split('; raise')[0]}. Running anyway "
+               f"(agent.allow_short_max_turns is true): the oracle will be cut off on {len(short)} tasks, so tsr "
+               "and its deltas partly measure the turn limit, not the models.")
+    if warn is not None:
+        warn(message)
+    else:
+        import sys
+
+        print(message, file=sys.stderr, flush=True)
+
+
+def check_study(cfg: dict[str, Any], source: str = "params.yaml", *, warn: Any = None) -> list[Any]:
+    """Check what a validated config points at; return the task suite.
+
+    ``study.tasks`` must name a readable, valid task file (a missing one is reported against
+    ``study.tasks`` in ``source``; a broken one names its own file and field), and
+    ``agent.max_turns`` must fit it (:func:`check_max_turns`).
+    """
+    from .tasks import load_tasks
+
+    path = Path(cfg["study"]["tasks"])
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise ConfigError(source, "study.tasks", f"the task file {str(path)!r} {what} (relative paths start at the working directory)")
+    tasks = load_tasks(path)  # an invalid suite names its own file and field
+    check_max_turns(cfg, tasks, source, warn=warn)
+    return tasks
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:

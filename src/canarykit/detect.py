@@ -25,6 +25,9 @@ Decisions (each is a place where the paper is silent or ambiguous):
   measured, as for canaries). If that canary's ``shadows`` is unknown, any of the task's
   correct tools counts. Only the first canary's shadow is used (not the shadows of later
   canaries): recovery is recovery from the sprung trap. ``recovered`` is NULL when not trapped.
+- **Truncated runs** (status ``truncated``: ``agent.max_turns`` model turns without a final
+  answer) are flagged ``truncated``. Their calls count like any run's (the agent did make
+  them); how tsr treats them is the statistics' business (README, "Truncated runs").
 - **Backend-error runs** (``record.error``) are excluded from every metric and counted
   separately. They keep a row with ``error`` true, and that row is inert in any aggregate
   even if a consumer forgets to filter on ``error``: counts 0, ``csr``/``recovered`` NULL,
@@ -78,6 +81,7 @@ RUN_METRIC_COLUMNS: Final[dict[str, Any]] = {
     **{f"present_{t}": pl.Boolean for t in CANARY_TYPES},
     **{f"trapped_{t}": pl.Boolean for t in CANARY_TYPES},
     "error": pl.Boolean,
+    "truncated": pl.Boolean,
 }
 
 
@@ -225,6 +229,7 @@ def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) ->
         row.update({f"present_{t}": False for t in CANARY_TYPES})
         row.update({f"trapped_{t}": False for t in CANARY_TYPES})
         row["error"] = True
+        row["truncated"] = False
         return row
     if calls is None:
         calls = classify_calls(record)
@@ -245,6 +250,7 @@ def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) ->
     row.update({f"present_{t}": t in present for t in CANARY_TYPES})
     row.update({f"trapped_{t}": t in sprung for t in CANARY_TYPES})
     row["error"] = False
+    row["truncated"] = record.truncated
     return row
 
 

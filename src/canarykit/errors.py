@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
+#: An error message quotes at most this many characters of the value it complains about.
+MAX_PROBLEM_CHARS = 600
+#: ... and lists at most this many lines (one per problem found).
+MAX_PROBLEM_LINES = 40
+
+
+def clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    """At most ``limit`` characters of ``text``: its head and tail, saying how much is left out.
+
+    Error messages quote the offending value (jsonschema's ``'<value>' is too long``); a 10 MB
+    task prompt must not make a 10 MB message (nor a 20 MB log).
+    """
+    if len(text) <= limit:
+        return text
+    head = (limit * 2) // 3
+    tail = limit - head
+    return f"{text[:head]}...[{len(text) - head - tail:,} characters elided]...{text[-tail:]}"
+
 
 class CanaryKitError(Exception):
     """Base class for every error canarykit reports to a user (exit status 2)."""
@@ -10,14 +28,18 @@ class CanaryKitError(Exception):
 class InputError(CanaryKitError):
     """A user-supplied file (config, task file, tool schema, ...) is invalid.
 
-    The message always names the file and the field, and says what was expected.
+    The message always names the file and the field, and says what was expected; the value
+    it quotes is clipped (:func:`clip`).
     """
 
     def __init__(self, file: str, field: str, problem: str) -> None:
-        self.file = str(file)
-        self.field = field
-        self.problem = problem
-        super().__init__(f"{self.file}: {field}: {problem}")
+        self.file = clip(str(file), 300)
+        self.field = clip(str(field), 300)
+        lines = str(problem).split("\n")
+        if len(lines) > MAX_PROBLEM_LINES:
+            lines = [*lines[: MAX_PROBLEM_LINES - 1], f"... and {len(lines) - MAX_PROBLEM_LINES + 1} more lines"]
+        self.problem = "\n".join(clip(line) for line in lines)
+        super().__init__(f"{self.file}: {self.field}: {self.problem}")
 
 
 class ConfigError(InputError):

@@ -36,7 +36,17 @@ EVENT_KINDS: tuple[str, ...] = (
 CallStatus = Literal["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"]
 CALL_STATUSES: tuple[str, ...] = ("ok", "invalid_arguments", "malformed_arguments", "unknown_tool")
 
-RunStatus = Literal["completed", "turn_limit", "error"]
+#: How a run ended: a final answer (``completed``), cut off by ``agent.max_turns`` without a
+#: final answer (``truncated``), or a backend error that outlived the retries (``error``).
+RunStatus = Literal["completed", "truncated", "error"]
+RUN_STATUSES: tuple[str, ...] = ("completed", "truncated", "error")
+#: Earlier versions called a truncated run ``turn_limit``: such records read as ``truncated``.
+LEGACY_STATUSES: dict[str, str] = {"turn_limit": "truncated"}
+
+
+def normalise_status(status: str) -> str:
+    """A run status in today's vocabulary (``turn_limit`` -> ``truncated``)."""
+    return LEGACY_STATUSES.get(status, status)
 
 
 @dataclass
@@ -116,7 +126,7 @@ class RunRecord:
     correct_tools: list[str]
     events: list[Event]
     final_answer: str | None
-    status: str
+    status: str  # RunStatus
     error: bool
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
@@ -126,6 +136,11 @@ class RunRecord:
     code_version: str = ""
     created_at: str = ""
     schema_version: int = RECORD_SCHEMA_VERSION
+
+    @property
+    def truncated(self) -> bool:
+        """Cut off by the turn limit without a final answer (its own outcome, not a failure)."""
+        return not self.error and normalise_status(self.status) == "truncated"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -170,7 +185,7 @@ class RunRecord:
             backend=d["backend"], condition=d["condition"], pool=d["pool"], seed=d["seed"],
             task_id=d["task_id"], difficulty=d["difficulty"], offered=offered,
             correct_tools=list(d["correct_tools"]), events=events,
-            final_answer=d.get("final_answer"), status=d["status"], error=d["error"],
+            final_answer=d.get("final_answer"), status=normalise_status(d["status"]), error=d["error"],
             usage=Usage(**d.get("usage", {})), cost_usd=d.get("cost_usd"),
             latency_s=float(d.get("latency_s", 0.0)), n_model_calls=int(d.get("n_model_calls", 0)),
             n_cached_calls=int(d.get("n_cached_calls", 0)), code_version=d.get("code_version", ""),

@@ -5,9 +5,10 @@
 judges' verdicts. Columns, in order: the :class:`canarykit.schemas.RunsTable` interface
 (``model, group, condition, pool, seed, task_id, difficulty, tool_calls, canary_calls, csr,
 trapped, recovered, success, error``, then ``present_T`` and ``trapped_T`` for the six types)
-and the extras ``run_id, backend, unknown_calls, zero_call, success_cross, judge_status``
-(``judge_status``: ``ok | unparseable | error`` from the primary judge, ``skipped`` for a
-backend-error run).
+and the extras ``run_id, backend, unknown_calls, zero_call, success_cross, judge_status,
+truncated`` (``judge_status``: ``ok | unparseable | error`` from the primary judge, ``skipped``
+for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without a final
+answer, never null, false for backend-error runs).
 
 :func:`detect_and_judge` is the command the Snakemake script calls: independence check,
 both judges (cached), the runs table, the per-call table, the judge-validation report and
@@ -24,6 +25,8 @@ from typing import Any, Final
 
 import polars as pl
 
+from .agents.calls import CallStats
+from .agents.secrets import config_secret_envs, register_secret_envs
 from .detect import csr_by, detect, load_records, recovery_rates, tsr_by
 from .errors import InputError
 from .jsonio import finite_or_none, write_json
@@ -63,6 +66,7 @@ EXTRA_COLUMNS: Final[tuple[str, ...]] = (
     "zero_call",
     "success_cross",
     "judge_status",
+    "truncated",
 )
 RUNS_COLUMNS: Final[tuple[str, ...]] = INTERFACE_COLUMNS + EXTRA_COLUMNS
 
@@ -205,10 +209,16 @@ def _r(x: Any) -> float | None:
 
 def metrics_json(df: pl.DataFrame) -> dict[str, Any]:
     """``{condition: {pool: {model: {csr, tsr, recovery, recovery_n, runs, error_runs,
-    zero_call_runs}}}}`` for a DVC metrics file (numbers rounded to 6 digits; every aggregate
-    excludes backend-error runs, which are counted in ``error_runs``; ``runs`` counts all)."""
+    zero_call_runs, truncated_runs}}}}`` for a DVC metrics file (numbers rounded to 6 digits;
+    every aggregate excludes backend-error runs, which are counted in ``error_runs``; ``runs``
+    counts all; ``tsr`` is over every judged run, truncated ones included: the headline tsr
+    treatment of truncated runs is the statistics' (``results/stats.json``))."""
     keys = ["condition", "pool", "model"]
-    base = df.group_by(keys).agg(pl.len().cast(pl.Int64).alias("runs"))
+    truncated = pl.col("truncated") if "truncated" in df.columns else pl.lit(False)
+    base = df.group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("runs"),
+        truncated.fill_null(False).sum().cast(pl.Int64).alias("truncated_runs"),
+    )
     table = (
         base.join(csr_by(df, keys), on=keys, how="left")
         .join(tsr_by(df, keys).select(*keys, "tsr"), on=keys, how="left")
@@ -226,6 +236,7 @@ def metrics_json(df: pl.DataFrame) -> dict[str, Any]:
             "runs": int(row["runs"]),
             "error_runs": int(row["error_runs"]),
             "zero_call_runs": int(row["zero_call_runs"]),
+            "truncated_runs": int(row["truncated_runs"]),
         }
     return out
 
@@ -247,13 +258,24 @@ def detect_and_judge(
     source: str = "params.yaml",
     completion_fn: Callable[..., Any] | None = None,
     retry_delay_s: float = 1.0,
+    retries: Mapping[str, Any] | None = None,
+    log: Any = None,
 ) -> dict[str, Any]:
     """Detect traps, judge every run with both judges and write the results.
 
     ``judge_cfg`` is the whole ``judge:`` block of params.yaml (``template``, ``primary``,
-    ``cross``, ``max_attempts``, ``stability``, ``human_sheet``, ``cache_dir``); ``models`` the
-    ``models:`` list (for the independence check); ``cache_dir`` the verdict cache
-    (``judge.cache_dir``; None disables it); ``tasks_path`` the task file (or the tasks).
+    ``cross``, ``max_attempts``, ``stability``, ``human_sheet``, ``cache_dir``, ``concurrency``,
+    ``budget_usd``); ``models`` the ``models:`` list (for the independence check and to find the
+    oracle); ``cache_dir`` the verdict cache (``judge.cache_dir``; None disables it, and the
+    judges' response cache with it); ``tasks_path`` the task file (or the tasks); ``retries``
+    the one retry policy (``agent.retries``: delays and the Retry-After cap; the attempts per
+    verdict are ``judge.max_attempts``).
+
+    LLM judges go through the model layer (:class:`~canarykit.judging.LLMJudge`), share one
+    budget and one response cache, and print their failures grouped by reason. Oracle runs are
+    checked against the task rubric (:func:`oracle_check`): any that does not pass is flagged
+    on stderr as a configuration or suite problem and listed in ``validation.json``
+    (``oracle_check``).
 
     Writes ``runs_out`` (validated parquet), ``verdicts_out_dir/{primary,cross}.parquet``
     and ``verdicts_out_dir/counts.json`` (judged vs reused per judge), ``validation_out``
@@ -285,35 +307,45 @@ def detect_and_judge(
     records = load_records(index_df, store_dir, str(index_path))
     tasks_source = str(tasks_path) if isinstance(tasks_path, str | os.PathLike) else "tasks"
     inputs = judge_inputs(records, load_task_map(tasks_path, tasks_source), tasks_source)
+    out = log if log is not None else sys.stderr
+    register_secret_envs(config_secret_envs({"models": models, "judge": judge_cfg}))
     cache = VerdictCache(cache_dir) if cache_dir is not None else None
-    options: dict[str, Any] = {**judge_options(judge_cfg), "retry_delay_s": retry_delay_s}
+    block = {**judge_cfg, "cache_dir": cache_dir}
+    options: dict[str, Any] = {**judge_options(block, retries, model_layer=True), "retry_delay_s": retry_delay_s}
     if completion_fn is not None:
         options["completion_fn"] = completion_fn
+    judge_stats: dict[str, CallStats] = {"primary": CallStats(), "cross": CallStats(), "stability": CallStats()}
 
-    primary_judge = make_judge(dict(primary_cfg), source=source, key="judge.primary", **options)
-    primary_df, primary_counts = judge_all(primary_judge, inputs, cache)
+    primary_judge = make_judge(dict(primary_cfg), source=source, key="judge.primary", **options, stats=judge_stats["primary"])
+    primary_df, primary_counts = judge_all(primary_judge, inputs, cache, label="primary")
     counts: dict[str, Any] = {"primary": primary_counts}
+    frames = {"primary": primary_df}
     cross_df: pl.DataFrame | None = None
     cross_judge = None
     if cross_cfg:
-        cross_judge = make_judge(dict(cross_cfg), source=source, key="judge.cross", **options)
-        cross_df, counts["cross"] = judge_all(cross_judge, inputs, cache)
+        cross_judge = make_judge(dict(cross_cfg), source=source, key="judge.cross", **options, stats=judge_stats["cross"])
+        cross_df, counts["cross"] = judge_all(cross_judge, inputs, cache, label="cross")
+        frames["cross"] = cross_df
     for role, c in counts.items():
         print(
             f"canarykit: judge {role}: {c['judged']} judged, {c['reused']} reused from the cache, "
-            f"{c['skipped']} error runs skipped, {c['unparseable']} unparseable",
-            file=sys.stderr,
+            f"{c['skipped']} error runs skipped, {c['unparseable']} unparseable, {c['error']} failed",
+            file=out,
         )
+        for line in verdict_failure_lines(role, frames[role]):
+            print(line, file=out)
 
     out_dir = Path(verdicts_out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     validate(primary_df, VerdictsTable, str(out_dir / "primary.parquet")).write_parquet(out_dir / "primary.parquet")
     if cross_df is not None:
         validate(cross_df, VerdictsTable, str(out_dir / "cross.parquet")).write_parquet(out_dir / "cross.parquet")
-    write_json(out_dir / "counts.json", counts)
 
     calls, metrics = detect(records)
     runs = assemble_runs_table(index_df, records, primary_df, cross_df, str(runs_out), metrics)
+    oracle = oracle_check(runs, models, inputs, primary_cfg, cross_cfg, primary_df, cross_df)
+    for line in oracle_lines(oracle):
+        print(line, file=out)
     Path(runs_out).parent.mkdir(parents=True, exist_ok=True)
     runs.write_parquet(Path(runs_out))
     if calls_out is not None:
@@ -336,7 +368,7 @@ def detect_and_judge(
                 dict(primary_cfg),
                 source=source,
                 key="judge.primary",
-                **{**options, "temperature": t},
+                **{**options, "temperature": t, "stats": judge_stats["stability"]},
             ),
             inputs,
             sample=int(stab_cfg.get("sample", 300)),
@@ -365,6 +397,120 @@ def detect_and_judge(
         "runs": runs.height,
         "error_runs": int(runs["error"].sum()),
         "zero_call_runs": int(runs["zero_call"].sum()),
+        "truncated_runs": int(runs["truncated"].sum()),
+        "oracle_check": oracle,
     }
+    counts["model_calls"] = {
+        role: {"requests": s.backend_calls, "cached": s.cached_calls, "retries": s.retries, "cost_usd": round(s.cost_usd, 8)}
+        for role, s in judge_stats.items()
+    }
+    write_json(out_dir / "counts.json", counts)
     write_json(validation_out, report)
     return report
+
+
+def verdict_failure_lines(role: str, verdicts: pl.DataFrame, *, limit: int = 10) -> list[str]:
+    """Console lines for a judge's failed verdicts, grouped by reason
+    (``judge primary: 12 verdicts failed: AuthenticationError (401) x 12``)."""
+    from .judging._llm import failure_reason
+
+    failed = verdicts.filter(pl.col("status") == "error")
+    if not failed.height:
+        return []
+    reasons: dict[str, int] = {}
+    for reason in failed["reason"].to_list():
+        key = failure_reason(reason or "")
+        reasons[key] = reasons.get(key, 0) + 1
+    ordered = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{k} x {n}" for k, n in ordered[:limit])
+    more = f", ... ({len(ordered) - limit} more reasons)" if len(ordered) > limit else ""
+    return [
+        f"canarykit: judge {role}: {failed.height} verdicts failed: {shown}{more}",
+        "canarykit: failed verdicts are never cached: the next plain `snakemake` (or `dvc repro`) judges them again",
+    ]
+
+
+def oracle_names(models: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the oracle reference agents of a ``models:`` list."""
+    return [str(m["name"]) for m in models if m.get("backend") == "reference" and m.get("agent") == "oracle"]
+
+
+def oracle_check(
+    runs: pl.DataFrame,
+    models: Sequence[Mapping[str, Any]],
+    inputs: Sequence[Any],
+    primary_cfg: Mapping[str, Any],
+    cross_cfg: Mapping[str, Any] | None,
+    primary_df: pl.DataFrame,
+    cross_df: pl.DataFrame | None,
+) -> dict[str, Any] | None:
+    """The instrument check: every oracle run must pass its task's rubric.
+
+    The oracle replays each task's canonical plan, so a run of it that does not pass (cut off
+    by the turn limit, a rubric its own plan cannot meet, a tool that changed) says the
+    configuration or the suite is broken, not the model. Uses the rubric judge's verdicts (the
+    primary's or the cross-judge's when one of them is ``rubric``, else grades the oracle runs
+    with the rubric here). ``None`` when the study has no oracle.
+
+    Returns ``{"judge": "rubric", "models": [...], "runs", "passed", "failed": n,
+    "pass_rate", "failures": [{run_id, model, task_id, condition, pool, seed, status, reason}],
+    "ok"}`` (``failures`` lists at most 200 runs).
+    """
+    names = oracle_names(models)
+    if not names:
+        return None
+    sub = runs.filter(pl.col("model").is_in(names))
+    if primary_cfg.get("kind") == "rubric":
+        verdicts = primary_df
+    elif cross_cfg and cross_cfg.get("kind") == "rubric" and cross_df is not None:
+        verdicts = cross_df
+    else:
+        from .judging import judge_all, make_judge
+
+        ids = set(sub["run_id"].to_list())
+        verdicts, _ = judge_all(make_judge({"kind": "rubric"}), [i for i in inputs if i.run_id in ids], None)
+    v = verdicts.select("run_id", pl.col("success").alias("_rubric"), pl.col("reason").alias("_reason"))
+    sub = sub.join(v, on="run_id", how="left")
+    passed = sub.filter(~pl.col("error") & ~pl.col("truncated") & (pl.col("_rubric") == True))  # noqa: E712
+    failed = sub.join(passed.select("run_id"), on="run_id", how="anti").sort("model", "condition", "pool", "seed", "task_id")
+    failures = []
+    for row in failed.head(200).iter_rows(named=True):
+        if row["error"]:
+            status, reason = "error", "backend error (the run is retried by the next invocation)"
+        elif row["truncated"]:
+            status, reason = "truncated", "cut off by agent.max_turns before its final answer"
+        else:
+            status, reason = "failed", row["_reason"] or "the rubric did not pass"
+        failures.append({"run_id": row["run_id"], "model": row["model"], "task_id": row["task_id"],
+                         "condition": row["condition"], "pool": row["pool"], "seed": int(row["seed"]),
+                         "status": status, "reason": reason})
+    n = sub.height
+    return {
+        "judge": "rubric",
+        "models": names,
+        "runs": n,
+        "passed": passed.height,
+        "failed": failed.height,
+        "pass_rate": (passed.height / n) if n else None,
+        "failures": failures,
+        "ok": failed.height == 0,
+    }
+
+
+def oracle_lines(check: Mapping[str, Any] | None, *, limit: int = 10) -> list[str]:
+    """Console lines of the oracle instrument check (a loud warning when any run fails)."""
+    if check is None:
+        return []
+    if check["ok"]:
+        return [f"canarykit: oracle check: {check['passed']}/{check['runs']} oracle runs pass the task rubric"]
+    lines = [
+        f"canarykit: WARNING: oracle check FAILED: {check['failed']} of {check['runs']} oracle runs do not pass "
+        "the task rubric. The oracle replays each task's canonical plan, so this is a configuration or "
+        "task-suite problem, not a result (see results/judge/validation.json, oracle_check):",
+    ]
+    for f in check["failures"][:limit]:
+        lines.append(f"canarykit:   {f['task_id']} ({f['model']}, {f['condition']}/{f['pool']}/seed {f['seed']}): "
+                     f"{f['status']}: {f['reason']}")
+    if check["failed"] > limit:
+        lines.append(f"canarykit:   ... and {check['failed'] - limit} more")
+    return lines

@@ -103,6 +103,9 @@ class RunsTable(pa.DataFrameModel):
     recovered: bool = pa.Field(nullable=True)
     success: bool = pa.Field(nullable=True)
     error: bool
+    #: Extra column (after the interface columns): the run reached agent.max_turns without a
+    #: final answer. Optional for run tables from other tools; never null when present.
+    truncated: Optional[bool] = pa.Field(nullable=False)  # noqa: UP045
 
     class Config:
         strict = False
@@ -118,6 +121,12 @@ class RunsTable(pa.DataFrameModel):
     def recovered_only_when_trapped(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
         return data.lazyframe.select(pl.col("trapped") | pl.col("recovered").is_null())
 
+    @pa.dataframe_check
+    def error_runs_are_not_truncated(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        if "truncated" not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.lit(True))
+        return data.lazyframe.select(~(pl.col("error") & pl.col("truncated")))
+
 
 class RunIndexTable(pa.DataFrameModel):
     """The runner's index (``results/runs/index.parquet``): one row per run of the grid."""
@@ -132,7 +141,8 @@ class RunIndexTable(pa.DataFrameModel):
     task_id: str
     difficulty: str = pa.Field(isin=list(DIFFICULTIES))
     run_id: str = pa.Field(unique=True)
-    status: str = pa.Field(isin=["completed", "turn_limit", "error"])
+    # turn_limit: what earlier versions called truncated (read as truncated)
+    status: str = pa.Field(isin=["completed", "truncated", "turn_limit", "error"])
     error: bool
     executed: bool
 

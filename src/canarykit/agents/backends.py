@@ -6,8 +6,10 @@ Every backend turns a :class:`~.protocol.ChatRequest` into a normalised
 job (:mod:`.calls`); backends make exactly one attempt.
 
 Keys come only from the environment variable a model spec names (``api_key_env``) and are
-passed to the client explicitly; nothing here records request arguments, and key values are
-scrubbed from error messages. litellm is imported only when a litellm/local model is used
+passed to the client explicitly; nothing here records request arguments, and every error
+message is scrubbed of every configured key (:func:`.secrets.scrub`) before it leaves.
+A malformed reply (no choices, a choice without a message) is a retryable
+:class:`~.protocol.BackendError` (``MalformedResponse``), never an empty final answer. litellm is imported only when a litellm/local model is used
 (the import costs seconds), with ``LITELLM_LOCAL_MODEL_COST_MAP`` set so it never fetches the
 cost map over the network.
 """
@@ -32,6 +34,10 @@ from .protocol import (
     is_retryable_status,
     register_backend,
 )
+from .secrets import scrub
+
+#: Characters of a provider's error text kept in a BackendError (after scrubbing).
+MAX_ERROR_CHARS = 1000
 
 #: Sent to endpoints that need no key (local servers, fake gateways): litellm would otherwise
 #: send OPENAI_API_KEY to a custom api_base.
@@ -100,10 +106,19 @@ def _exception_headers(exc: BaseException) -> dict[str, Any]:
 
 
 def _scrub(text: str, secret: str | None) -> str:
-    text = text[:1000]
-    if secret and secret != NO_KEY and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return text
+    """Scrub first (a key cut in half by clipping would no longer match), then clip."""
+    return scrub(text, [secret if secret != NO_KEY else None])[:MAX_ERROR_CHARS]
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]`` (LiteLLM objects and OpenAI-shaped dicts alike)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _malformed(problem: str) -> BackendError:
+    return BackendError(f"malformed response: {problem}", error_type="MalformedResponse", retryable=True)
 
 
 # --------------------------------------------------------------------------- litellm
@@ -116,7 +131,7 @@ class LiteLLMBackend:
 
     def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None, *, kind: str = "litellm",
                  api_base: str | None = None, model: str | None = None, scope_endpoint: str | None = None,
-                 default_decoding: Mapping[str, Any] | None = None) -> None:
+                 default_decoding: Mapping[str, Any] | None = None, completion_fn: Any = None) -> None:
         self.kind = kind
         self.model = str(model or spec.get("model") or "")
         if not self.model:
@@ -129,6 +144,9 @@ class LiteLLMBackend:
         self.cache_scope = {"endpoint": endpoint, "model": self.model, "decoding": self.decoding}
         self._litellm: Any = None
         self._price_unknown = False
+        #: A synchronous stand-in for ``litellm.completion`` (tests, custom clients): it gets the
+        #: same keyword arguments and its reply goes through the same checks and error mapping.
+        self.completion_fn = completion_fn
 
     def _api_key(self) -> str | None:
         if self.api_key_env:
@@ -139,7 +157,7 @@ class LiteLLMBackend:
         return NO_KEY if self.api_base else None
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        if self._litellm is None:
+        if self._litellm is None and self.completion_fn is None:
             self._litellm = import_litellm()
         litellm = self._litellm
         key = self._api_key()
@@ -158,7 +176,12 @@ class LiteLLMBackend:
             kwargs["api_key"] = key
         t0 = time.perf_counter()
         try:
-            resp = await litellm.acompletion(**kwargs)
+            if self.completion_fn is not None:
+                resp = self.completion_fn(**kwargs)
+            else:
+                resp = await litellm.acompletion(**kwargs)
+        except BackendError:
+            raise
         except Exception as exc:  # mapped and classified, never re-raised raw
             raise self._map_error(exc, key) from None
         latency = time.perf_counter() - t0
@@ -171,41 +194,60 @@ class LiteLLMBackend:
             status = int(status) if status is not None else None
         except (TypeError, ValueError):
             status = None
-        transient = isinstance(exc, litellm.Timeout | litellm.APIConnectionError | asyncio.TimeoutError | ConnectionError)
-        if isinstance(exc, litellm.Timeout):
+        transient_types: tuple[type[BaseException], ...] = (asyncio.TimeoutError, ConnectionError)
+        if litellm is not None:
+            transient_types += (litellm.Timeout, litellm.APIConnectionError)
+            if isinstance(exc, litellm.Timeout):
+                status = status or 408
+        if isinstance(exc, asyncio.TimeoutError):
             status = status or 408
         return BackendError(
             _scrub(str(exc), key),
             error_type=type(exc).__name__,
             status_code=status,
-            retryable=transient or is_retryable_status(status),
+            retryable=isinstance(exc, transient_types) or is_retryable_status(status),
             retry_after_s=parse_retry_after(_exception_headers(exc)),
         )
 
     def _normalise(self, resp: Any, latency: float) -> ChatResponse:
-        choice = resp.choices[0]
-        msg = choice.message
+        choices = _field(resp, "choices")
+        if not isinstance(choices, list | tuple) or not choices:
+            raise _malformed("the reply has no choices")
+        choice = choices[0]
+        msg = _field(choice, "message")
+        if msg is None:
+            raise _malformed("the first choice has no message")
         calls = []
-        for i, tc in enumerate(getattr(msg, "tool_calls", None) or []):
-            fn = tc.function
-            args = fn.arguments
+        for i, tc in enumerate(_field(msg, "tool_calls") or []):
+            fn = _field(tc, "function")
+            if fn is None:
+                raise _malformed(f"tool call {i} has no function")
+            args = _field(fn, "arguments")
             if args is None:
                 args = ""
             elif not isinstance(args, str):
-                args = canonical_json(args)
-            calls.append(ToolCall(id=str(tc.id or f"call_{i}"), name=str(fn.name or ""), arguments=args))
-        usage = getattr(resp, "usage", None)
-        u = Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+                try:
+                    args = canonical_json(args)
+                except (TypeError, ValueError):
+                    args = str(args)
+            calls.append(ToolCall(id=str(_field(tc, "id") or f"call_{i}"), name=str(_field(fn, "name") or ""), arguments=args))
+        content = _field(msg, "content")
+        if content is not None and not isinstance(content, str):
+            raise _malformed(f"the message content is a {type(content).__name__}, not text")
+        usage = _field(resp, "usage")
+        u = Usage(int(_field(usage, "prompt_tokens") or 0), int(_field(usage, "completion_tokens") or 0)) if usage else Usage()
         return ChatResponse(
-            content=msg.content,
+            content=content,
             tool_calls=calls,
-            finish_reason=choice.finish_reason,
+            finish_reason=_field(choice, "finish_reason"),
             usage=u,
             cost_usd=self._cost(resp),
             latency_s=latency,
         )
 
     def _cost(self, resp: Any) -> float | None:
+        if self._litellm is None or isinstance(resp, Mapping):
+            return None
         hidden = getattr(resp, "_hidden_params", None) or {}
         cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
         if cost is None and not self._price_unknown:
@@ -296,13 +338,15 @@ class OllamaBackend:
             )
         except ollama.ResponseError as exc:
             status = getattr(exc, "status_code", None)
-            raise BackendError(str(exc)[:1000], error_type="ResponseError", status_code=status, retryable=is_retryable_status(status)) from None
+            raise BackendError(_scrub(str(exc), None), error_type="ResponseError", status_code=status, retryable=is_retryable_status(status)) from None
         except httpx.TimeoutException as exc:
-            raise BackendError(f"timeout: {exc}", error_type="Timeout", status_code=408, retryable=True) from None
+            raise BackendError(_scrub(f"timeout: {exc}", None), error_type="Timeout", status_code=408, retryable=True) from None
         except (httpx.TransportError, ConnectionError) as exc:
-            raise BackendError(f"connection error: {exc}"[:1000], error_type=type(exc).__name__, retryable=True) from None
+            raise BackendError(_scrub(f"connection error: {exc}", None), error_type=type(exc).__name__, retryable=True) from None
         latency = time.perf_counter() - t0
-        msg = resp.message
+        msg = getattr(resp, "message", None)
+        if msg is None:
+            raise _malformed("the reply has no message")
         calls = [
             ToolCall(id=f"call_{request.turn}_{i}", name=str(tc.function.name), arguments=canonical_json(dict(tc.function.arguments or {})))
             for i, tc in enumerate(msg.tool_calls or [])

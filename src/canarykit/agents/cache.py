@@ -14,12 +14,19 @@ from typing import Any
 
 from ..jsonio import atomic_write_text, canonical_json, content_hash, safe_json_loads
 from .protocol import ChatResponse
+from .secrets import scrub_values
 
 CACHE_FORMAT = 1
 
 
-def response_key(scope: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
-    return content_hash({"format": CACHE_FORMAT, "scope": dict(scope), "messages": list(messages), "tools": list(tools)})
+def response_key(scope: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                 *, sample: int = 0) -> str:
+    """The cache key of a request; ``sample`` > 0 numbers a repeated draw of the same request
+    (a judge re-asked after an unparseable reply), which gets its own entry."""
+    ident: dict[str, Any] = {"format": CACHE_FORMAT, "scope": dict(scope), "messages": list(messages), "tools": list(tools)}
+    if sample:
+        ident["sample"] = int(sample)
+    return content_hash(ident)
 
 
 class ResponseCache:
@@ -46,4 +53,5 @@ class ResponseCache:
             return None
 
     def put(self, key: str, response: ChatResponse) -> None:
-        atomic_write_text(self.path(key), canonical_json({"key": key, "response": response.to_dict()}))
+        # A configured key echoed by a gateway inside a reply never reaches the disk either.
+        atomic_write_text(self.path(key), scrub_values(canonical_json({"key": key, "response": response.to_dict()})))

@@ -1,24 +1,37 @@
-"""One model call: response cache, concurrency limit, timeout and retries with backoff.
+"""The one model layer: every LLM call (agents, LLM judges, stability re-grading, canary
+rewording) goes through :class:`ModelCaller`: response cache, concurrency limit, timeout,
+budget and retries with backoff.
 
 Retries use exponential backoff with full jitter (delay drawn uniformly from
 ``[0, min(max_delay, base * 2**(attempt-1))]``) and wait at least the server's
-``Retry-After``. Only 408/409/429, 5xx, timeouts and connection errors are retried.
+``Retry-After``, capped by ``max_delay_s`` (a server cannot park a study for longer than the
+configured maximum). Only 408/409/429, 5xx, timeouts, connection errors and malformed
+responses (no choices, no message) are retried; the SDKs' own retries are off (backends make
+exactly one attempt), so ``max_attempts`` is the number of requests a call sends at most.
+Every error message is scrubbed of every configured key (:mod:`.secrets`) where it is made.
+
+Synchronous callers (judges, the rewriter) run their coroutines on one background event loop
+per process (:func:`run_sync`), so async clients are never shared between event loops.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import os
 import random
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .cache import ResponseCache, response_key
 from .protocol import Backend, BackendError, ChatRequest, ChatResponse
+from .secrets import scrub
 
-#: Never sleep longer than this for one retry, whatever a server's Retry-After says.
-MAX_RETRY_AFTER_S = 600.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,11 @@ class RetryPolicy:
         cap = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
         d = rng.uniform(0.0, max(cap, 0.0))
         if retry_after_s is not None and retry_after_s > 0:
-            d = max(d, min(retry_after_s, MAX_RETRY_AFTER_S))
+            d = max(d, min(retry_after_s, self.max_delay_s))
         return d
+
+    def with_attempts(self, max_attempts: int) -> RetryPolicy:
+        return RetryPolicy(max(1, int(max_attempts)), self.base_delay_s, self.max_delay_s)
 
 
 class BackendFailure(Exception):
@@ -64,8 +80,33 @@ class CallStats:
     cost_usd: float = 0.0
 
 
+class Budget:
+    """A spending limit (US dollars, as LiteLLM prices calls; unknown prices count 0).
+
+    Shared by the callers of one role (e.g. both judges); :class:`ModelCaller` sends no new
+    request once it is exhausted (the call fails with ``BudgetExhausted``, never retried).
+    """
+
+    def __init__(self, limit_usd: float | None) -> None:
+        self.limit_usd = None if limit_usd is None else float(limit_usd)
+        self.spent_usd = 0.0
+
+    def add(self, cost: float | None) -> None:
+        if cost:
+            self.spent_usd += float(cost)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.limit_usd is not None and self.spent_usd >= self.limit_usd
+
+
+def budget_exhausted_error(budget: Budget) -> BackendError:
+    return BackendError(f"the budget of ${budget.limit_usd} is spent (${budget.spent_usd:.4f}); raise it to continue",
+                        error_type="BudgetExhausted")
+
+
 class ModelCaller:
-    """Calls one backend through the cache, a concurrency limit and the retry policy."""
+    """Calls one backend through the cache, a concurrency limit, the budget and the retry policy."""
 
     def __init__(
         self,
@@ -77,6 +118,7 @@ class ModelCaller:
         stats: CallStats | None = None,
         timeout_s: float = 120.0,
         sleep: Any = asyncio.sleep,
+        budget: Budget | None = None,
     ) -> None:
         self.backend = backend
         self.cache = cache if backend.cacheable else None
@@ -84,37 +126,57 @@ class ModelCaller:
         self.limiter = limiter
         self.stats = stats or CallStats()
         self.timeout_s = timeout_s
+        self.budget = budget
         self._sleep = sleep
         self._rng = random.Random()
 
     async def __call__(self, request: ChatRequest) -> tuple[ChatResponse, bool]:
         """The response and whether it came from the cache. Raises :class:`BackendFailure`."""
+        resp, cached, _ = await self.call(request)
+        return resp, cached
+
+    async def call(
+        self, request: ChatRequest, *, max_attempts: int | None = None, sample: int = 0,
+    ) -> tuple[ChatResponse, bool, int]:
+        """The response, whether it came from the cache, and the requests it took.
+
+        ``max_attempts`` overrides the policy's attempts for this call (a caller with its own
+        per-item budget of requests, e.g. a judge's ``max_attempts`` per verdict). ``sample``
+        numbers repeated draws of one request (a judge re-asked after an unparseable reply, a
+        stability re-grading): the n-th draw has its own cache entry, so a rerun replays the
+        same sequence of answers. Raises :class:`BackendFailure` (``attempts`` = requests sent).
+        """
         key = None
         if self.cache is not None:
-            key = response_key(self.backend.cache_scope, request.messages, request.tools)
+            key = response_key(self.backend.cache_scope, request.messages, request.tools, sample=sample)
             hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cached_calls += 1
-                return hit, True
+                return hit, True, 0
         request.timeout_s = self.timeout_s
+        limit = self.retry.max_attempts if max_attempts is None else max(1, int(max_attempts))
         attempt = 0
         while True:
+            if self.budget is not None and self.budget.exhausted:
+                raise BackendFailure(budget_exhausted_error(self.budget), attempt)
             attempt += 1
             try:
                 self.stats.backend_calls += 1
                 resp = await self._once(request)
             except BackendError as exc:
-                if not exc.retryable or attempt >= self.retry.max_attempts:
+                if not exc.retryable or attempt >= limit:
                     raise BackendFailure(exc, attempt) from exc
                 self.stats.retries += 1
                 await self._sleep(self.retry.delay(attempt, self._rng, exc.retry_after_s))
                 continue
             if resp.cost_usd is not None:
                 self.stats.cost_usd += resp.cost_usd
+                if self.budget is not None:
+                    self.budget.add(resp.cost_usd)
             if key is not None and self.cache is not None:
                 # Off the event loop: the atomic write fsyncs.
                 await asyncio.to_thread(self.cache.put, key, resp)
-            return resp, False
+            return resp, False, attempt
 
     async def _once(self, request: ChatRequest) -> ChatResponse:
         if self.limiter is None:
@@ -132,7 +194,60 @@ class ModelCaller:
         except TimeoutError as exc:
             raise BackendError(f"no response within {self.timeout_s} s", error_type="Timeout", status_code=408, retryable=True) from exc
         except Exception as exc:  # an unexpected client failure: record it, never crash the grid
-            raise BackendError(f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__) from exc
+            raise BackendError(scrub(f"{type(exc).__name__}: {exc}")[:1000], error_type=type(exc).__name__) from None
         if not resp.latency_s:
             resp.latency_s = time.perf_counter() - t0
         return resp
+
+
+class _LoopThread:
+    """One event loop in a daemon thread, for synchronous callers of the async model layer."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="canarykit-model-layer", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        """Cancel what is left on the loop (LiteLLM's logging worker) and stop it, quietly."""
+        if self.pid != os.getpid() or not self.thread.is_alive():
+            return
+
+        async def cancel_rest() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):  # best effort at interpreter exit
+            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+def _close_bridge() -> None:
+    if _BRIDGE is not None:
+        _BRIDGE.close()
+
+
+_BRIDGE: _LoopThread | None = None
+_BRIDGE_LOCK = threading.Lock()
+atexit.register(_close_bridge)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion on the process's model-layer event loop and return its result.
+
+    One loop for every synchronous call of a process (judges, the rewriter), so clients that
+    bind to a loop (LiteLLM's async HTTP clients) are reused safely. Fork-safe: a child process
+    starts its own loop.
+    """
+    global _BRIDGE
+    with _BRIDGE_LOCK:
+        if _BRIDGE is None or _BRIDGE.pid != os.getpid() or not _BRIDGE.thread.is_alive():
+            _BRIDGE = _LoopThread()
+        bridge = _BRIDGE
+    if threading.current_thread() is bridge.thread:  # pragma: no cover - misuse guard
+        raise RuntimeError("run_sync called from the model-layer loop itself")
+    return asyncio.run_coroutine_threadsafe(coro, bridge.loop).result()

@@ -4,7 +4,8 @@ The loop sends a fixed system message and the task prompt with the offered tools
 function-calling form, executes every tool call against the environment (real tools through
 :mod:`canarykit.tools`, canaries through their runtime in :mod:`canarykit.canaries`), answers
 each with a ``role: tool`` message, and stops at an answer without tool calls (``completed``)
-or after ``max_turns`` model turns (``turn_limit``).
+or after ``max_turns`` model turns without a final answer (``truncated``: the run was cut off
+by the turn limit, which is not the same as failing the task; see README, "Truncated runs").
 
 Every call is recorded and answered, never dropped: a ``tool_call`` event followed by exactly
 one ``tool_result`` (the tool ran) or ``tool_error`` (the loop refused it). Arguments are
@@ -13,6 +14,11 @@ size cap. Not a JSON object: ``malformed_arguments``. A JSON object that fails t
 schema: ``invalid_arguments``, still a call of that tool; a real tool answers the validation
 error, a canary always answers with its own runtime (a parameter trap's "missing api_key" is
 its behaviour). A name that was not offered: ``unknown_tool``.
+
+Every tool result the model reads (a real tool's or a canary's) is capped at
+:data:`~canarykit.tools.MAX_RESULT_BYTES` (64 KiB) with a visible truncation marker, and every
+refusal quotes at most a few hundred characters of what the model sent; the record keeps
+what the model read and at most :data:`MAX_RECORDED_ARGUMENT_CHARS` of raw arguments.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ from typing import Any
 
 import jsonschema
 
+from ..errors import clip
 from ..jsonio import canonical_json, content_hash, safe_json_loads
 from ..records import Event, OfferedTool, RunRecord, Usage
+from ..tools._common import cap_result
 from ..types import ToolResult
 from .calls import BackendFailure, ModelCaller
 from .protocol import Backend, ChatRequest, ChatResponse, RunContext
@@ -46,6 +54,10 @@ LOOP_VERSION = f"loop-{LOOP_REVISION}-{content_hash({'revision': LOOP_REVISION, 
 
 #: Never parse more of one call's arguments than this (model output is hostile input).
 MAX_ARGUMENT_CHARS = 100_000
+#: Raw arguments kept in a record (the conversation itself keeps what the model sent).
+MAX_RECORDED_ARGUMENT_CHARS = 65_536
+#: Characters of a tool name kept in a record (longer names are never offered ones).
+MAX_RECORDED_NAME_CHARS = 1_000
 
 Evidence = list[tuple[str, dict[str, Any], ToolResult]]
 
@@ -192,7 +204,7 @@ Caller = Callable[[ChatRequest], Awaitable[tuple[ChatResponse, bool]]]
 
 
 def _error_text(message: str) -> str:
-    return canonical_json({"error": message})
+    return canonical_json({"error": clip(message)})
 
 
 def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -209,12 +221,16 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _safe_call(fn: Callable[..., ToolResult], *args: Any) -> ToolResult:
+    """Run a tool or a canary; never raises, and the result is capped in bytes."""
     try:
         res = fn(*args)
     except Exception as exc:  # tools and canaries never raise by contract; guard the loop anyway
         return ToolResult(content=_error_text(f"tool failed: {type(exc).__name__}: {exc}"), is_error=True)
     if not isinstance(res, ToolResult):
-        return ToolResult(content=str(res))
+        res = ToolResult(content=str(res))
+    content, truncated = cap_result(res.content)
+    if truncated:
+        return ToolResult(content=content, is_error=res.is_error, data=None)
     return res
 
 
@@ -226,7 +242,7 @@ def execute_call(
     args, problem = _parse_arguments(raw)
     status = "ok"
     if entry is None:
-        status, problem = "unknown_tool", f"unknown tool {name!r}: it is not among the offered tools"
+        status, problem = "unknown_tool", f"unknown tool {clip(repr(name), 200)}: it is not among the offered tools"
     elif args is None:
         status = "malformed_arguments"
     else:
@@ -237,7 +253,10 @@ def execute_call(
                 where = "/".join(str(p) for p in err.absolute_path)
                 parts.append(f"{where + ': ' if where else ''}{err.message}")
             status, problem = "invalid_arguments", f"invalid arguments for {name}: " + "; ".join(parts)
-    events.append(Event(kind="tool_call", turn=turn, call_id=call_id, name=name, arguments=args, raw_arguments=raw, status=status))
+    recorded_raw = raw if raw is None or len(raw) <= MAX_RECORDED_ARGUMENT_CHARS else clip(raw, MAX_RECORDED_ARGUMENT_CHARS)
+    recorded_name = name if len(name) <= MAX_RECORDED_NAME_CHARS else clip(name, MAX_RECORDED_NAME_CHARS)
+    events.append(Event(kind="tool_call", turn=turn, call_id=call_id, name=recorded_name, arguments=args,
+                        raw_arguments=recorded_raw, status=status))
     if entry is not None and args is not None and (status == "ok" or entry.canary is not None):
         if entry.canary is not None:
             result = _safe_call(env.run_canary, entry.canary, args, env.execute)
@@ -246,8 +265,8 @@ def execute_call(
         events.append(Event(kind="tool_result", turn=turn, call_id=call_id, name=name, content=result.content, is_error=bool(result.is_error)))
         evidence.append((name, args, result))
         return result.content
-    message = problem or "call refused"
-    events.append(Event(kind="tool_error", turn=turn, call_id=call_id, name=name, message=message, status=status))
+    message = clip(problem or "call refused")
+    events.append(Event(kind="tool_error", turn=turn, call_id=call_id, name=recorded_name, message=message, status=status))
     return _error_text(message)
 
 
@@ -274,7 +293,7 @@ async def run_one(
     costs: list[float | None] = []
     n_calls = n_cached = 0
     final: str | None = None
-    status = "turn_limit"
+    status = "truncated"  # unless a final answer or a backend error ends the run first
     error = False
     context = None
     if backend.kind == "reference":

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 from ..records import OfferedTool, Usage
+from .secrets import scrub
 
 if TYPE_CHECKING:
     from ..types import ToolResult
@@ -92,7 +93,8 @@ class ChatResponse:
 
 
 class BackendError(Exception):
-    """A model call failed. ``retryable`` follows the retry policy (429/5xx/timeouts/connection)."""
+    """A model call failed. ``retryable`` follows the retry policy (429/5xx/timeouts/connection,
+    malformed replies). The message is scrubbed of every configured key when it is made."""
 
     def __init__(
         self,
@@ -103,12 +105,19 @@ class BackendError(Exception):
         retryable: bool = False,
         retry_after_s: float | None = None,
     ) -> None:
+        message = scrub(message)
         super().__init__(message)
         self.message = message
         self.error_type = error_type
         self.status_code = status_code
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+
+
+    @property
+    def reason(self) -> str:
+        """``ErrorType (status)``: how failures are grouped in summaries."""
+        return f"{self.error_type} ({self.status_code})" if self.status_code else self.error_type
 
 
 #: HTTP statuses worth another attempt; every other 4xx is the request's fault.

@@ -9,6 +9,16 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   identity (same model behaviour, tool list, task and turn limit: e.g. an ablation run whose
   tool list the subtler pool did not change) are executed once and the record is copied to
   the others (``deduplicated``, counted as reused).
+- **Claims.** A model run is executed only under a claim on its identity in the run store
+  (:meth:`~.store.RunStore.try_claim`, a POSIX lock the kernel drops if the process dies), so
+  concurrent invocations, shards and cluster jobs on one store never execute (and pay for)
+  the same run (reference agents, free and deterministic, are not claimed): a run claimed
+  elsewhere is put back and taken up when the claim is released, and then its record,
+  finished by the other invocation, is reused (``reused``) instead of paid again.
+- **Failures in sight.** A failure that outlives the retries is printed grouped by model and
+  reason (``fake-gw: 12 runs failed: AuthenticationError (401) x 12``), counted per model in
+  the summary (``per_model.<m>.failures``), and marks the index's retry gate
+  (:func:`~.store.mark_retry_gate`) so that a plain ``snakemake``/``dvc repro`` retries them.
 - **Concurrency.** ``agent.concurrency`` model runs are in flight at once (a global
   semaphore; one call in flight per run), and each provider's calls are also bounded by
   ``agent.provider_concurrency[provider]`` when given. Reference agents need no slot: they
@@ -25,7 +35,8 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   runs the reference lane meanwhile and writes the index and the summary. Grids with
   ``ollama``/``local`` models run in this process (their cost is the model, not the client).
 - **Retries.** ``agent.retries`` (exponential backoff, full jitter, ``Retry-After``
-  honoured; only 408/409/429/5xx/timeouts/connection errors). A failure that outlives them
+  honoured up to ``max_delay_s``; only 408/409/429/5xx, timeouts, connection errors and
+  malformed replies). A failure that outlives them
   gives a record with ``error: true``, status ``error`` and a ``backend_error`` event.
 - **Budget.** With ``agent.budget_usd`` set, no new model run starts once the spend of this
   invocation (costs litellm reports; unknown costs count 0; summed over all shards) reaches it. Finished records
@@ -40,6 +51,7 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ctypes
 import io
@@ -49,6 +61,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -60,12 +73,13 @@ import polars as pl
 
 from ..errors import ConfigError, InputError
 from ..jsonio import atomic_write_bytes, write_json
-from ..records import RunRecord
+from ..records import RunRecord, normalise_status
 from .cache import ResponseCache
 from .calls import CallStats, ModelCaller, RetryPolicy
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
 from .protocol import Backend, make_backend
-from .store import RunStore, model_identity
+from .secrets import register_secret_envs
+from .store import RunStore, ensure_retry_gate, mark_retry_gate, model_identity
 
 #: Backends whose model runs may be sharded over processes: their calls cost client CPU
 #: (litellm's request building, response parsing, logging and cost lookup), not a local model.
@@ -80,6 +94,10 @@ INDEX_SCHEMA: dict[str, Any] = {
 }
 
 
+#: Seconds between two attempts to claim a run another invocation is executing.
+CLAIM_POLL_S = 0.25
+
+
 @dataclass
 class ModelTally:
     executed: int = 0
@@ -92,6 +110,8 @@ class ModelTally:
     cached_calls: int = 0
     retries: int = 0
     cost_usd: float = 0.0
+    #: failed runs by reason (``ErrorType (status)``)
+    failures: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,6 +141,8 @@ class _Planned:
     error: bool = False
     executed: bool = False
     copied: bool = False  # a copy of a run executed in this invocation (same identity)
+    late: bool = False  # finished by another invocation while this one waited for its claim
+    reason: str | None = None  # ErrorType (status) of a failed run
 
 
 class _Progress:
@@ -193,6 +215,7 @@ def _fast_finished(store: RunStore, run_id: str) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("run_id") != run_id or data.get("error") is not False or not isinstance(data.get("status"), str):
         return None
+    data["status"] = normalise_status(data["status"])
     return data
 
 
@@ -225,19 +248,73 @@ def _share(total: int, n: int, k: int) -> int:
     return total // n + (1 if k < total % n else 0)
 
 
+def failure_reason(rec: RunRecord) -> str | None:
+    """``ErrorType (status)`` of a failed run (from its ``backend_error`` event)."""
+    if not rec.error:
+        return None
+    ev = next((e for e in reversed(rec.events) if e.kind == "backend_error"), None)
+    if ev is None:
+        return "BackendError"
+    kind = ev.error_type or "BackendError"
+    return f"{kind} ({ev.status_code})" if ev.status_code else kind
+
+
 def _save_group(store: RunStore, group: list[_Planned], rec: RunRecord) -> None:
     store.save(rec)
     head = group[0]
-    head.status, head.error, head.executed = rec.status, rec.error, True
+    reason = failure_reason(rec)
+    head.status, head.error, head.executed, head.reason = rec.status, rec.error, True, reason
     for other in group[1:]:
         clone = _relabel(rec, other.spec)
         store.save(clone)
-        other.status, other.error, other.copied = clone.status, clone.error, True
+        other.status, other.error, other.copied, other.reason = clone.status, clone.error, True, reason
+
+
+def _reuse_if_finished(store: RunStore, group: list[_Planned]) -> bool:
+    """Under the claim: if another invocation finished this identity meanwhile, reuse it."""
+    head = group[0]
+    hit = _fast_finished(store, head.spec.run_id)
+    if hit is None:
+        return False
+    source: RunRecord | None = None
+    for p in group:
+        found = hit if p is head else _fast_finished(store, p.spec.run_id)
+        if found is None:
+            source = source or store.load(head.spec.run_id)
+            if source is None or source.error:  # pragma: no cover - replaced under our feet
+                return False
+            clone = _relabel(source, p.spec)
+            store.save(clone)
+            status = clone.status
+        else:
+            status = found["status"]
+        p.status, p.error, p.late = status, False, True
+    return True
+
+
+async def _run_claimed(
+    g: list[_Planned], store: RunStore, backend: Backend, caller: ModelCaller, env: Environment, timeout_s: float,
+) -> tuple[str, RunRecord | None]:
+    """Run one identity group under its claim: ``("deferred", None)`` when another process
+    holds it, ``("reused", None)`` when another invocation finished it, else
+    ``("executed", record)``. The file work runs in a thread (the event loop stays free)."""
+    head = g[0]
+    claim = await asyncio.to_thread(store.try_claim, head.spec.identity_hash)
+    if claim is None:
+        return "deferred", None
+    try:
+        if await asyncio.to_thread(_reuse_if_finished, store, g):
+            return "reused", None
+        rec = await run_one(head.spec, backend, caller=caller, env=env, timeout_s=timeout_s)
+        await asyncio.to_thread(_save_group, store, g, rec)  # fsyncs
+        return "executed", rec
+    finally:
+        claim.release()
 
 
 async def _model_lane(
     groups: Sequence[list[_Planned]],
-    claim: Callable[[], int],
+    next_index: Callable[[], int],
     slots: int,
     backends: Mapping[int, Backend],
     callers: Mapping[int, ModelCaller],
@@ -245,27 +322,41 @@ async def _model_lane(
     env: Environment,
     timeout_s: float,
     over_budget: Callable[[], bool],
-    on_done: Callable[[list[_Planned], RunRecord], None],
+    on_done: Callable[[list[_Planned], RunRecord | None, str], None],
 ) -> bool:
-    """Run model groups, ``slots`` at a time, claiming each with ``claim()`` (an index into
-    ``groups``; past the end means no work left). True if the budget stopped it."""
+    """Run model groups, ``slots`` at a time, taking each with ``next_index()`` (an index into
+    ``groups``; past the end means no new work) and running it under its claim; groups
+    claimed elsewhere wait in a queue and are retried every :data:`CLAIM_POLL_S` seconds.
+    True if the budget stopped it."""
     exhausted = False
+    waiting: collections.deque[list[_Planned]] = collections.deque()
+    cursor_done = False
 
     async def worker() -> None:
-        nonlocal exhausted
+        nonlocal exhausted, cursor_done
         while True:
             if over_budget():
                 exhausted = True
                 return
-            i = claim()
-            if i >= len(groups):
-                return
-            g = groups[i]
+            g: list[_Planned] | None = None
+            if not cursor_done:
+                i = next_index()
+                if i < len(groups):
+                    g = groups[i]
+                else:
+                    cursor_done = True
+            if g is None:
+                if not waiting:
+                    return
+                g = waiting.popleft()
             head = g[0]
-            rec = await run_one(head.spec, backends[head.model_idx], caller=callers[head.model_idx], env=env, timeout_s=timeout_s)
-            # Keep the event loop free while the records are fsynced.
-            await asyncio.to_thread(_save_group, store, g, rec)
-            on_done(g, rec)
+            how, rec = await _run_claimed(g, store, backends[head.model_idx], callers[head.model_idx], env, timeout_s)
+            if how == "deferred":
+                waiting.append(g)
+                if cursor_done:
+                    await asyncio.sleep(CLAIM_POLL_S)
+                continue
+            on_done(g, rec, how)
 
     await asyncio.gather(*(worker() for _ in range(min(slots, len(groups)))))
     return exhausted
@@ -280,7 +371,12 @@ async def _reference_lane(
     timeout_s: float,
     progress: _Progress,
 ) -> None:
-    """Reference agents: no slot, no I/O wait; yield to the event loop every 32 runs."""
+    """Reference agents: no slot, no I/O wait; yield to the event loop every 32 runs.
+
+    They are not claimed: a claim costs about as much as a reference run (a lock file created
+    and removed), and they pay nothing and answer deterministically, so two invocations
+    computing one at once would only write the same record twice.
+    """
     for i, g in enumerate(groups):
         head = g[0]
         rec = await run_one(head.spec, backends[head.model_idx], caller=callers[head.model_idx], env=env, timeout_s=timeout_s)
@@ -301,6 +397,33 @@ def _limit_callers(callers: Mapping[int, ModelCaller], providers: Mapping[int, s
     sems = {k: asyncio.Semaphore(max(1, n)) for k, n in limits.items()}
     for mi, c in callers.items():
         c.limiter = sems.get(providers[mi])
+
+
+def exit_with_parent(poll_s: float = 1.0) -> threading.Thread | None:
+    """End this process when the process that started it dies (e.g. ``kill -9`` of Snakemake).
+
+    Without it a killed ``snakemake`` leaves its run job behind, still spending on model calls.
+    A daemon thread watches ``getppid()`` (it changes only when the parent process dies; a
+    parent *thread* ending does not matter, unlike ``PR_SET_PDEATHSIG``) and sends this
+    process SIGTERM. Finished records are on disk (atomic writes), claims die with the
+    process, and the resume command re-executes only what is missing.
+    """
+    parent = os.getppid()
+    if parent <= 1:
+        return None
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                print("[canarykit runs] the parent process died: stopping (resume: see README, 'Failures and resuming')",
+                      file=sys.stderr, flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    t = threading.Thread(target=watch, name="canarykit-parent-watch", daemon=True)
+    t.start()
+    return t
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -337,7 +460,7 @@ def _shard_main(job: _ShardJob, k: int, conn: Any) -> None:
     try:
         stats = {mi: CallStats() for mi in job.backends}
         callers = _make_callers(job.backends, stats, job.cache, job.retry, job.timeout_s)
-        done: list[tuple[int, str, bool]] = []
+        done: list[tuple[int, list[tuple[str | None, bool]], str, str | None]] = []
         position = {id(g): i for i, g in enumerate(job.groups)}
         reported = 0.0
         shared = job.shared
@@ -348,16 +471,16 @@ def _shard_main(job: _ShardJob, k: int, conn: Any) -> None:
         def over_budget() -> bool:
             return job.budget is not None and shared.spend.value - reported + local_spend() >= job.budget
 
-        def on_done(g: list[_Planned], rec: RunRecord) -> None:
+        def on_done(g: list[_Planned], rec: RunRecord | None, how: str) -> None:
             nonlocal reported
-            done.append((position[id(g)], rec.status, rec.error))
+            done.append((position[id(g)], [(p.status, p.error) for p in g], how, g[0].reason))
             spend = local_spend()
             with shared.spend.get_lock():
                 shared.spend.value += spend - reported
             reported = spend
             with shared.done.get_lock():
                 shared.done.value += len(g)
-            if rec.error:
+            if rec is not None and rec.error:
                 with shared.errors.get_lock():
                     shared.errors.value += 1
 
@@ -426,11 +549,16 @@ async def _run_sharded(
                 failures.append(str(msg[1]))
                 return
             _, done, counts, exhausted = msg
-            for gi, status, error in done:
+            for gi, states, how, reason in done:
                 g = job.groups[gi]
-                g[0].status, g[0].error, g[0].executed = status, error, True
-                for other in g[1:]:
-                    other.status, other.error, other.copied = status, error, True
+                for j, (p, (status, error)) in enumerate(zip(g, states, strict=True)):
+                    p.status, p.error, p.reason = status, error, reason
+                    if how == "reused":
+                        p.late = True
+                    elif j == 0:
+                        p.executed = True
+                    else:
+                        p.copied = True
             for mi, (calls, cached, retries, cost) in counts.items():
                 s = stats[mi]
                 s.backend_calls += calls
@@ -497,8 +625,13 @@ def run_grid(
     env: Environment | None = None,
     tasks: Sequence[Any] | None = None,
     log: TextIO | None = None,
+    retry_gate: str | Path | None = None,
 ) -> RunSummary:
-    """Run (or reuse) every run of the grid; write the index and the summary. See the module doc."""
+    """Run (or reuse) every run of the grid; write the index and the summary. See the module doc.
+
+    ``retry_gate``: the index's retry gate (:func:`~.store.retry_gate_path`), marked when runs
+    failed so that the run rule is out of date until none do.
+    """
     t0 = time.monotonic()
     out = log if log is not None else sys.stderr
     check_api_keys(models)
@@ -509,6 +642,7 @@ def run_grid(
     env = env or default_environment()
     max_turns = int(agent_cfg.get("max_turns", 12))
     planned = plan_grid(models, tasks, pools, seeds, max_turns)
+    register_secret_envs(m.get("api_key_env") for m in models)
     store = RunStore(store_dir)
     summary = RunSummary(total=len(planned), budget_usd=agent_cfg.get("budget_usd"))
     for m in models:
@@ -581,9 +715,9 @@ def run_grid(
             def spent() -> float:
                 return sum(s.cost_usd for s in stats.values())
 
-            def on_done(g: list[_Planned], rec: RunRecord) -> None:
+            def on_done(g: list[_Planned], rec: RunRecord | None, how: str) -> None:
                 bar.spend = spent()
-                bar.tick(len(g), error=rec.error)
+                bar.tick(len(g), error=rec is not None and rec.error)
 
             async def main() -> None:
                 _limit_callers(callers, providers, provider_limits)
@@ -618,9 +752,15 @@ def run_grid(
             tally.deduplicated += 1
             summary.reused += 1
             summary.deduplicated += 1
+        elif p.late:  # finished by a concurrent invocation while this one waited
+            tally.reused += 1
+            summary.reused += 1
         if p.error:
             tally.failed += 1
             summary.failed += 1
+            reason = p.reason or "BackendError"
+            tally.failures[reason] = tally.failures.get(reason, 0) + 1
+            summary.failures[reason] = summary.failures.get(reason, 0) + 1
         spec = models[p.model_idx]
         rows.append({
             "model": name, "group": str(spec.get("group", "")), "backend": str(spec.get("backend", "")),
@@ -638,6 +778,11 @@ def run_grid(
     _write_index(rows, index_out)
     summary.elapsed_s = time.monotonic() - t0
     write_json(summary_out, summary.to_dict())
+    if retry_gate is not None:
+        if summary.failed:
+            mark_retry_gate(retry_gate, index_out, summary.failed)
+        else:
+            ensure_retry_gate(retry_gate)
     if progress:
         bar.spend = summary.cost_usd
         bar.tick(0, force=True)
@@ -650,7 +795,27 @@ def run_grid(
         if summary.budget_exhausted:
             print(f"[canarykit runs] budget of ${summary.budget_usd} reached: {summary.skipped} runs were not started; "
                   "raise agent.budget_usd and re-run to resume", file=out, flush=True)
+    for line in failure_lines(summary):
+        print(line, file=out, flush=True)
     return summary
+
+
+def failure_lines(summary: RunSummary, *, limit: int = 8) -> list[str]:
+    """Failed runs grouped by model and reason, e.g.
+    ``[canarykit runs] fake-gw: 12 runs failed: AuthenticationError (401) x 12``."""
+    lines = []
+    for name, tally in summary.per_model.items():
+        if not tally.failed:
+            continue
+        ordered = sorted(tally.failures.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{reason} x {n}" for reason, n in ordered[:limit])
+        more = f", ... ({len(ordered) - limit} more reasons)" if len(ordered) > limit else ""
+        every = " (every run of this model)" if tally.failed == tally.total else ""
+        lines.append(f"[canarykit runs] {name}: {tally.failed} runs failed{every}: {shown}{more}")
+    if lines:
+        lines.append("[canarykit runs] failed runs are kept out of every metric and retried by the next plain "
+                     "`snakemake` (or `dvc repro`); the reasons are in each run record's backend_error event")
+    return lines
 
 
 def _write_index(rows: Iterable[dict[str, Any]], path: str | Path) -> None:

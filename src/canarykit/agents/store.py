@@ -15,19 +15,45 @@ record to the other.
 The *run id* is the identity hash plus the run's coordinates (model name, group, condition,
 pool, seed, task), so every (model, condition, pool, seed, task) has its own record file,
 ``store_dir/<run_id[:2]>/<run_id>.json``, whose labels are its own.
+
+**Claims.** Before executing a run, a runner claims its identity (:meth:`RunStore.try_claim`):
+an exclusive POSIX record lock (``fcntl.lockf``) on ``<store>/../.<store name>.claims/<identity>.lock``.
+Two invocations (or shards, or cluster jobs) on one store thus never execute the same run at
+once; the second one waits and then reuses the first one's record. The kernel drops the lock
+when its process dies (``kill -9`` included), so a crashed run is claimable at once; on a
+shared filesystem the lock is held across nodes where the filesystem supports POSIX locks
+across clients (NFSv4, NFSv3 with NLM, Lustre mounted ``-o flock``, GPFS/Spectrum Scale,
+CephFS, BeeGFS): the lock server releases a crashed node's locks when its lease expires. On a
+mount without cross-node locking (NFS ``nolock`` or ``local_lock=all``, Lustre ``localflock``)
+claims only hold within a node. Records are written by atomic rename, which every POSIX
+filesystem provides.
+
+**Retry gate.** A run index that records failed runs marks its *retry gate*
+(:func:`mark_retry_gate`), a small file in the store that the run rule takes as input: the
+rule is then out of date for Snakemake (the gate is newer than the index) and the store has
+changed for DVC, so a plain ``snakemake`` or ``dvc repro`` re-executes exactly the failed runs.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import functools
+import os
+import re
+import socket
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..jsonio import atomic_write_text, content_hash, pretty_json
+from ..jsonio import atomic_write_text, content_hash, pretty_json, write_json
 from ..records import Event, OfferedTool, RunRecord, Usage, read_record
+from .secrets import configured_values, scrub_values
 
 #: Model-spec keys that name or group a model, or say where its key lives: not part of what
 #: the model does, so renaming or regrouping a model never re-runs it.
@@ -124,11 +150,103 @@ def record_dict(record: RunRecord) -> dict[str, Any]:
     return d
 
 
+#: Claims held by this process. POSIX locks belong to a process, so a second claim of the same
+#: identity from this process would succeed (and closing it would drop the first): refuse it here.
+_HELD: set[tuple[str, str]] = set()
+_HELD_PID = os.getpid()
+_HELD_LOCK = threading.Lock()
+
+
+def _hold_locally(claims_dir: Path, key: str) -> bool:
+    global _HELD_PID
+    with _HELD_LOCK:
+        if os.getpid() != _HELD_PID:  # a forked child holds none of its parent's locks
+            _HELD.clear()
+            _HELD_PID = os.getpid()
+        item = (str(claims_dir), key)
+        if item in _HELD:
+            return False
+        _HELD.add(item)
+        return True
+
+
+def _release_locally(claims_dir: Path, key: str) -> None:
+    with _HELD_LOCK:
+        _HELD.discard((str(claims_dir), key))
+
+
+class RunClaim:
+    """An exclusive claim on one run identity; :meth:`release` it when the record is saved."""
+
+    def __init__(self, store: RunStore, key: str, path: Path, fd: int) -> None:
+        self.store, self.key, self.path, self.fd = store, key, path, fd
+        self.released = False
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        try:
+            # Unlink while still holding the lock: a waiter that opened the old file sees, once
+            # it gets the lock, that the path no longer names it, and starts over.
+            os.unlink(self.path)
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+            self.store._release_local(self.key)
+
+    def __enter__(self) -> RunClaim:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
 class RunStore:
-    """Run records on disk, one JSON file each, written atomically."""
+    """Run records on disk, one JSON file each, written atomically; claims per run identity."""
 
     def __init__(self, store_dir: str | Path) -> None:
         self.dir = Path(store_dir)
+        self.claims_dir = self.dir.parent / f".{self.dir.name}.claims"
+        #: Configured key values, removed from every record at write time (none: no cost).
+        self._secrets = configured_values()
+
+    def try_claim(self, key: str) -> RunClaim | None:
+        """Claim run identity ``key`` without waiting; ``None`` if another process (or this
+        one) holds it. See the module doc for what the claim relies on."""
+        if not _hold_locally(self.claims_dir, key):
+            return None
+        try:
+            self.claims_dir.mkdir(parents=True, exist_ok=True)
+            path = self.claims_dir / f"{key}.lock"
+            while True:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    os.close(fd)
+                    if exc.errno in (errno.EACCES, errno.EAGAIN):
+                        self._release_local(key)
+                        return None
+                    raise
+                try:
+                    same = os.fstat(fd).st_ino == os.stat(path).st_ino
+                except FileNotFoundError:
+                    same = False
+                if not same:  # released (and unlinked) between our open and our lock: again
+                    os.close(fd)
+                    continue
+                note = f"{socket.gethostname()} pid {os.getpid()} since {datetime.now(UTC).isoformat()}\n"
+                os.ftruncate(fd, 0)
+                os.write(fd, note.encode("utf-8"))
+                return RunClaim(self, key, path, fd)
+        except BaseException:
+            self._release_local(key)
+            raise
+
+    def _release_local(self, key: str) -> None:
+        _release_locally(self.claims_dir, key)
 
     def path(self, run_id: str) -> Path:
         return self.dir / run_id[:2] / f"{run_id}.json"
@@ -149,7 +267,63 @@ class RunStore:
         return rec if rec is not None and not rec.error else None
 
     def save(self, record: RunRecord) -> Path:
-        """Write atomically, byte for byte what :func:`~canarykit.records.write_record` writes."""
+        """Write atomically, byte for byte what :func:`~canarykit.records.write_record` writes
+        (with any configured key value a reply may have echoed replaced by ``***``)."""
         p = self.path(record.run_id)
-        atomic_write_text(p, pretty_json(record_dict(record)))
+        text = pretty_json(record_dict(record))
+        if self._secrets:
+            text = scrub_values(text, self._secrets)
+        atomic_write_text(p, text)
         return p
+
+
+# --------------------------------------------------------------------------- retry gate
+
+RETRY_DIR = ".retry"
+
+
+def retry_gate_path(store_dir: str | Path, index_path: str | Path) -> Path:
+    """The retry gate of the run index ``index_path`` (one per index: one per run job)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(Path(index_path)).strip("/")) or "index"
+    return Path(store_dir) / RETRY_DIR / f"{slug}.json"
+
+
+def ensure_retry_gate(gate: str | Path) -> Path:
+    """Create the gate if it is missing, dated to the epoch (it never triggers a rerun by itself)."""
+    p = Path(gate)
+    if not p.exists():
+        write_json(p, {"failed": 0})
+        os.utime(p, (0, 0))
+    return p
+
+
+def failed_runs_in_index(index_path: str | Path) -> int:
+    """Rows of a run index marked ``error`` (0 when the index is missing or unreadable)."""
+    try:
+        import polars as pl
+
+        return int(pl.read_parquet(Path(index_path), columns=["error"])["error"].sum())
+    except Exception:  # noqa: BLE001 - no readable index: nothing to retry
+        return 0
+
+
+def mark_retry_gate(gate: str | Path, index_path: str | Path, failed: int) -> None:
+    """Record that ``index_path`` holds ``failed`` failed runs: the gate's content changes (DVC)
+    and its mtime passes the index's (Snakemake), so the run rule is out of date."""
+    p = Path(gate)
+    write_json(p, {"failed": int(failed), "index": str(index_path), "marked_at": datetime.now(UTC).isoformat(),
+                   "nonce": time.time_ns()})
+    try:
+        after = Path(index_path).stat().st_mtime + 1.0
+    except OSError:
+        after = time.time()
+    stamp = max(time.time(), after)
+    os.utime(p, (stamp, stamp))
+
+
+def mark_failed_runs_for_retry(index_path: str | Path, store_dir: str | Path) -> int:
+    """Mark the retry gate of ``index_path`` if it records failed runs; return their number."""
+    failed = failed_runs_in_index(index_path)
+    if failed:
+        mark_retry_gate(retry_gate_path(store_dir, index_path), index_path, failed)
+    return failed

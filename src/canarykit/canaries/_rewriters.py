@@ -1,7 +1,9 @@
 """Rewriters: reword a tool's name and description for the semantic and capability canaries.
 
 ``offline`` (the default) is a deterministic rewording from synonym tables and works for
-any tool name. ``llm`` asks a model through litellm at temperature 0 and persists every
+any tool name. ``llm`` asks a model at temperature 0 through the one model layer of
+:mod:`canarykit.agents` (the LiteLLM backend with the SDK's retries off, the shared retry
+policy, the key scrubber, optionally the response cache and a budget) and persists every
 rewording in a JSON cache keyed by the content hash of (model, prompt version, tool,
 type), so that the pool is generated once and reruns are byte-identical without a call.
 """
@@ -161,20 +163,8 @@ _SYSTEM = (
 )
 
 
-def _message_text(response: Any) -> str:
-    """The text of the first choice of a litellm (or OpenAI-shaped dict) response."""
-    choices = (
-        response["choices"] if isinstance(response, Mapping) else getattr(response, "choices", None)
-    )
-    if not choices:
-        raise RewriterError("the model returned no choices")
-    first = choices[0]
-    message = first["message"] if isinstance(first, Mapping) else getattr(first, "message", None)
-    content = (
-        message.get("content")
-        if isinstance(message, Mapping)
-        else getattr(message, "content", None)
-    )
+def _message_text(content: Any) -> str:
+    """The text of a model reply (the model layer has already checked its shape)."""
     if not isinstance(content, str) or not content.strip():
         raise RewriterError("the model returned an empty message")
     return content
@@ -210,13 +200,17 @@ def parse_rewording(text: str, original_name: str) -> tuple[str, str]:
 
 
 class LLMRewriter:
-    """Rewords through ``litellm.completion`` at temperature 0, with a persistent cache.
+    """Rewords through the model layer at temperature 0, with a persistent cache.
 
     The cache (``cache_path``, a JSON file) maps ``content_hash`` of (model, prompt
     version, tool definition, canary type) to the rewording; a hit never calls the model,
     so reruns are byte-identical. ``api_key_env`` names the environment variable holding
-    the key; without it a dummy key is sent (local OpenAI-compatible servers ignore it).
-    ``completion_fn`` replaces ``litellm.completion`` (tests inject a fake).
+    the key; without it a dummy key is sent to an ``api_base`` (local OpenAI-compatible
+    servers ignore it). ``completion_fn`` replaces ``litellm.completion`` (tests inject a
+    fake); its replies go through the same checks. ``max_attempts`` bounds the requests per
+    rewording (transport retries and re-asks after an unusable answer share it);
+    ``response_cache_dir`` and ``budget_usd`` give the rewriter the agents' response cache and
+    a spending limit; ``retry`` the delays of the shared retry policy.
     """
 
     name = "llm"
@@ -232,6 +226,9 @@ class LLMRewriter:
         completion_fn: CompletionFn | None = None,
         max_attempts: int = 3,
         timeout_s: float = 60.0,
+        response_cache_dir: str | os.PathLike[str] | None = None,
+        budget_usd: float | None = None,
+        retry: Any = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(
@@ -248,6 +245,11 @@ class LLMRewriter:
         self._completion_fn = completion_fn
         self.calls = 0
         self._cache = self._load_cache()
+        self._response_cache_dir = response_cache_dir
+        self._budget_usd = budget_usd
+        self._retry = retry
+        self._caller: Any = None
+        self._asked: dict[str, int] = {}
 
     def _load_cache(self) -> dict[str, dict[str, Any]]:
         if not self.cache_path.exists():
@@ -294,25 +296,35 @@ class LLMRewriter:
             key["style"] = style  # only a different prompt changes the key (old caches stay valid)
         return content_hash(key)
 
-    def _completion(self) -> CompletionFn:
-        if self._completion_fn is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+    def _model_caller(self) -> Any:
+        """The model layer's caller for this rewriter (built on first use)."""
+        if self._caller is None:
+            from ..agents.backends import LiteLLMBackend
+            from ..agents.cache import ResponseCache
+            from ..agents.calls import Budget, ModelCaller, RetryPolicy
+            from ..agents.secrets import register_secret_envs
 
-            self._completion_fn = litellm.completion
-        return self._completion_fn
+            register_secret_envs([self.api_key_env])
+            spec = {"name": "rewriter", "backend": "litellm", "model": self.model, "api_base": self.api_base,
+                    "api_key_env": self.api_key_env, "decoding": {"temperature": 0}}
+            backend = LiteLLMBackend(spec, completion_fn=self._completion_fn)
+            policy = self._retry if isinstance(self._retry, RetryPolicy) else RetryPolicy.from_config(self._retry)
+            self._caller = ModelCaller(
+                backend,
+                cache=ResponseCache(Path(self._response_cache_dir)) if self._response_cache_dir else None,
+                retry=policy.with_attempts(self.max_attempts),
+                timeout_s=self.timeout_s,
+                budget=Budget(self._budget_usd),
+            )
+        return self._caller
 
-    def _api_key(self) -> str:
-        if not self.api_key_env:
-            return "sk-no-key-needed"
-        key = os.environ.get(self.api_key_env)
-        if not key:
+    def _check_key(self) -> None:
+        if self.api_key_env and not os.environ.get(self.api_key_env):
             raise ConfigError(
                 "params.yaml",
                 "canaries.llm.api_key_env",
                 f"environment variable {self.api_key_env} is not set",
             )
-        return key
 
     def messages(
         self, tool: Mapping[str, Any], canary_type: str, style: str = "paper"
@@ -338,28 +350,29 @@ class LLMRewriter:
         hit = self._cache.get(key)
         if hit is not None:
             return hit["name"], hit["description"]
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": self.messages(tool, canary_type, style),
-            "temperature": 0,
-            "api_key": self._api_key(),
-            "timeout": self.timeout_s,
-        }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        completion = self._completion()
+        self._check_key()
+        from ..agents.calls import BackendFailure, run_sync
+        from ..agents.protocol import ChatRequest
+
+        caller = self._model_caller()
+        request = ChatRequest(messages=self.messages(tool, canary_type, style), tools=[], turn=0, timeout_s=self.timeout_s)
         problem = "no attempt made"
-        for _ in range(self.max_attempts):
+        used = 0
+        while used < self.max_attempts:
+            sample = self._asked.get(key, 0)
+            self._asked[key] = sample + 1
             self.calls += 1
             try:
-                name, description = parse_rewording(
-                    _message_text(completion(**kwargs)), str(tool["name"])
-                )
+                resp, _cached, sent = run_sync(caller.call(request, max_attempts=self.max_attempts - used, sample=sample))
+            except BackendFailure as fail:  # scrubbed, classified, already retried
+                problem = f"{fail.error.reason}: {fail.error.message}"
+                used += fail.attempts
+                break
+            used += max(1, sent)
+            try:
+                name, description = parse_rewording(_message_text(resp.content), str(tool["name"]))
             except RewriterError as exc:
                 problem = str(exc)
-                continue
-            except Exception as exc:  # network, provider and rate-limit errors of any backend
-                problem = f"{type(exc).__name__}: {exc}"
                 continue
             self._cache[key] = {
                 "name": name,
@@ -371,7 +384,7 @@ class LLMRewriter:
             return name, description
         raise RewriterError(
             f"llm rewriter ({self.model}) gave no usable rewording of tool {tool['name']!r} for "
-            f"{canary_type} after {self.max_attempts} attempts; last problem: {problem}"
+            f"{canary_type} after {used} attempts; last problem: {problem[:600]}"
         )
 
 

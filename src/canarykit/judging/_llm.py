@@ -1,18 +1,23 @@
-"""The LLM outcome judge (Appendix B): a filled template, temperature 0, a strict JSON verdict."""
+"""The LLM outcome judge (Appendix B): a filled template, temperature 0, a strict JSON verdict,
+sent through the same model layer as every agent (:class:`LLMJudge`)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from ..agents.backends import LiteLLMBackend
+from ..agents.cache import ResponseCache
+from ..agents.calls import BackendFailure, Budget, CallStats, ModelCaller, RetryPolicy, run_sync
+from ..agents.protocol import ChatRequest
+from ..agents.secrets import register_secret_envs, scrub
 from ..errors import ConfigError
 from ..jsonio import safe_json_loads
-from ._base import RAW_CAP, JudgeInput, Verdict, VerdictStatus, register_judge, truncate
+from ._base import RAW_CAP, JudgeInput, Verdict, register_judge, truncate
 
 #: Bump when :func:`parse_verdict` accepts or rejects differently (it keys the verdict cache).
 PARSER_VERSION: Final[str] = "1"
@@ -67,21 +72,24 @@ def parse_verdict(text: str) -> tuple[bool, str]:
     return obj["success"], obj["reason"]
 
 
-def _reply_text(response: Any) -> Any:
-    if isinstance(response, dict):
-        return response["choices"][0]["message"]["content"]
-    return response.choices[0].message.content
-
-
-def _litellm_completion(**kwargs: Any) -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm.completion(**kwargs)
-
-
 class LLMJudge:
-    """Grades a run by asking an LLM through litellm (any provider or OpenAI-compatible base)."""
+    """Grades a run by asking an LLM, through the one model layer of :mod:`canarykit.agents`.
+
+    The model is reached like an agent's (``LiteLLMBackend``: any provider or an
+    OpenAI-compatible ``api_base``; the SDK's own retries off) and called through a
+    :class:`~canarykit.agents.ModelCaller`: the shared retry policy (delays and the
+    ``Retry-After`` cap of ``agent.retries``), every error text scrubbed of every configured
+    key, malformed replies retried, the response cache (``judge.cache_dir``/responses) and the
+    judging budget (``judge.budget_usd``). ``max_attempts`` bounds the *requests* per verdict:
+    transport retries and re-asks after an unparseable reply draw on the same allowance, so a
+    failing judge with ``max_attempts: 3`` sends 3 requests per verdict, not 3 x the SDK's.
+
+    The n-th time this judge asks one exact prompt (a re-ask after an unparseable reply, a
+    stability re-grading at temperature > 0) is its own draw with its own cache entry, so a
+    rerun replays the same sequence of answers and repeats never collapse into one.
+    ``completion_fn`` replaces ``litellm.completion`` (tests inject canned replies); its reply
+    goes through the same checks.
+    """
 
     name = "llm"
     deterministic = False
@@ -99,6 +107,11 @@ class LLMJudge:
         max_attempts: int = 3,
         completion_fn: CompletionFn | None = None,
         retry_delay_s: float = 1.0,
+        retry: RetryPolicy | None = None,
+        response_cache: ResponseCache | None = None,
+        budget: Budget | None = None,
+        stats: CallStats | None = None,
+        concurrency: int = 8,
         source: str = "params.yaml",
         key: str = "judge",
     ) -> None:
@@ -112,10 +125,18 @@ class LLMJudge:
         self.timeout_s = timeout_s
         self.temperature = temperature
         self.max_attempts = max_attempts
-        self.completion_fn: CompletionFn = completion_fn or _litellm_completion
-        self.retry_delay_s = retry_delay_s
+        self.concurrency = max(1, int(concurrency))
         self.source = source
         self.key = key
+        register_secret_envs([api_key_env])
+        spec = {"name": key, "backend": "litellm", "model": model, "provider": provider, "api_base": api_base,
+                "api_key_env": api_key_env, "decoding": {"temperature": temperature}}
+        self.backend = LiteLLMBackend(spec, completion_fn=completion_fn)
+        policy = retry or RetryPolicy(max_attempts, retry_delay_s, max(30.0, retry_delay_s))
+        self.stats = stats or CallStats()
+        self.caller = ModelCaller(self.backend, cache=response_cache, retry=policy.with_attempts(max_attempts),
+                                  stats=self.stats, timeout_s=timeout_s, budget=budget)
+        self._asked: dict[str, int] = {}
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -134,62 +155,57 @@ class LLMJudge:
             "final": run.final_answer,
         }
 
-    def _api_key(self) -> str | None:
-        if self.api_key_env:
-            value = os.environ.get(self.api_key_env)
-            if not value:
-                raise ConfigError(
-                    self.source,
-                    f"{self.key}.api_key_env",
-                    f"environment variable {self.api_key_env} is not set",
-                )
-            return value
-        return "dummy" if self.api_base else None
+    def _check_key(self) -> None:
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise ConfigError(self.source, f"{self.key}.api_key_env", f"environment variable {self.api_key_env} is not set")
 
     def judge(self, run: JudgeInput) -> Verdict:
         if run.error:
-            return Verdict(
-                None, "the run ended with a backend error; not judged", "error", attempts=0
-            )
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": judge_prompt(self.template, run)}],
-            "temperature": self.temperature,
-            "timeout": self.timeout_s,
-        }
-        api_key = self._api_key()
-        if api_key is not None:
-            kwargs["api_key"] = api_key
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+            return Verdict(None, "the run ended with a backend error; not judged", "error", attempts=0)
+        self._check_key()
+        return run_sync(self.ajudge(run))
+
+    async def ajudge(self, run: JudgeInput) -> Verdict:
+        """The verdict on one run (see the class doc); never raises for a failing model."""
+        if run.error:
+            return Verdict(None, "the run ended with a backend error; not judged", "error", attempts=0)
+        self._check_key()
+        prompt = judge_prompt(self.template, run)
+        request = ChatRequest(messages=[{"role": "user", "content": prompt}], tools=[], turn=0, timeout_s=self.timeout_s)
+        ask_key = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        used = 0
         raw = ""
         problem = ""
-        failed_by_exception = False
-        for attempt in range(1, self.max_attempts + 1):
+        while used < self.max_attempts:
+            sample = self._asked.get(ask_key, 0)
+            self._asked[ask_key] = sample + 1
             try:
-                text = _reply_text(self.completion_fn(**kwargs))
-            except Exception as exc:  # network, provider and rate-limit errors of any backend
-                failed_by_exception = True
-                problem = f"judge call failed: {type(exc).__name__}: {exc}"
-                if attempt < self.max_attempts and self.retry_delay_s > 0:
-                    time.sleep(min(self.retry_delay_s * 2 ** (attempt - 1), 30.0))
-                continue
-            failed_by_exception = False
+                resp, _cached, sent = await self.caller.call(request, max_attempts=self.max_attempts - used, sample=sample)
+            except BackendFailure as fail:
+                e = fail.error
+                return Verdict(None, truncate(scrub(f"{ERROR_PREFIX}{e.reason}: {e.message}"), 1000), "error",
+                               attempts=used + fail.attempts, raw=truncate(scrub(raw), RAW_CAP))
+            used += max(1, sent)
+            text = resp.content
             raw = text if isinstance(text, str) else repr(text)
             try:
-                success, reason = parse_verdict(text)
+                success, reason = parse_verdict(text)  # type: ignore[arg-type]  # None: "no text content"
             except ValueError as exc:
                 problem = f"unparseable verdict: {exc}"
                 continue
-            return Verdict(success, reason, "ok", attempts=attempt, raw=truncate(raw, RAW_CAP))
-        status: VerdictStatus = "error" if failed_by_exception else "unparseable"
-        return Verdict(
-            None,
-            truncate(problem, 1000),
-            status,
-            attempts=self.max_attempts,
-            raw=truncate(raw, RAW_CAP),
-        )
+            return Verdict(success, scrub(reason), "ok", attempts=used, raw=truncate(scrub(raw), RAW_CAP))
+        return Verdict(None, truncate(scrub(problem), 1000), "unparseable", attempts=used, raw=truncate(scrub(raw), RAW_CAP))
+
+
+#: Start of the reason of a verdict whose judge call failed: ``judge call failed: <Type (status)>: ...``.
+ERROR_PREFIX: Final[str] = "judge call failed: "
+
+
+def failure_reason(reason: str) -> str:
+    """``ErrorType (status)`` of an error verdict's reason (how failures are grouped)."""
+    if reason.startswith(ERROR_PREFIX):
+        return reason[len(ERROR_PREFIX):].split(": ", 1)[0]
+    return reason.split(": ", 1)[0][:80]
 
 
 def read_template(path: str | os.PathLike[str], source: str = "params.yaml") -> str:
@@ -221,6 +237,11 @@ def _make_llm(
     temperature: float = 0.0,
     completion_fn: CompletionFn | None = None,
     retry_delay_s: float = 1.0,
+    retry: RetryPolicy | None = None,
+    response_cache: ResponseCache | None = None,
+    budget: Budget | None = None,
+    stats: CallStats | None = None,
+    concurrency: int = 8,
     **_: Any,
 ) -> LLMJudge:
     model = cfg.get("model")
@@ -238,6 +259,11 @@ def _make_llm(
         max_attempts=max_attempts,
         completion_fn=completion_fn,
         retry_delay_s=retry_delay_s,
+        retry=retry,
+        response_cache=response_cache,
+        budget=budget,
+        stats=stats,
+        concurrency=concurrency,
         source=source,
         key=key,
     )

@@ -6,21 +6,29 @@ reads (an LLM judge: prompt, hint, trace text, final answer; the rubric judge: t
 final answer and trace). Verdicts live at ``cache_dir/<h[:2]>/<h>.json`` (written atomically),
 so an unchanged run is never re-judged. ``ok`` and ``unparseable`` verdicts are cached (the
 judge is queried at temperature 0, so a retry would see the same input); judge-call ``error``
-verdicts (network, rate limit) are not, so the next run retries them.
+verdicts (network, rate limit, authentication, budget) never are, so the next run retries them.
+
+Runs whose judge inputs are identical are judged once. A judge with an async ``ajudge`` (the LLM
+judge) grades up to ``judge.concurrency`` runs at once on the model layer's event loop; each
+verdict is cached as soon as it is in, so an interrupted judging stage resumes where it stopped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
+from ..agents.secrets import scrub_values
 from ..detect import load_records
 from ..errors import InputError
-from ..jsonio import content_hash, safe_json_loads, write_json
+from ..jsonio import atomic_write_text, content_hash, pretty_json, safe_json_loads
 from ..records import RunRecord
 from ._base import Judge, JudgeInput, Verdict, judge_input, make_judge, run_error_verdict
 
@@ -62,9 +70,10 @@ class VerdictCache:
             return None  # missing or damaged: judge again
 
     def put(self, key: str, verdict: Verdict, judge: Judge) -> None:
-        write_json(
-            self.path(key), {"key": key, "judge": judge.identity(), "verdict": verdict.to_dict()}
-        )
+        if verdict.status == "error":
+            return  # a failed judge call is retried next time, never remembered
+        text = pretty_json({"key": key, "judge": judge.identity(), "verdict": verdict.to_dict()})
+        atomic_write_text(self.path(key), scrub_values(text))
 
 
 def load_task_map(tasks: Any, source: str = "tasks") -> dict[str, Any]:
@@ -112,11 +121,30 @@ def judge_inputs(
 
 
 def judge_all(
-    judge: Judge, inputs: Sequence[JudgeInput], cache: VerdictCache | None
+    judge: Judge, inputs: Sequence[JudgeInput], cache: VerdictCache | None, *, label: str | None = None,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Judge every input (reusing cached verdicts). Returns the verdicts table and counts
-    ``{judged, reused, skipped, ok, unparseable, error}``."""
+    ``{judged, reused, skipped, ok, unparseable, error}``. ``label`` names the judge in the
+    progress lines on stderr (none without it)."""
     counts = {"judged": 0, "reused": 0, "skipped": 0, "ok": 0, "unparseable": 0, "error": 0}
+    keys: dict[str, str] = {}
+    verdicts: dict[str, Verdict] = {}
+    todo: dict[str, JudgeInput] = {}
+    for run in inputs:
+        if run.error:
+            continue
+        key = VerdictCache.key(judge, run)
+        keys[run.run_id] = key
+        if key in verdicts or key in todo:
+            continue
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            verdicts[key] = hit
+        else:
+            todo[key] = run
+    judged = set(todo)
+    if todo:
+        verdicts.update(_judge_missing(judge, todo, cache, label))
     rows: list[dict[str, Any]] = []
     for run in inputs:
         if run.error:
@@ -134,15 +162,13 @@ def judge_all(
                 }
             )
             continue
-        key = VerdictCache.key(judge, run)
-        verdict = cache.get(key) if cache is not None else None
-        if verdict is not None:
-            counts["reused"] += 1
-        else:
-            verdict = judge.judge(run)
+        key = keys[run.run_id]
+        verdict = verdicts[key]
+        if key in judged:
             counts["judged"] += 1
-            if cache is not None and verdict.status != "error":
-                cache.put(key, verdict, judge)
+            judged.discard(key)  # identical inputs further down count as reused
+        else:
+            counts["reused"] += 1
         counts[verdict.status] += 1
         rows.append(
             {
@@ -158,12 +184,85 @@ def judge_all(
     return pl.DataFrame(rows, schema=VERDICT_COLUMNS), counts
 
 
-def judge_options(judge_block: Mapping[str, Any]) -> dict[str, Any]:
-    """Options of :func:`make_judge` taken from the whole ``judge:`` block of params.yaml."""
-    return {
+class _Progress:
+    def __init__(self, label: str | None, total: int, every_s: float = 5.0) -> None:
+        self.label, self.total, self.every_s = label, total, every_s
+        self.done = 0
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if self.label and (now - self.last >= self.every_s or self.done == self.total):
+            self.last = now
+            print(f"[canarykit judge] {self.label}: {self.done}/{self.total} verdicts", file=sys.stderr, flush=True)
+
+
+def _judge_missing(
+    judge: Judge, todo: Mapping[str, JudgeInput], cache: VerdictCache | None, label: str | None
+) -> dict[str, Verdict]:
+    """Verdicts for the inputs not in the cache; each is cached as soon as it is in."""
+    progress = _Progress(label if len(todo) > 1 else None, len(todo))
+    ajudge = getattr(judge, "ajudge", None)
+    if ajudge is None:
+        out: dict[str, Verdict] = {}
+        for key, run in todo.items():
+            out[key] = judge.judge(run)
+            if cache is not None:
+                cache.put(key, out[key], judge)
+            progress.tick()
+        return out
+    check = getattr(judge, "_check_key", None)
+    if callable(check):
+        check()  # a missing key is a configuration error, not thousands of error verdicts
+    from ..agents.calls import run_sync
+
+    limit = max(1, int(getattr(judge, "concurrency", 8)))
+
+    async def grade_all() -> dict[str, Verdict]:
+        sem = asyncio.Semaphore(limit)
+        results: dict[str, Verdict] = {}
+
+        async def one(key: str, run: JudgeInput) -> None:
+            async with sem:
+                verdict = await ajudge(run)
+            results[key] = verdict
+            if cache is not None:
+                await asyncio.to_thread(cache.put, key, verdict, judge)
+            progress.tick()
+
+        await asyncio.gather(*(one(k, r) for k, r in todo.items()))
+        return results
+
+    return run_sync(grade_all())
+
+
+def judge_options(
+    judge_block: Mapping[str, Any], retries: Mapping[str, Any] | None = None, *, model_layer: bool = False,
+) -> dict[str, Any]:
+    """Options of :func:`make_judge` taken from the whole ``judge:`` block of params.yaml.
+
+    ``retries`` is ``agent.retries`` (the one retry policy's delays). With ``model_layer`` the
+    options also carry what LLM judges share: the response cache (``<judge.cache_dir>/responses``),
+    one budget (``judge.budget_usd``) and the concurrency (``judge.concurrency``).
+    """
+    opts: dict[str, Any] = {
         "template_path": judge_block.get("template") or "data/prompts/judge_appendix_b.txt",
         "max_attempts": int(judge_block.get("max_attempts") or 3),
+        "concurrency": int(judge_block.get("concurrency") or 8),
     }
+    if retries is not None:
+        from ..agents.calls import RetryPolicy
+
+        opts["retry"] = RetryPolicy.from_config(retries)
+    if model_layer:
+        from ..agents.cache import ResponseCache
+        from ..agents.calls import Budget
+
+        cache_dir = judge_block.get("cache_dir")
+        opts["response_cache"] = ResponseCache(Path(cache_dir) / "responses") if cache_dir else None
+        opts["budget"] = Budget(judge_block.get("budget_usd"))
+    return opts
 
 
 def judge_runs(

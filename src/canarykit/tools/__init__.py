@@ -11,6 +11,10 @@ tool's JSON Schema, never raises for bad input (every problem is a ``ToolResult`
 ``is_error=True`` and ``{"error": ...}`` content), and is a pure function of ``(name, args)``:
 the same call always returns byte-identical content. ``ToolResult.data`` is shared with no
 one else but should be treated as read-only.
+
+Every result is bounded: at most :data:`MAX_RESULT_BYTES` (64 KiB) of UTF-8, a longer one cut
+with a marker the model can see (``[canarykit: result truncated: ...]``, ``data`` then None);
+error messages quote at most a few hundred characters of any value.
 """
 
 from __future__ import annotations
@@ -28,11 +32,11 @@ from ..jsonio import canonical_json
 from ..schemas import ToolsTable, validate
 from ..types import ToolDef, ToolResult
 from . import database, files, mathtools, search, weather
-from ._common import TODAY, ToolError
+from ._common import MAX_RESULT_BYTES, TODAY, ToolError, cap_result, clip_message
 
 __all__ = [
-    "REAL_TOOLS", "SERVERS", "TODAY", "ToolError", "execute", "get_tool", "mcp_definitions",
-    "tool_names", "tool_table",
+    "MAX_RESULT_BYTES", "REAL_TOOLS", "SERVERS", "TODAY", "ToolError", "cap_result", "execute", "get_tool",
+    "mcp_definitions", "tool_names", "tool_table",
 ]
 
 
@@ -243,7 +247,7 @@ def get_tool(name: str) -> ToolDef:
 
 
 def _error(message: str) -> ToolResult:
-    return ToolResult(content=json.dumps({"error": message}, ensure_ascii=False, sort_keys=True), is_error=True)
+    return ToolResult(content=json.dumps({"error": clip_message(message)}, ensure_ascii=False, sort_keys=True), is_error=True)
 
 
 def validation_error(name: str, args: Any) -> str | None:
@@ -265,7 +269,7 @@ def execute(name: str, args: Any) -> ToolResult:
     ``ToolResult(content='{"error": "..."}', is_error=True)``.
     """
     if not isinstance(name, str) or name not in _IMPLS:
-        return _error(f"unknown tool {name!r}; available tools: {', '.join(_BY_NAME)}")
+        return _error(f"unknown tool {clip_message(repr(name), 200)}; available tools: {', '.join(_BY_NAME)}")
     problem = validation_error(name, args)
     if problem is not None:
         return _error(problem)
@@ -276,6 +280,9 @@ def execute(name: str, args: Any) -> ToolResult:
         return _error(str(exc))
     except Exception as exc:  # defensive: a tool never takes the agent loop down
         return _error(f"internal error in {name}: {type(exc).__name__}: {exc}")
+    capped, truncated = cap_result(content)
+    if truncated:
+        return ToolResult(content=capped, is_error=False, data=None)
     return ToolResult(content=content, is_error=False, data=payload)
 
 

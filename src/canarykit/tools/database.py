@@ -3,18 +3,38 @@
 The database is generated once per process from a fixed seed (customers, products, orders,
 order_items, employees; every order total equals the sum of its line items, every foreign key
 resolves), serialised, and then opened as one private in-memory copy per thread. Each copy is
-guarded three ways: ``PRAGMA query_only``, an authorizer that allows only reads, and a
-progress handler that stops runaway queries. Non-deterministic SQL (``random()``, ``'now'``)
-is refused so results stay a pure function of the query text.
+guarded: ``PRAGMA query_only``, an authorizer that allows only reads, and a progress handler
+that stops runaway queries. Non-deterministic SQL (``random()``, ``'now'``) is refused so
+results stay a pure function of the query text.
+
+Limits (a 26-character query must not answer with 2 GB after a minute):
+
+- **time**: at most :data:`_PROGRESS_LIMIT` x :data:`_PROGRESS_STEP` (5 million) SQLite VM
+  instructions (deterministic), and a wall-clock backstop of :data:`QUERY_TIME_LIMIT_S`
+  seconds for queries whose few instructions are each expensive (checked by the progress
+  handler and while rows are read);
+- **size of one value**: :data:`MAX_VALUE_BYTES` (64 MiB, ``SQLITE_LIMIT_LENGTH``): SQLite
+  refuses to build a longer string or blob (``printf('%.*c', 1e9, 'x')``) before allocating it;
+- **printf**: ``printf``/``format`` refuse a ``%c`` repeat count above :data:`MAX_VALUE_BYTES`
+  (SQLite builds such a repeat one character at a time, uninterruptibly, even past the length
+  limit: ``printf('%.*c', 2e9, 'x')`` took 14 s); every other call is SQLite's own ``printf``;
+- **memory**: SQLite's heap is capped at :data:`MAX_SQLITE_HEAP_BYTES` (``hard_heap_limit``,
+  process-wide; this process's only SQLite user is this tool);
+- **result size**: each value shown is cut to :data:`MAX_CELL_CHARS` characters (a blob to its
+  first :data:`MAX_BLOB_BYTES` bytes, in hex), rows stop at :data:`MAX_ROWS` or when the result
+  reaches :data:`MAX_RESULT_CHARS`; a cut result says so (``truncated: true`` and a ``note``;
+  a cut value ends with ``...[truncated: ...]``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
 import sqlite3
 import threading
+import time
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
@@ -25,8 +45,19 @@ SEED: Final = 20261130
 MAX_ROWS: Final = 200
 MAX_SQL_CHARS: Final = 5000
 #: SQLite VM instructions between progress checks, and the number of checks allowed.
-_PROGRESS_STEP: Final = 10_000
-_PROGRESS_LIMIT: Final = 500
+_PROGRESS_STEP: Final = 1_000
+_PROGRESS_LIMIT: Final = 5_000
+#: Wall-clock backstop of one query, in seconds.
+QUERY_TIME_LIMIT_S: Final = 2.0
+#: The longest string or blob SQLite may build (SQLITE_LIMIT_LENGTH).
+MAX_VALUE_BYTES: Final = 64 * 1024 * 1024
+#: SQLite's heap limit for the whole process (PRAGMA hard_heap_limit).
+MAX_SQLITE_HEAP_BYTES: Final = 512 * 1024 * 1024
+#: Characters of one text value shown, bytes of one blob shown (as hex).
+MAX_CELL_CHARS: Final = 1000
+MAX_BLOB_BYTES: Final = 256
+#: Rows are added to a result until its JSON text would pass this many characters.
+MAX_RESULT_CHARS: Final = 48 * 1024
 
 _SCHEMA = """
 CREATE TABLE customers (
@@ -247,12 +278,73 @@ def _authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None,
 
 
 class _Budget:
+    """The progress handler: an instruction budget and a wall-clock deadline per query."""
+
     def __init__(self) -> None:
         self.ticks = 0
+        self.deadline = float("inf")
+        self.timed_out = False
+
+    def start(self) -> None:
+        self.ticks = 0
+        self.timed_out = False
+        self.deadline = time.monotonic() + QUERY_TIME_LIMIT_S
 
     def __call__(self) -> int:
         self.ticks += 1
-        return 1 if self.ticks > _PROGRESS_LIMIT else 0
+        if self.ticks > _PROGRESS_LIMIT:
+            return 1
+        if time.monotonic() > self.deadline:
+            self.timed_out = True
+            return 1
+        return 0
+
+
+_SPEC = re.compile(r"%([-+ 0#,!]*)(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?([a-zA-Z%])")
+
+
+class _UDFError(Exception):
+    """Raised inside a SQL function; its message is reported (SQLite only says "user-defined
+    function raised exception")."""
+
+
+def _guarded_printf(*call: Any) -> Any:
+    """SQLite's ``printf``/``format``, refusing a ``%c`` repeat count SQLite would spend seconds on."""
+    fmt, args = (call[0], call[1:]) if call else (None, ())
+    if isinstance(fmt, str):
+        i = 0
+        for m in _SPEC.finditer(fmt):
+            width, precision, conv = m.group(2), m.group(3), m.group(4)
+            counts = []
+            for part in (width, precision):
+                if part == "*":
+                    v = args[i] if i < len(args) else 0
+                    i += 1
+                    counts.append(v)
+                elif part:
+                    counts.append(int(part) if len(part) < 20 else MAX_VALUE_BYTES + 1)
+            if conv != "%":
+                i += 1
+            if conv == "c":
+                for v in counts:
+                    try:
+                        n = abs(int(v))
+                    except (TypeError, ValueError, OverflowError):
+                        continue
+                    if n > MAX_VALUE_BYTES:
+                        _local.udf_error = (f"printf/format: a %c repeat count of {n:,} is above the database's "
+                                            f"limit of {MAX_VALUE_BYTES:,} characters")
+                        raise _UDFError(_local.udf_error)
+    helper: sqlite3.Connection | None = getattr(_local, "helper", None)
+    if helper is None:
+        helper = sqlite3.connect(":memory:", check_same_thread=True)
+        helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        _local.helper = helper
+    try:
+        return helper.execute(f"SELECT printf({','.join('?' * len(call))})", call).fetchone()[0]
+    except sqlite3.DataError as exc:
+        _local.udf_error = f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes"
+        raise _UDFError(_local.udf_error) from exc
 
 
 def _connection() -> tuple[sqlite3.Connection, _Budget]:
@@ -261,7 +353,11 @@ def _connection() -> tuple[sqlite3.Connection, _Budget]:
         image = _ensure_image()
         conn = sqlite3.connect(":memory:", check_same_thread=True)
         conn.deserialize(image)
+        conn.execute(f"PRAGMA hard_heap_limit = {MAX_SQLITE_HEAP_BYTES}")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.execute("PRAGMA query_only = ON")
+        for fname in ("printf", "format"):
+            conn.create_function(fname, -1, _guarded_printf, deterministic=True)
         conn.set_authorizer(_authorizer)
         budget = _Budget()
         conn.set_progress_handler(budget, _PROGRESS_STEP)
@@ -280,12 +376,17 @@ def _strip_comments(sql: str) -> str:
     return re.sub(r"--[^\n]*|/\*.*?\*/", " ", sql, flags=re.DOTALL)
 
 
-def _jsonable(v: Any) -> Any:
+def _jsonable(v: Any) -> tuple[Any, bool]:
+    """A value as shown in a result, and whether it was cut."""
     if isinstance(v, bytes):
-        return v.hex()
+        if len(v) <= MAX_BLOB_BYTES:
+            return v.hex(), False
+        return f"{v[:MAX_BLOB_BYTES].hex()}...[truncated: blob of {len(v):,} bytes, first {MAX_BLOB_BYTES} shown as hex]", True
+    if isinstance(v, str) and len(v) > MAX_CELL_CHARS:
+        return f"{v[:MAX_CELL_CHARS]}...[truncated: text of {len(v):,} characters]", True
     if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    return v
+        return (v if math.isfinite(v) else None), False
+    return v, False
 
 
 def query_database(sql: str) -> dict[str, Any]:
@@ -304,14 +405,45 @@ def query_database(sql: str) -> dict[str, Any]:
     if _CLOCK.search(body):
         raise ToolError("the database clock is not available; use literal dates (today is 2026-11-30)")
     conn, budget = _connection()
-    budget.ticks = 0
+    budget.start()
+    _local.udf_error = None
+    rows: list[list[Any]] = []
+    size = 0
+    cut_values = 0
+    more = False
+    out_of_time = False
     try:
         cur = conn.execute(body)
-        rows = cur.fetchmany(MAX_ROWS + 1)
+        while True:
+            row = cur.fetchone()
+            if row is None:
+                break
+            if len(rows) >= MAX_ROWS or size >= MAX_RESULT_CHARS:
+                more = True
+                break
+            shown = []
+            for v in row:
+                value, cut = _jsonable(v)
+                cut_values += cut
+                shown.append(value)
+            size += len(json.dumps(shown, ensure_ascii=False)) + 1
+            rows.append(shown)
+            if time.monotonic() > budget.deadline:
+                out_of_time = True
+                break
     except sqlite3.DatabaseError as exc:
         msg = str(exc)
         if "interrupted" in msg:
+            if budget.timed_out:
+                raise ToolError(f"query exceeded the time limit of {QUERY_TIME_LIMIT_S:g} s; add filters or a LIMIT") from exc
             raise ToolError("query exceeded the execution limit; add filters or a LIMIT") from exc
+        if "too big" in msg:
+            raise ToolError(f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
+                            "select less (substr, LIMIT)") from exc
+        if "user-defined function raised exception" in msg and getattr(_local, "udf_error", None):
+            raise ToolError(f"{_local.udf_error}; select less") from exc
+        if "out of memory" in msg:
+            raise ToolError("the query needs more memory than the database allows; select less (substr, LIMIT)") from exc
         if "not authorized to use function" in msg:
             name = msg.rsplit(":", 1)[-1].strip()
             raise ToolError(f"function {name}() is not available here (non-deterministic or unsafe)") from exc
@@ -323,14 +455,21 @@ def query_database(sql: str) -> dict[str, Any]:
     if cur.description is None:
         raise ToolError("the statement returned no result set; only SELECT queries are allowed")
     columns = [d[0] for d in cur.description]
-    truncated = len(rows) > MAX_ROWS
-    rows = rows[:MAX_ROWS]
+    notes = []
+    if more:
+        notes.append(f"only the first {len(rows)} rows are returned" +
+                     (f" (at most {MAX_ROWS})" if len(rows) >= MAX_ROWS else f" (results are capped at about {MAX_RESULT_CHARS:,} characters)"))
+    if out_of_time:
+        notes.append(f"reading rows stopped at the time limit of {QUERY_TIME_LIMIT_S:g} s after {len(rows)} rows")
+    if cut_values:
+        notes.append(f"{cut_values} long values are cut (text to {MAX_CELL_CHARS:,} characters, blobs to {MAX_BLOB_BYTES} bytes)")
+    truncated = bool(notes)
     return {
         "columns": columns,
-        "rows": [[_jsonable(v) for v in row] for row in rows],
+        "rows": rows,
         "row_count": len(rows),
         "truncated": truncated,
-        **({"note": f"only the first {MAX_ROWS} rows are returned; add LIMIT or aggregate"} if truncated else {}),
+        **({"note": "; ".join(notes) + "; add LIMIT, aggregate or select less"} if truncated else {}),
     }
 
 

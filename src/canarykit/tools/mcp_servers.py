@@ -3,7 +3,9 @@
 Each server is an :class:`mcp.server.mcpserver.MCPServer` whose ``tools/list`` answers the
 exact definitions of :data:`canarykit.tools.REAL_TOOLS` (same names, descriptions and input
 schemas; nothing is re-derived from Python signatures) and whose ``tools/call`` runs
-:func:`canarykit.tools.execute`, so an MCP client sees byte-identical results.
+:func:`canarykit.tools.execute`, so an MCP client sees byte-identical results, bounded as
+in-process: at most :data:`~canarykit.tools.MAX_RESULT_BYTES` of text with a visible
+truncation marker (a cut result carries no structured content).
 
 Run one server over stdio::
 
@@ -42,6 +44,7 @@ from mcp_types import Tool as MCPTool
 
 from ..errors import CanaryKitError, InputError
 from . import SERVERS, execute, get_tool
+from ._common import cap_result, clip_message
 
 __all__ = [
     "ListToolsError", "ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools", "main",
@@ -72,14 +75,15 @@ class ToolServer(MCPServer[Any]):
     ) -> CallToolResult:
         if name not in self.tool_names:
             text = json.dumps(
-                {"error": f"unknown tool {name!r}; this server offers: {', '.join(self.tool_names)}"},
+                {"error": f"unknown tool {clip_message(repr(name), 200)}; this server offers: {', '.join(self.tool_names)}"},
                 ensure_ascii=False, sort_keys=True,
             )
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         result = execute(name, arguments)
+        text, truncated = cap_result(result.content)  # execute caps already; a guard for the wire
         return CallToolResult(
-            content=[TextContent(type="text", text=result.content)],
-            structured_content=result.data if isinstance(result.data, dict) else None,
+            content=[TextContent(type="text", text=text)],
+            structured_content=result.data if isinstance(result.data, dict) and not truncated else None,
             is_error=result.is_error,
         )
 
