@@ -159,9 +159,11 @@ from ._runtime import (
     CANARY_RESULT_IS_DEFECTIVE,
     CONTROL_KINDS,
     DEFECTS,
+    RUNTIME_MARKER_FIELDS,
     Executor,
     defect_marker,
     run_canary,
+    strip_runtime_markers,
 )
 from ._text import mentions_auth, paraphrase_name
 from ._transforms import (
@@ -194,6 +196,7 @@ __all__ = [
     "AUTH_ERROR",
     "CACHED_AT",
     "CANARY_RESULT_IS_DEFECTIVE",
+    "RUNTIME_MARKER_FIELDS",
     "CONTROL_KINDS",
     "DEFAULT_CONTROL_SUFFIXES",
     "DEFAULT_REWORDING_CACHE",
@@ -274,6 +277,7 @@ __all__ = [
     "rename_parameters",
     "round_significant",
     "run_canary",
+    "strip_runtime_markers",
     "skipped_counts",
     "snapshot_payload",
     "stale_payload",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -113,6 +114,32 @@ def _valid(schema: Any, value: Any) -> bool:
         return not any(True for _ in schema_validator_class(schema)(schema).iter_errors(value))
     except Exception:  # a schema jsonschema cannot evaluate: do not claim conformance
         return False
+
+
+#: Fields the runtime adds to a structured canary result (the type's markers): semantic decoy
+#: (cached, cached_at, cache_age_hours), capability mirage (mode, engine), temporal decoy
+#: (snapshot, data_version). A text result carries its marker as a last line instead
+#: (``"\n\n(<note>)"``). :func:`strip_runtime_markers` removes both (a blinded grader's view).
+RUNTIME_MARKER_FIELDS: Final[tuple[str, ...]] = (
+    "cached", "cached_at", "cache_age_hours", "mode", "engine", "snapshot", "data_version",
+)
+_TEXT_MARKER = re.compile(r"\n\n\([^()\n]*\)\Z")
+
+
+def strip_runtime_markers(content: str | None) -> str | None:
+    """A canary result without the runtime's marker fields or marker line (see above)."""
+    if content is None:
+        return None
+    try:
+        payload = json.loads(content)
+    except (ValueError, RecursionError):
+        return _TEXT_MARKER.sub("", content)
+    if not isinstance(payload, dict) or not any(k in payload for k in RUNTIME_MARKER_FIELDS):
+        return content
+    kept = {k: v for k, v in payload.items() if k not in RUNTIME_MARKER_FIELDS}
+    if set(kept) == {"result"}:  # the runtime wrapped a non-object payload
+        return json.dumps(kept["result"], ensure_ascii=False)
+    return json.dumps(kept, ensure_ascii=False)
 
 
 def _finish(canary: Mapping[str, Any], payload: Any, markers: Mapping[str, Any], note: str) -> ToolResult:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import random
 import re
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ..canaries import RUNTIME_MARKER_FIELDS, strip_runtime_markers
 from ..errors import InputError
 from ..jsonio import atomic_write_text, content_hash, finite_or_none
 from ..records import Event, RunRecord, read_record
@@ -389,27 +389,14 @@ def human_validation(
 # Writing a blinded, stratified human-grading sheet (Appendix D)
 # ---------------------------------------------------------------------------------------------
 
-#: Fields the canary runtime adds to a result, which tell a grader that a canary answered:
-#: semantic decoy (cached, cached_at), capability mirage (mode, engine), temporal decoy
-#: (snapshot, data_version). Stripped from canary results on the human sheet.
-RUNTIME_MARKERS: tuple[str, ...] = ("cached", "cached_at", "mode", "engine", "snapshot", "data_version")
+#: Fields the canary runtime adds to a result (one list, kept by the runtime itself).
+RUNTIME_MARKERS: tuple[str, ...] = RUNTIME_MARKER_FIELDS
 #: Columns of the human sheet; a grader fills ``verdict`` (true/false) and may add ``notes``.
 SHEET_COLUMNS: tuple[str, ...] = ("run_id", "prompt", "trace", "final_answer", "verdict", "notes")
 
 
 def _strip_markers(content: str | None) -> str | None:
-    if content is None:
-        return None
-    try:
-        payload = json.loads(content)
-    except (ValueError, RecursionError):
-        return content
-    if not isinstance(payload, dict) or not any(k in payload for k in RUNTIME_MARKERS):
-        return content
-    kept = {k: v for k, v in payload.items() if k not in RUNTIME_MARKERS}
-    if set(kept) == {"result"}:  # the runtime wrapped a non-object payload
-        return json.dumps(kept["result"], ensure_ascii=False)
-    return json.dumps(kept, ensure_ascii=False)
+    return strip_runtime_markers(content)
 
 
 def blind_record(record: RunRecord) -> RunRecord:
