@@ -98,6 +98,17 @@ def test_stats_command_refuses_a_table_without_the_interface_columns(tmp_path: P
     assert proc.returncode == 2 and "present_temporal_decoy" in proc.stderr and str(runs) in proc.stderr
 
 
+def test_stats_on_a_parquet_that_is_not_a_runs_table_is_one_line(tmp_path: Path) -> None:
+    import polars as pl
+
+    other = tmp_path / "other.parquet"
+    pl.DataFrame({"a": [1, 2]}).write_parquet(other)
+    proc = run("stats", str(other), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and str(other) in proc.stderr and "trapped" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_validate_config_names_the_key(tmp_path: Path) -> None:
     bad = tmp_path / "params.yaml"
     bad.write_text((ROOT / "params.yaml").read_text().replace("pool: standard", "pool: subtel"))

@@ -212,7 +212,18 @@ def check_runs_type_columns(df: pl.DataFrame, source: str) -> None:
 
 
 def validate(df: pl.DataFrame, model: type[pa.DataFrameModel], source: str | Path) -> pl.DataFrame:
-    """Validate ``df`` lazily; on failure raise :class:`InputError` naming the source and fields."""
+    """Validate ``df`` lazily; on failure raise :class:`InputError` naming the source and fields.
+
+    Missing required columns are reported first, all at once: the cross-column checks
+    cannot run without them (polars would raise a bare ColumnNotFoundError).
+    """
+    required = [name for name, col in model.to_schema().columns.items() if col.required]
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise InputError(
+            str(source), ", ".join(missing),
+            f"missing column{'s' if len(missing) > 1 else ''} of the {model.__name__} contract",
+        )
     try:
         return model.validate(df, lazy=True)
     except SchemaErrors as exc:
