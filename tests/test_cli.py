@@ -128,3 +128,20 @@ def test_stats_accepts_a_run_table_written_with_narrower_types(tmp_path: Path) -
     proc = run("stats", str(runs), "-o", str(tmp_path / "out"), "--resamples", "200")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "out/stats.json").read_text())["meta"]["n_runs"] == df.height
+
+
+def test_every_command_and_option_has_a_plain_help_text() -> None:
+    import argparse
+
+    from canarykit.cli import build_parser
+
+    parser = build_parser()
+    assert parser.description and "``" not in parser.description
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help for c in sub._choices_actions}
+    for name, command in sub.choices.items():
+        assert helps.get(name), f"{name}: no help line"
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction) or action.dest == "command":
+                continue
+            assert action.help and "``" not in action.help, f"{name} {action.option_strings or action.dest}: no help text"

@@ -136,13 +136,18 @@ def _serve_tools(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="canarykit", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        prog="canarykit",
+        description="Diagnose why LLM agents pick the wrong tool: canary tools, agent runs, traps, judges, statistics.",
+        epilog="A user error (a bad file or field) prints one line naming the file and the field and exits with status 2.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("generate-canaries", help="generate canaries (and their controls) for any MCP tool list")
     g.add_argument("tools", metavar="TOOLS.json", help="tool list: MCP tool definitions (name, description, inputSchema; optional title, annotations, outputSchema, server)")
     g.add_argument("-o", "--output", required=True, metavar="OUT.json", help="the pool file to write")
-    g.add_argument("--pool", choices=["standard", "subtle"], default="standard")
+    g.add_argument("--pool", choices=["standard", "subtle"], default="standard",
+                   help="which give-away suffixes to use: standard, or the softened subtle tells (default standard)")
     g.add_argument("--params", default=None, help="take fit, suffixes, control suffixes and special cases from this params.yaml")
     g.add_argument("--fit", choices=["paper", "fitted"], default=None, help="paper: every type for every tool (the paper's pool); fitted (default): only types whose defect means something for the tool")
     g.add_argument("--controls", action="store_true", help="also write each canary's matched-surface control")
@@ -153,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("stats", help="every statistic, table and figure-data file from a per-run table")
     s.add_argument("runs", metavar="RUNS", help="per-run table (Parquet), e.g. results/runs.parquet")
-    s.add_argument("-o", "--output", required=True, metavar="DIR")
+    s.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="directory for stats.json, table1-3 (.csv, .md) and the figure data (created if missing)")
     s.add_argument("--params", default=None, help="take the stats settings from this params.yaml")
     s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000; at most 100,000)")
     s.set_defaults(func=_stats)
@@ -168,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--n", type=int, default=40, help="runs on the sheet (default 40, as in the paper)")
     h.add_argument("--stratify", default="model,difficulty", metavar="COLS",
                    help="comma-separated columns of the runs table to spread the sample over (default model,difficulty)")
-    h.add_argument("-o", "--output", required=True, metavar="SHEET.csv")
+    h.add_argument("-o", "--output", required=True, metavar="SHEET.csv", help="the CSV sheet to write (fill its verdict column)")
     h.add_argument("--runs", default="results/runs.parquet", help="per-run table (default results/runs.parquet)")
     h.add_argument("--store", default="results/runs/store", help="run store with the run records (default results/runs/store)")
     h.add_argument("--seed", type=int, default=0, help="seed of the sample and of the row order (default 0)")
@@ -176,11 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     h.set_defaults(func=_human_sheet)
 
     v = sub.add_parser("validate-config", help="check params.yaml and the task suite it names")
-    v.add_argument("params", nargs="?", default="params.yaml")
+    v.add_argument("params", nargs="?", default="params.yaml", help="the params file to check (default params.yaml)")
     v.set_defaults(func=_validate_config)
 
     ls = sub.add_parser("list-mcp-tools", help="list the tools of any MCP server (stdio or streamable HTTP) as TOOLS.json")
-    ls.add_argument("-o", "--output", default=None)
+    ls.add_argument("-o", "--output", default=None, metavar="TOOLS.json", help="write the tool list here (default: standard output)")
     ls.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds to wait for the server (default 60)")
     ls.add_argument("--env", action="append", metavar="KEY", help="pass this variable of your environment to the server (repeatable; KEY=VALUE sets it)")
     ls.add_argument("--inherit-env", action="store_true", help="pass your whole environment to the server")
@@ -191,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.set_defaults(func=_list_mcp_tools)
 
     sv = sub.add_parser("serve-tools", help="serve one of the five tool servers over MCP stdio")
-    sv.add_argument("server", choices=["weather", "math", "file", "search", "database"])
+    sv.add_argument("server", choices=["weather", "math", "file", "search", "database"], help="which of the five built-in servers")
     sv.set_defaults(func=_serve_tools)
     return p
 
