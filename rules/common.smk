@@ -5,8 +5,8 @@ from pathlib import Path
 
 from canarykit.agents.secrets import export_secret_envs
 from canarykit.agents.store import ensure_retry_gate, retry_gate_path
-from canarykit.config import check_study, run_grid, validate_params
-from canarykit.errors import CanaryKitError
+from canarykit.config import blame, check_study, read_yaml_config, run_grid, validate_params
+from canarykit.errors import CanaryKitError, ConfigError
 from canarykit.types import CANARY_TYPES, CONDITIONS
 
 # Everything `canarykit validate-config` checks is checked here, when Snakemake (and so
@@ -18,6 +18,9 @@ try:
     _validated = validate_params(config, "params.yaml")
     check_study(_validated, "params.yaml")
 except CanaryKitError as exc:
+    if isinstance(exc, ConfigError):  # name the profile when the bad value came from one
+        _files = ["params.yaml", *map(str, workflow.overwrite_configfiles or [])]
+        exc = blame(exc, [(f, read_yaml_config(f)) for f in _files if Path(f).is_file()])
     raise WorkflowError(f"canarykit: error: {exc}") from None
 config.clear()
 config.update(_validated)

@@ -117,3 +117,40 @@ def test_local_profile_merges_and_validates():
     out = validate_params(cfg)
     assert [m["backend"] for m in out["models"]] == ["local", "reference"]
     assert run_grid(out) == {"standard": ["baseline", "declared"]}
+
+
+def test_profiles_merge_like_snakemake_and_errors_name_the_file_that_set_the_key(tmp_path) -> None:
+    from canarykit.config import load_params, merge_layers
+    from canarykit.errors import ConfigError
+
+    base = {"agent": {"max_turns": 12, "timeout_s": 30}, "models": [{"name": "a", "backend": "reference", "agent": "oracle"}]}
+    over = {"agent": {"max_turns": 9}, "models": [{"name": "b", "backend": "reference", "agent": "random"}]}
+    merged = merge_layers([("p", base), ("q", over)])
+    assert merged["agent"] == {"max_turns": 9, "timeout_s": 30}  # mappings merge key by key
+    assert [m["name"] for m in merged["models"]] == ["b"]  # lists are replaced
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("models:\n  - {name: x, backend: litellm, model: openai/gpt-4.1, bogus: 1}\n")
+    with pytest.raises(ConfigError) as err:
+        load_params(ROOT / "params.yaml", [profile])
+    assert err.value.file == str(profile) and err.value.field == "models[0]"
+    bad_base = tmp_path / "params.yaml"
+    bad_base.write_text((ROOT / "params.yaml").read_text().replace("pool: standard", "pool: subtel"))
+    with pytest.raises(ConfigError) as err:
+        load_params(bad_base, [profile.parent / "none.yaml"])
+    assert err.value.file.endswith("none.yaml")  # a missing profile is named first
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("agent: {concurrency: 2}\n")
+    with pytest.raises(ConfigError) as err:
+        load_params(bad_base, [ok])
+    assert err.value.file == str(bad_base) and err.value.field == "canaries.pool"
+
+
+@pytest.mark.parametrize("profile", sorted((ROOT / "src/canarykit/resources/profiles").glob("*.yaml")))
+def test_validate_config_checks_params_merged_with_each_shipped_profile(profile) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "canarykit", "validate-config", "params.yaml", "--configfile", str(profile)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"params.yaml + {profile}: valid.")

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import CanaryKitError
+from .errors import CanaryKitError, ConfigError
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -75,10 +75,17 @@ def _human_sheet(args: argparse.Namespace) -> int:
 def _validate_config(args: argparse.Namespace) -> int:
     from .config import check_study, load_params, run_grid
 
-    cfg = load_params(args.params)
+    from .config import blame, read_yaml_config
+
+    overlays = list(args.configfile or [])
+    cfg = load_params(args.params, overlays)
     grid = run_grid(cfg)
-    tasks = check_study(cfg, args.params)
-    print(f"{args.params}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}")
+    try:
+        tasks = check_study(cfg, args.params)
+    except ConfigError as exc:
+        raise blame(exc, [(str(f), read_yaml_config(f)) for f in (args.params, *overlays)]) from None
+    shown = " + ".join([args.params, *map(str, overlays)])
+    print(f"{shown}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}")
     return 0
 
 
@@ -183,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate-config", help="check params.yaml and the task suite it names")
     v.add_argument("params", nargs="?", default="params.yaml", help="the params file to check (default params.yaml)")
+    v.add_argument("--configfile", nargs="+", action="extend", metavar="PROFILE.yaml",
+                   help="profiles merged over PARAMS the way snakemake --configfile merges them")
     v.set_defaults(func=_validate_config)
 
     ls = sub.add_parser("list-mcp-tools", help="list the tools of any MCP server (stdio or streamable HTTP) as TOOLS.json")

@@ -14,6 +14,7 @@ either before anything runs, with a message that names the key, e.g.
 from __future__ import annotations
 
 import copy
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -175,18 +176,86 @@ def check_study(cfg: dict[str, Any], source: str = "params.yaml", *, warn: Any =
     return tasks
 
 
-def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read, default-fill and validate a params file."""
+def read_yaml_config(path: str | Path) -> dict[str, Any]:
+    """One params file or profile as a mapping (a missing file or bad YAML names the file)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(str(p), "<file>", "file not found") from exc
+    except OSError as exc:
+        raise ConfigError(str(p), "<file>", f"cannot read: {exc.strerror or exc}") from exc
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(str(p), "<yaml>", f"not valid YAML: {exc}") from exc
-    return validate_params(data, str(p))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(p), "<root>", "expected a mapping of sections (study, canaries, ...)")
+    return data
+
+
+def merge_layers(layers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The configuration Snakemake builds from ``configfile: params.yaml`` and each
+    ``--configfile`` after it: mappings merge key by key, anything else (a list such as
+    ``models``, a scalar) is replaced by the later file's value."""
+
+    def merge(into: Any, over: dict[str, Any]) -> dict[str, Any]:
+        out = dict(into) if isinstance(into, dict) else {}
+        for key, value in over.items():
+            out[key] = merge(out.get(key), value) if isinstance(value, dict) else copy.deepcopy(value)
+        return out
+
+    merged: dict[str, Any] = {}
+    for _, data in layers:
+        merged = merge(merged, data)
+    return merged
+
+
+def _key_parts(field: str) -> list[str | int]:
+    parts: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        parts.append(int(index) if index else name)
+    return parts
+
+
+def key_source(field: str, layers: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """Which file gave the value at ``field`` (e.g. ``models[0].api_key_env``): the last
+    layer that sets the longest prefix of that key path; None when no layer sets it (a default)."""
+    parts = _key_parts(field)
+    for depth in range(len(parts), 0, -1):
+        for name, data in reversed(layers):
+            node: Any = data
+            for part in parts[:depth]:
+                if isinstance(part, int) and isinstance(node, list) and part < len(node):
+                    node = node[part]
+                elif isinstance(part, str) and isinstance(node, dict) and part in node:
+                    node = node[part]
+                else:
+                    break
+            else:
+                return name
+    return None
+
+
+def blame(exc: ConfigError, layers: list[tuple[str, dict[str, Any]]]) -> ConfigError:
+    """``exc`` re-addressed to the file that set the offending key (a profile, not params.yaml,
+    when the value came from the profile)."""
+    source = key_source(exc.field, layers)
+    if source is None or source == exc.file:
+        return exc
+    return ConfigError(source, exc.field, exc.problem)
+
+
+def load_params(path: str | Path = "params.yaml", overlays: list[str | Path] | tuple[str | Path, ...] = ()) -> dict[str, Any]:
+    """Read, merge (``overlays`` over ``path``, as Snakemake's ``--configfile`` does),
+    default-fill and validate. An error names the file that set the offending key."""
+    layers = [(str(f), read_yaml_config(f)) for f in (path, *overlays)]
+    try:
+        return validate_params(merge_layers(layers), str(path))
+    except ConfigError as exc:
+        raise blame(exc, layers) from None
 
 
 def run_grid(cfg: dict[str, Any]) -> dict[str, list[str]]:
