@@ -73,9 +73,7 @@ def _human_sheet(args: argparse.Namespace) -> int:
 
 
 def _validate_config(args: argparse.Namespace) -> int:
-    from .config import check_study, load_params, run_grid
-
-    from .config import blame, read_yaml_config
+    from .config import blame, check_study, load_params, read_yaml_config, run_grid
 
     overlays = list(args.configfile or [])
     cfg = load_params(args.params, overlays)

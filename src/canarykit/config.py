@@ -228,9 +228,9 @@ def key_source(field: str, layers: list[tuple[str, dict[str, Any]]]) -> str | No
         for name, data in reversed(layers):
             node: Any = data
             for part in parts[:depth]:
-                if isinstance(part, int) and isinstance(node, list) and part < len(node):
-                    node = node[part]
-                elif isinstance(part, str) and isinstance(node, dict) and part in node:
+                in_list = isinstance(part, int) and isinstance(node, list) and part < len(node)
+                in_map = isinstance(part, str) and isinstance(node, dict) and part in node
+                if in_list or in_map:
                     node = node[part]
                 else:
                     break
