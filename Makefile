@@ -14,7 +14,7 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-# The embedded local LLM (llama-cpp-python builds from source: about 25 minutes on 2 cores).
+# The embedded local LLM (llama-cpp-python builds from source: about 15 minutes on 2 cores).
 # LLAMA_CMAKE_ARGS: a portable AVX2 build. The default build is native (-march=native); on a
 # CPU with AMX (Xeon Sapphire Rapids and later) that compiles in ggml's AMX kernels, and with
 # GCC 12 (Debian 12) their tile configuration is miscompiled (_tile_loadconfig's asm operand
@@ -29,7 +29,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGG
 LLAMA_WHEELS ?= $(HOME)/.cache/canarykit/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(shell printf '%s' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 $(BIN)/.installed-local: $(BIN)/.installed
 	@if ! ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
-	  echo "building llama-cpp-python $(LLAMA_VERSION) (about 25 minutes on 2 cores; once per machine)"; \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) (about 15 minutes on 2 cores; once per machine)"; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(CORES) \
 	    $(BIN)/python -m pip wheel --quiet --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION); \
 	fi
