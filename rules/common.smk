@@ -44,7 +44,7 @@ METRICS = [f"results/metrics/{c}-{p}.json" for p in POOLS for c in GRID[p]]
 
 wildcard_constraints:
     pool="standard|subtle",
-    condition="baseline|declared|full",
+    condition="baseline|declared|full|control|mirrored",
     fig="fig[0-9]+",
     fmt="svg|png|html",
 

@@ -27,7 +27,15 @@ CanaryType = Literal[
 #: Canary types whose give-away suffix comes from a pool in params.yaml (Appendix C).
 PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "temporal_decoy")
 
-CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
+#: The study's conditions (README, "Conditions"): the paper's three, plus two that separate a
+#: canary's weakness from its lure (issue 11): ``control`` (the ``declared`` lists with every
+#: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
+#: ``declared`` lists with each canary and the real tool it shadows trading places).
+CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored")
+#: The paper's canary-density conditions (the per-condition tests and tables were built for these).
+PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
+#: Conditions whose lists offer canaries (every slot the ``declared`` types give, or all six).
+CANARY_CONDITIONS: Final[tuple[str, ...]] = ("declared", "full", "mirrored")
 POOLS: Final[tuple[str, ...]] = ("standard", "subtle")
 DIFFICULTIES: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 
