@@ -308,7 +308,8 @@ def position_lines(assemblies: Sequence[Assembly], pool: str) -> list[str]:
     lines = []
     for cond, per in position_balance(assemblies).items():
         shown = ", ".join(f"{t} {v['before_real']:.0%} of {v['slots']}" for t, v in per.items())
-        lines.append(f"assemble: pool {pool}, {cond}: canary before its real tool: {shown}")
+        what = "control" if cond == "control" else "canary"
+        lines.append(f"assemble: pool {pool}, {cond}: {what} before its real tool: {shown}")
     return lines
 
 

@@ -32,10 +32,8 @@ PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "
 #: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
 #: ``declared`` lists with each canary and the real tool it shadows trading places).
 CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored")
-#: The paper's canary-density conditions (the per-condition tests and tables were built for these).
+#: The paper's canary-density conditions.
 PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
-#: Conditions whose lists offer canaries (every slot the ``declared`` types give, or all six).
-CANARY_CONDITIONS: Final[tuple[str, ...]] = ("declared", "full", "mirrored")
 POOLS: Final[tuple[str, ...]] = ("standard", "subtle")
 DIFFICULTIES: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 
