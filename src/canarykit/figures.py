@@ -327,7 +327,7 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
     color = alt.Color("diagnosis:N", title="Diagnosis", sort=domain,
                       scale=alt.Scale(domain=domain, range=[c for _, c in _DIAGNOSES]))
     y = alt.Y("model:N", sort=order, title=None)
-    x = alt.X("delta:Q", title="Δ = canary − control trap rate (positive: the claim traps, not the surface)")
+    x = alt.X("delta:Q", title="Δ = canary − control")
     base = alt.Chart().encode(y=y)
     rule = base.mark_rule(strokeWidth=2, color="#555555").encode(x="lo:Q", x2="hi:Q")
     point = base.mark_point(filled=True, size=70, opacity=1).encode(
@@ -336,14 +336,16 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
                  alt.Tooltip("delta:Q", format="+.3f"), alt.Tooltip("lo:Q", format="+.3f"), alt.Tooltip("hi:Q", format="+.3f"),
                  alt.Tooltip("p_holm:Q", format=".3g"), "n:Q", "diagnosis"],
     )
-    zero = base.mark_rule(color="#444444", strokeDash=[5, 4]).encode(x=alt.datum(0))
+    zero = alt.Chart().mark_rule(color="#444444", strokeDash=[5, 4]).encode(x=alt.datum(0))
     return alt.layer(zero, rule, point, data=d).properties(width=230, height=alt.Step(16)).facet(
         facet=alt.Facet("type_label:N", sort=[TYPE_LABELS[t] for t in CANARY_TYPES], title=None,
                         header=alt.Header(labelFontSize=13, labelFontWeight="bold")),
         columns=3,
     ).properties(
-        title=alt.Title(title, subtitle="points: Δ paired by (task, seed); whiskers: bootstrap 95% CI; dashed: no difference; "
-                                        "colour: diagnosis (weakness needs Δ > 0, Holm across types)"),
+        title=alt.Title(title, subtitle=["Δ = trap rate with canaries − with their matched-surface controls, paired by (task, seed); "
+                                         "positive: the claim traps, not the surface",
+                                         "whiskers: bootstrap 95% CI; dashed: no difference; colour: diagnosis (weakness needs Δ > 0, "
+                                         "Holm across types)"]),
     )
 
 
