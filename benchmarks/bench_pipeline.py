@@ -63,7 +63,10 @@ def main() -> None:
         else:
             shutil.copy2(src, repo / item)
     cfg = yaml.safe_load((repo / "params.yaml").read_text())
-    cfg["models"] = [m for m in cfg["models"] if m["name"] != "planted:granularity_trap"]
+    # the paper-sized grid: 8 agents, its 3 conditions (the default study also runs control and
+    # mirrored, and planted:surface)
+    cfg["models"] = [m for m in cfg["models"] if m["name"] not in ("planted:granularity_trap", "planted:surface")]
+    cfg["study"]["conditions"] = ["baseline", "declared", "full"]
     (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     n_runs = len(cfg["models"]) * (3 * 3 * 120 + 3 * 120)
     run(repo, "git", "init", "-q")

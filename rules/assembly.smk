@@ -3,7 +3,7 @@ rule assemble:
         tasks=config["study"]["tasks"],
         tools="results/tools.json",
         canaries="results/canaries/{pool}.json",
-        code=package_code("assembly.py", "tasks.py"),
+        code=package_code("assembly.py", "tasks.py", "records.py", "canaries"),
     output:
         "results/assembly/{pool}.parquet",
     params:

@@ -40,14 +40,14 @@ GRID = run_grid(config)
 POOLS = sorted(GRID)
 #: the run store: one record per run, content-addressed by run identity
 RUN_STORE = "results/runs/store"
-FIGURES = ["fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"]
+FIGURES = ["fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10"]
 #: the tidy data behind each figure (written by the stats rule; DVC plots point at them)
-FIGURE_DATA = ["fig2_csr", "fig4_csr_by_difficulty", "fig5_trap_rates", "fig6_profiles", "fig7_tsr_delta", "fig8_ablation", "fig9_recovery_outcome"]
+FIGURE_DATA = ["fig2_csr", "fig4_csr_by_difficulty", "fig5_trap_rates", "fig6_profiles", "fig7_tsr_delta", "fig8_ablation", "fig9_recovery_outcome", "fig10_controls"]
 METRICS = [f"results/metrics/{c}-{p}.json" for p in POOLS for c in GRID[p]]
 
 wildcard_constraints:
     pool="standard|subtle",
-    condition="baseline|declared|full",
+    condition="baseline|declared|full|control|mirrored",
     fig="fig[0-9]+",
     fmt="svg|png|html",
 
@@ -55,6 +55,7 @@ ALL_TARGETS = [
     "results/table1.csv",
     "results/table2.csv",
     "results/table3.csv",
+    "results/table_controls.csv",
     "results/stats.json",
     "results/judge/validation.json",
     "results/params.resolved.yaml",

@@ -7,7 +7,8 @@ rule stats:
         table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
         table3=report("results/table3.csv", category="Tables", caption="../report/table3.rst"),
         stability=report("results/table_stability.csv", category="Tables", caption="../report/table_stability.rst"),
-        markdown=expand("results/{name}.md", name=["table1", "table2", "table3", "table_stability"]),
+        controls=report("results/table_controls.csv", category="Tables", caption="../report/table_controls.rst"),
+        markdown=expand("results/{name}.md", name=["table1", "table2", "table3", "table_stability", "table_controls"]),
         stats=report("results/stats.json", category="Tests and intervals", caption="../report/stats.rst"),
         figure_data=expand("results/{name}.csv", name=FIGURE_DATA),
     params:

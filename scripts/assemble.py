@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from canarykit.assembly import build_assemblies, write_assemblies
-from canarykit.canaries import canary_table, load_pool
+from canarykit.canaries import canary_table, load_pool_document
 from canarykit.tasks import load_tasks, tasks_table
 from canarykit.workflow import run_script
 
@@ -13,9 +13,12 @@ def main(smk):
     tasks = load_tasks(smk.input.tasks)
     tasks_table(tasks, smk.input.tasks)  # the TasksTable contract
     tools = json.loads(Path(smk.input.tools).read_text())
-    pool = load_pool(smk.input.canaries)
-    canary_table(pool, smk.input.canaries)
-    assemblies = build_assemblies(tasks, tools, pool, smk.wildcards.pool, smk.params.conditions, smk.params.seeds)
+    doc = load_pool_document(smk.input.canaries)
+    canary_table(doc["canaries"], smk.input.canaries)
+    assemblies = build_assemblies(
+        tasks, tools, doc["canaries"], smk.wildcards.pool, smk.params.conditions, smk.params.seeds,
+        doc["controls"], source=smk.input.canaries,
+    )
     write_assemblies(assemblies, smk.output[0])
 
 

@@ -1,4 +1,4 @@
-"""Figures 2, 4, 5, 6, 7, 8 and 9 (SVG, PNG, HTML) from results/stats.json."""
+"""Figures 2, 4, 5, 6, 7, 8, 9 and 10 (SVG, PNG, HTML) from results/stats.json."""
 
 from pathlib import Path
 

@@ -53,12 +53,13 @@ def test_oracle_on_the_suite_zero_canaries_and_rubric_passes(tmp_path: Path) -> 
 
 
 def test_default_reference_grid_runs_and_is_reused(tmp_path: Path) -> None:
-    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=4, pools={"standard": ["baseline", "declared", "full"], "subtle": ["declared"]})
+    conditions = ["baseline", "declared", "full", "control", "mirrored"]
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=4, pools={"standard": conditions, "subtle": ["declared"]})
     models = reference_models()
-    assert len(models) == 9
+    assert len(models) == 10
     args = ({"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet", tmp_path / "summary.json")
     s1 = run_grid(models, tasks_path, pools, [0], *args, progress=False)
-    assert s1.failed == 0 and s1.total == 9 * 4 * 4 and s1.backend_calls > 0
+    assert s1.failed == 0 and s1.total == 10 * 4 * (len(conditions) + 1) and s1.backend_calls > 0
     idx = pl.read_parquet(tmp_path / "runs.parquet")
     assert set(idx["backend"]) == {"reference"} and set(idx["provider"]) == {"reference"}
     assert idx.select(pl.struct("model", "condition", "pool", "seed", "task_id").n_unique()).item() == idx.height

@@ -18,13 +18,18 @@ def _params() -> dict:
     return yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
+SHIPPED_MODELS = _params()["models"]
+
+
 def test_shipped_params_are_valid_and_complete():
     cfg = load_params(ROOT / "params.yaml")
     assert cfg["canaries"]["pool"] == "standard"
-    assert run_grid(cfg) == {"standard": ["baseline", "declared", "full"], "subtle": ["declared"]}
-    # one planted reference agent per canary type
+    assert run_grid(cfg) == {"standard": ["baseline", "declared", "full", "control", "mirrored"], "subtle": ["declared"]}
+    # one planted reference agent per canary type, and the surface-attracted one (issue 11)
     planted = {m["canary_type"] for m in cfg["models"] if m.get("agent") == "planted"}
     assert len(planted) == 6
+    surface = [m for m in cfg["models"] if m.get("agent") == "surface"]
+    assert [(m["name"], m["take_prob"], m["group"]) for m in surface] == [("planted:surface", 0.5, "planted")]
 
 
 def test_every_schema_key_has_a_description_and_a_default():
@@ -58,7 +63,7 @@ def test_empty_config_gets_defaults():
         (lambda c: c["models"][3].__setitem__("take_prob", 1.5), "models[3].take_prob"),
         (lambda c: c["models"][0].__setitem__("backend", "openai"), "models[0].backend"),
         (lambda c: c["stats"].__setitem__("bootstrap_resamples", "many"), "stats.bootstrap_resamples"),
-        (lambda c: c["models"].append(copy.deepcopy(c["models"][0])), "models[9].name"),
+        (lambda c: c["models"].append(copy.deepcopy(c["models"][0])), f"models[{len(SHIPPED_MODELS)}].name"),
         (lambda c: c["ablation"].__setitem__("pool", "standard"), "ablation.pool"),
         (lambda c: c["judge"].__setitem__("primary", {"kind": "llm"}), "judge.primary"),
     ],

@@ -40,7 +40,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -> None:
     sh(repo, "dvc", "repro")
     first = _summary(repo)
-    assert first["failed"] == 0 and first["executed"] + first["reused"] == first["total"] == 3 * N_TASKS * 4
+    # 3 agents x 24 tasks x (5 conditions + the subtle ablation)
+    assert first["failed"] == 0 and first["executed"] + first["reused"] == first["total"] == 3 * N_TASKS * 6
     sh(repo, "git", "add", "-A")
     sh(repo, "git", "commit", "-qm", "first reproduction")
 
@@ -49,8 +50,10 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
     assert "Stage 'canaries@subtle' didn't change" in out and "Running stage 'canaries@standard'" in out
     summary = _summary(repo)
     assembly = pl.read_parquet(repo / "results/assembly/standard.parquet")
-    with_mirage = assembly.filter(pl.col("canary_type") == "capability_mirage").select("condition", "seed", "task_id").unique().height
-    assert with_mirage > 0
+    # lists with a mirage, or with its control (whose text keeps the canary's suffix)
+    mirage = (pl.col("canary_type") == "capability_mirage") | (pl.col("control_type") == "capability_mirage")
+    with_mirage = assembly.filter(mirage).select("condition", "seed", "task_id").unique().height
+    assert with_mirage > 0 and set(assembly.filter(mirage)["condition"]) == {"declared", "full", "control", "mirrored"}
     assert summary["executed"] == with_mirage * 3
     assert summary["reused"] == summary["total"] - summary["executed"] and summary["failed"] == 0
     # The backend call counter agrees: every call made belongs to a re-executed run.

@@ -12,7 +12,7 @@ import pytest
 from canarykit import figures, stats
 from canarykit.synthetic import synthetic_runs
 
-NAMES = ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9")
+NAMES = ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10")
 
 
 @pytest.fixture(scope="module")

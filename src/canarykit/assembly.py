@@ -1,15 +1,39 @@
 """The assembler: the tool list an agent sees for each (pool, condition, seed, task).
 
 For a task, the offered list is every real tool plus the canaries of the condition's types
-that shadow the task's correct tools (``baseline``: none; ``declared``: the task's declared
-types; ``full``: all six), shuffled deterministically by (seed, task). The shuffle permutes
-stable keys (real tool names and canary ids), never descriptions, so
+that shadow the task's correct tools (``baseline``: none; ``declared``, ``control`` and
+``mirrored``: the task's declared types; ``full``: all six), in a deterministic order per
+(seed, task). The order permutes stable keys (real tool names and canary ids), never
+descriptions, so
 
 - the same assembly is byte-identical for every model and every rerun;
 - the standard and subtle pools offer the same tools in the same order (only descriptions
   differ), so the ablation compares like with like;
 - editing one canary type's suffix changes exactly the tool lists that hold a canary of that
   type (their ``tool_list_hash``), and nothing else.
+
+**Order: a shuffle, then a counterbalanced position.** The keys are shuffled by (seed,
+task); then, for each real tool with canaries, the slots the tool and its canaries occupy
+are refilled so that the canaries sit either all *before* the real tool or all *after* it
+(keeping their shuffled order among themselves). Which one is fixed per (task, seed): a
+hash of the task id picks the side for even seeds, and odd seeds take the other side, so
+consecutive seeds (0, 1, 2, ...) alternate and no canary keeps the same side of its real
+tool over all seeds (with independent shuffles a quarter of them did, over three seeds).
+Every canary of one list is on the same side, so a run has one ``canary_before_real``.
+
+**Controls** (condition ``control``): the ``declared`` list of the same (seed, task) with
+every canary replaced by its matched-surface control (:mod:`canarykit.canaries`), in the
+canary's slot; a granularity control is instantiated with the task's own case
+(:func:`~canarykit.canaries.control_for_task`). The control's behaviour is part of the
+list's ``tool_list_hash``: a control can read exactly like its canary (a capability
+mirage's or a prerequisite variant's control keeps its text) while it works like the real
+tool, and the run identity must tell the two apart.
+
+**Mirrored** (condition ``mirrored``): the ``declared`` list of the same (seed, task) with
+each real tool and its canaries trading sides in the same slots: a canary that sat before
+its real tool sits after it (with one canary per tool, the two swap slots). So every
+(task, seed) is offered both orders, and the effect of order on trap rates is estimated
+paired (``position_effect`` in stats.json).
 
 A (tool, type) the pool has no canary for (``canaries.fit: fitted`` skips types whose
 defect means nothing for the tool) is simply not offered; :func:`unoffered_canaries`
@@ -22,17 +46,22 @@ import json
 import random
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import polars as pl
 
+from .canaries import control_for_task
 from .errors import InputError
 from .jsonio import canonical_json, content_hash
-from .records import OfferedTool
+from .records import OfferedTool, canary_before_real
 from .schemas import AssemblyTable, validate
 from .types import CANARY_TYPES
+
+#: Conditions whose lists are the ``declared`` list rearranged (``mirrored``) or with
+#: stand-ins for the canaries (``control``).
+_DECLARED_LIKE = ("declared", "control", "mirrored")
 
 
 class TaskLike(Protocol):
@@ -43,7 +72,11 @@ class TaskLike(Protocol):
 
 @dataclass(frozen=True)
 class Assembly:
-    """One assembled tool list, in the order the agent sees it."""
+    """One assembled tool list, in the order the agent sees it.
+
+    ``controls`` maps the id of each offered control to its record as offered (a
+    granularity control instantiated for the task); empty outside the ``control`` condition.
+    """
 
     pool: str
     condition: str
@@ -52,27 +85,67 @@ class Assembly:
     tools: tuple[dict[str, Any], ...]
     offered: tuple[OfferedTool, ...]
     tool_list_hash: str
+    controls: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def canary_before_real(self) -> bool | None:
+        """Whether the list's canaries (controls in ``control``) sit before the real tools
+        they shadow: see :func:`canary_before_real`."""
+        return canary_before_real(self.offered)
 
 
 def condition_types(condition: str, task: TaskLike) -> tuple[str, ...]:
-    """Canary types injected for ``task`` under ``condition``."""
+    """Canary types injected (or, for ``control``, controlled) for ``task`` under ``condition``."""
     if condition == "baseline":
         return ()
-    if condition == "declared":
+    if condition in _DECLARED_LIKE:
         return tuple(t for t in CANARY_TYPES if t in set(task.declared_types))
     if condition == "full":
         return CANARY_TYPES
     raise ValueError(f"unknown condition {condition!r}")
 
 
-def tool_list_hash(tools: Iterable[Mapping[str, Any]]) -> str:
-    """Hash of the full ordered tool definitions an agent is sent."""
-    return content_hash([{"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]} for t in tools])
+def tool_list_hash(
+    tools: Iterable[Mapping[str, Any]], behaviours: Sequence[Mapping[str, Any] | None] | None = None
+) -> str:
+    """Hash of the full ordered tool definitions an agent is sent.
+
+    ``behaviours`` (one entry per tool, None for real tools and canaries) adds what a
+    stand-in control does: a control may read exactly like its canary, so the definitions
+    alone would not tell the two lists apart. Lists without controls hash as before.
+    """
+    entries = [{"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]} for t in tools]
+    if behaviours is not None:
+        for e, b in zip(entries, behaviours, strict=True):
+            if b is not None:
+                e["control"] = dict(b)
+    return content_hash(entries)
 
 
-def _order(keys: list[str], seed: int, task_id: str) -> list[str]:
+def canary_first(seed: int, task_id: str) -> bool:
+    """Whether the canaries of the (seed, task) ``declared`` list sit before their real tools.
+
+    A hash of the task id picks the side for even seeds; odd seeds take the other side, so
+    consecutive seeds alternate (``mirrored`` lists take the side the ``declared`` list does not).
+    """
+    base = content_hash(["canarykit-position", str(task_id)], 8)
+    return (int(base, 16) % 2 == 0) != (int(seed) % 2 == 1)
+
+
+def _order(keys: list[str], seed: int, task_id: str, groups: Mapping[str, Sequence[str]], before: bool) -> list[str]:
+    """The shuffled keys, then each group (a real tool's key and its canaries' keys) laid out
+    in the group's own slots with the canaries all before (``before``) or all after the tool."""
     ordered = sorted(keys)
     random.Random(f"canarykit-assembly|{seed}|{task_id}").shuffle(ordered)
+    pos = {k: i for i, k in enumerate(ordered)}
+    for real_key, stand_ins in groups.items():
+        if not stand_ins:
+            continue
+        slots = sorted(pos[k] for k in (real_key, *stand_ins))
+        inner = sorted(stand_ins, key=pos.__getitem__)
+        layout = [*inner, real_key] if before else [real_key, *inner]
+        for slot, key in zip(slots, layout, strict=True):
+            ordered[slot] = key
     return ordered
 
 
@@ -83,26 +156,60 @@ def assemble(
     real_tools: Sequence[Mapping[str, Any]],
     canaries: Mapping[tuple[str, str], Mapping[str, Any]],
     pool: str,
+    controls: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Assembly:
-    """Assemble one tool list. ``canaries`` maps (shadowed tool, type) to a canary record."""
-    entries: dict[str, tuple[dict[str, Any], OfferedTool]] = {}
+    """Assemble one tool list. ``canaries`` maps (shadowed tool, type) to a canary record;
+    ``controls`` maps a canary id to its control record (needed for ``control`` only)."""
+    entries: dict[str, tuple[dict[str, Any], OfferedTool, Mapping[str, Any] | None]] = {}
+    groups: dict[str, list[str]] = {}
     for t in real_tools:
         d = {"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]}
-        entries[f"real:{t['name']}"] = (d, OfferedTool(name=t["name"]))
-    for shadowed in dict.fromkeys(task.correct_tools):
-        for ctype in condition_types(condition, task):
-            c = canaries.get((shadowed, ctype))
-            if c is None:
+        entries[f"real:{t['name']}"] = (d, OfferedTool(name=t["name"]), None)
+    real_names = [str(t["name"]) for t in real_tools]
+    chosen = [
+        c for shadowed in dict.fromkeys(task.correct_tools) for ctype in condition_types(condition, task)
+        if (c := canaries.get((shadowed, ctype))) is not None
+    ]
+    # names a granularity control must not take: the real tools and the list's canaries
+    # (the other controls carry their canaries' names)
+    taken = [*real_names, *(str(c["name"]) for c in chosen)]
+    for c in chosen:
+        key = f"canary:{c['id']}"  # a control keeps its canary's key, hence its canary's slot
+        if condition == "control":
+            template = (controls or {}).get(str(c["id"]))
+            if template is None:
+                raise InputError("canary pool", "controls", f"no control for canary {c['id']!r}: generate the pool with --controls")
+            ctl = control_for_task(template, task, taken=[n for n in taken if n != c["name"]])
+            if ctl is None:  # a granularity control of a tool the task never calls
                 continue
+            d = {"name": ctl["name"], "description": ctl["description"], "inputSchema": ctl["inputSchema"]}
+            off = OfferedTool(name=ctl["name"], shadows=c["shadows"], control_id=ctl["id"], control_type=ctl["type"])
+            entries[key] = (d, off, ctl)
+        else:
             d = {"name": c["name"], "description": c["description"], "inputSchema": c["inputSchema"]}
-            entries[f"canary:{c['id']}"] = (
-                d,
-                OfferedTool(name=c["name"], canary_id=c["id"], canary_type=c["type"], shadows=c["shadows"]),
-            )
-    order = _order(list(entries), seed, task.id)
+            off = OfferedTool(name=c["name"], canary_id=c["id"], canary_type=c["type"], shadows=c["shadows"])
+            entries[key] = (d, off, None)
+        groups.setdefault(f"real:{c['shadows']}", []).append(key)
+    before = canary_first(seed, task.id)
+    if condition == "mirrored":
+        before = not before
+    if condition == "control":
+        # the declared list's order (a granularity control the task cannot use leaves a gap)
+        declared = assemble(task, "declared", seed, real_tools, canaries, pool)
+        order = [k for k in _declared_keys(declared) if k in entries]
+    else:
+        order = _order(list(entries), seed, task.id, groups, before)
     tools = tuple(entries[k][0] for k in order)
     offered = tuple(entries[k][1] for k in order)
-    return Assembly(pool, condition, seed, task.id, tools, offered, tool_list_hash(tools))
+    stand_ins = [entries[k][2] for k in order]
+    behaviours = [r["behaviour"] if r is not None else None for r in stand_ins]
+    ctl_records = {str(r["id"]): r for r in stand_ins if r is not None}
+    return Assembly(pool, condition, seed, task.id, tools, offered,
+                    tool_list_hash(tools, behaviours if ctl_records else None), ctl_records)
+
+
+def _declared_keys(a: Assembly) -> list[str]:
+    return [f"canary:{o.canary_id}" if o.canary_id is not None else f"real:{o.name}" for o in a.offered]
 
 
 def canary_index(pool_records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
@@ -136,26 +243,81 @@ def build_assemblies(
     pool: str,
     conditions: Sequence[str],
     seeds: Sequence[int],
+    controls: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    source: str = "canary pool",
+    log: Any = None,
 ) -> list[Assembly]:
-    """Every assembly of one pool, in (condition, seed, task) order."""
+    """Every assembly of one pool, in (condition, seed, task) order.
+
+    ``controls`` are the pool's control records (:func:`canarykit.canaries.load_controls`),
+    needed when ``conditions`` holds ``control``. Logs (stderr, or ``log``) what is not
+    offered and, per condition and type, how often canaries sit before their real tool.
+    """
+    out = log if log is not None else sys.stderr
     index = canary_index(pool_records)
     real_names = {t["name"] for t in real_tools}
     for i, task in enumerate(tasks):
         for name in task.correct_tools:
             if name not in real_names:
                 raise InputError("tasks", f"tasks[{i}].correct_tools", f"{name!r} is not a real tool of the environment")
+    by_canary: dict[str, Mapping[str, Any]] = {}
+    if "control" in conditions:
+        by_canary = {str(c["control_of"]): c for c in (controls or [])}
+        lacking = sorted(str(c["id"]) for c in pool_records if str(c["id"]) not in by_canary)
+        if lacking:
+            what = "has no controls" if not by_canary else f"has no control for {len(lacking)} canaries ({', '.join(lacking[:3])}, ...)"
+            raise InputError(source, "controls", f"the condition 'control' needs every canary's control, and this pool {what}; "
+                             "generate the pool with --controls (the workflow always does)")
+    if len({int(s) % 2 for s in seeds}) == 1 and len(seeds) > 1:
+        print(f"assemble: WARNING: seeds {list(seeds)} are all {'even' if int(seeds[0]) % 2 == 0 else 'odd'}: canaries keep "
+              "the same side of their real tool in every seed (consecutive seeds alternate it; the condition "
+              "'mirrored' offers the other side)", file=out)
     missing = unoffered_canaries(tasks, pool_records, conditions)
     for cond, per in missing.items():
         listed = ", ".join(f"{t} {n}" for t, n in sorted(per.items()))
         print(f"assemble: pool {pool}, {cond}: {sum(per.values())} (task, tool, type) canaries not offered "
-              f"(none in the pool: skipped by the fit rules): {listed}", file=sys.stderr)
-    return [assemble(task, cond, seed, real_tools, index, pool) for cond in conditions for seed in seeds for task in tasks]
+              f"(none in the pool: skipped by the fit rules): {listed}", file=out)
+    built = [assemble(task, cond, seed, real_tools, index, pool, by_canary) for cond in conditions for seed in seeds for task in tasks]
+    for line in position_lines(built, pool):
+        print(line, file=out)
+    return built
+
+
+def position_balance(assemblies: Iterable[Assembly]) -> dict[str, dict[str, dict[str, float | int]]]:
+    """Per condition and type: the canary slots (controls in ``control``) offered and the
+    share of them that sit before the real tool they shadow."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for a in assemblies:
+        real_pos = {o.name: i for i, o in enumerate(a.offered) if o.kind == "real"}
+        for i, o in enumerate(a.offered):
+            t = o.canary_type or o.control_type
+            if t is None or o.shadows not in real_pos:
+                continue
+            c = counts.setdefault(a.condition, {}).setdefault(t, [0, 0])
+            c[0] += 1
+            c[1] += int(i < real_pos[o.shadows])
+    return {
+        cond: {t: {"slots": n, "before_real": b / n} for t in CANARY_TYPES if t in per for n, b in [per[t]]}
+        for cond, per in counts.items()
+    }
+
+
+def position_lines(assemblies: Sequence[Assembly], pool: str) -> list[str]:
+    """Log lines: per condition, the share of canary slots before their real tool, by type."""
+    lines = []
+    for cond, per in position_balance(assemblies).items():
+        shown = ", ".join(f"{t} {v['before_real']:.0%} of {v['slots']}" for t, v in per.items())
+        what = "control" if cond == "control" else "canary"
+        lines.append(f"assemble: pool {pool}, {cond}: {what} before its real tool: {shown}")
+    return lines
 
 
 _TABLE_SCHEMA = {
     "pool": pl.String, "condition": pl.String, "seed": pl.Int64, "task_id": pl.String,
     "position": pl.Int64, "tool_name": pl.String, "canary_id": pl.String, "canary_type": pl.String,
     "shadows": pl.String, "description": pl.String, "input_schema": pl.String, "tool_list_hash": pl.String,
+    "control_id": pl.String, "control_type": pl.String, "behaviour": pl.String,
 }
 
 
@@ -176,6 +338,10 @@ def assemblies_table(assemblies: Sequence[Assembly], source: str = "assemblies")
             cols["description"].append(tool["description"])
             cols["input_schema"].append(canonical_json(tool["inputSchema"]))
             cols["tool_list_hash"].append(a.tool_list_hash)
+            cols["control_id"].append(off.control_id)
+            cols["control_type"].append(off.control_type)
+            ctl = a.controls.get(off.control_id) if off.control_id is not None else None
+            cols["behaviour"].append(canonical_json(ctl.get("behaviour", {})) if ctl is not None else None)
     return validate(pl.DataFrame(cols, schema=_TABLE_SCHEMA), AssemblyTable, source)
 
 
@@ -193,11 +359,20 @@ def write_assemblies(assemblies: Sequence[Assembly], path: str | Path) -> pl.Dat
 
 
 def load_assemblies(path: str | Path) -> dict[tuple[str, int, str], Assembly]:
-    """Read an assembly table back, keyed by (condition, seed, task_id)."""
+    """Read an assembly table back, keyed by (condition, seed, task_id).
+
+    An offered control comes back as the part of its record the list fixes (``id``,
+    ``type``, ``shadows``, ``name``, ``description``, ``inputSchema``, ``behaviour``); the
+    runner completes it from the pool (:func:`control_records`).
+    """
     p = Path(path)
     if not p.exists():
         raise InputError(str(p), "<file>", "assembly table not found; run `snakemake` to assemble")
-    df = validate(pl.read_parquet(p), AssemblyTable, str(p)).sort(["condition", "seed", "task_id", "position"])
+    raw = pl.read_parquet(p)
+    for col in ("control_id", "control_type", "behaviour"):  # tables written before controls
+        if col not in raw.columns:
+            raw = raw.with_columns(pl.lit(None, dtype=pl.String).alias(col))
+    df = validate(raw, AssemblyTable, str(p)).sort(["condition", "seed", "task_id", "position"])
     out: dict[tuple[str, int, str], Assembly] = {}
     for (pool, cond, seed, task_id), g in df.group_by(["pool", "condition", "seed", "task_id"], maintain_order=True):
         tools = tuple(
@@ -205,11 +380,37 @@ def load_assemblies(path: str | Path) -> dict[tuple[str, int, str], Assembly]:
             for n, d, s in zip(g["tool_name"], g["description"], g["input_schema"], strict=True)
         )
         offered = tuple(
-            OfferedTool(name=n, canary_id=ci, canary_type=ct, shadows=sh)
-            for n, ci, ct, sh in zip(g["tool_name"], g["canary_id"], g["canary_type"], g["shadows"], strict=True)
+            OfferedTool(name=n, canary_id=ci, canary_type=ct, shadows=sh, control_id=oi, control_type=ot)
+            for n, ci, ct, sh, oi, ot in zip(g["tool_name"], g["canary_id"], g["canary_type"], g["shadows"],
+                                             g["control_id"], g["control_type"], strict=True)
         )
+        behaviours: list[dict[str, Any] | None] = [None if b is None else json.loads(b) for b in g["behaviour"]]
+        controls: dict[str, Mapping[str, Any]] = {}
+        for tool, off, b in zip(tools, offered, behaviours, strict=True):
+            if off.control_id is None:
+                continue
+            if b is None:
+                raise InputError(str(p), f"behaviour[{cond},{seed},{task_id}]", f"control {off.control_id!r} has no behaviour")
+            controls[off.control_id] = {"id": off.control_id, "type": off.control_type, "shadows": off.shadows,
+                                        "name": tool["name"], "description": tool["description"],
+                                        "inputSchema": tool["inputSchema"], "behaviour": b}
         h = g["tool_list_hash"][0]
-        if tool_list_hash(tools) != h:
+        if tool_list_hash(tools, behaviours if controls else None) != h:
             raise InputError(str(p), f"tool_list_hash[{cond},{seed},{task_id}]", "does not match the stored tools (the file was edited or corrupted)")
-        out[(str(cond), int(seed), str(task_id))] = Assembly(str(pool), str(cond), int(seed), str(task_id), tools, offered, h)
+        out[(str(cond), int(seed), str(task_id))] = Assembly(str(pool), str(cond), int(seed), str(task_id), tools, offered, h, controls)
+    return out
+
+
+def control_records(
+    assembly: Assembly, pool_controls: Mapping[str, Mapping[str, Any]], source: str = "canary pool"
+) -> dict[str, dict[str, Any]]:
+    """The full record of every control ``assembly`` offers: the pool's record (by control
+    id) with what the list fixed (name, description, schema, behaviour: a granularity
+    control's case) on top. InputError when the pool lacks one (re-run the assembly)."""
+    out: dict[str, dict[str, Any]] = {}
+    for cid, rec in assembly.controls.items():
+        base = pool_controls.get(cid)
+        if base is None:
+            raise InputError(source, "controls", f"the assembly offers control {cid!r}, which the pool does not hold; re-run the assembly stage")
+        out[cid] = {**base, **{k: rec[k] for k in ("name", "description", "inputSchema", "behaviour")}}
     return out

@@ -4,6 +4,11 @@ Every ``tool_call`` event of a run record is classified as
 
 - ``real``: a call of an offered real tool;
 - ``canary``: a call of an offered canary (with its id, type and the real tool it shadows);
+- ``control``: a call of an offered matched-surface control (condition ``control``: the
+  canary's name, schema and slot, but it works like the real tool). **A control call is not
+  a canary call**: it never counts in ``canary_calls``, ``csr``, ``trapped`` or
+  ``trapped_T``; it counts in ``control_calls`` and ``control_called_T`` (T: the type of the
+  canary it controls), and, like any call, in ``tool_calls``;
 - ``unknown``: a name that was not offered, or arguments that were not a JSON object
   (status ``malformed_arguments``; the loop could not tell what was asked for).
 
@@ -25,13 +30,18 @@ Decisions (each is a place where the paper is silent or ambiguous):
   measured, as for canaries). If that canary's ``shadows`` is unknown, any of the task's
   correct tools counts. Only the first canary's shadow is used (not the shadows of later
   canaries): recovery is recovery from the sprung trap. ``recovered`` is NULL when not trapped.
+- **Order.** ``canary_before_real`` is true when every canary of the offered list (in the
+  ``control`` condition: every control) sits before the real tool it shadows, false when
+  every one sits after it, NULL when the list has none or mixes both orders (canarykit's
+  assembler puts all of a list's canaries on one side: :mod:`canarykit.assembly`).
 - **Truncated runs** (status ``truncated``: ``agent.max_turns`` model turns without a final
   answer) are flagged ``truncated``. Their calls count like any run's (the agent did make
   them); how tsr treats them is the statistics' business (README, "Truncated runs").
 - **Backend-error runs** (``record.error``) are excluded from every metric and counted
   separately. They keep a row with ``error`` true, and that row is inert in any aggregate
   even if a consumer forgets to filter on ``error``: counts 0, ``csr``/``recovered`` NULL,
-  ``trapped`` and every ``present_T``/``trapped_T`` false. Their calls remain in the per-call
+  ``trapped`` and every ``present_T``/``trapped_T``/``control_*`` flag false,
+  ``canary_before_real`` NULL. Their calls remain in the per-call
   table (:func:`calls_table`).
 
 The metric functions at the bottom (:func:`csr_by`, :func:`type_trap_rates`,
@@ -50,10 +60,10 @@ from typing import Any, Final, Literal
 import polars as pl
 
 from .errors import InputError
-from .records import OfferedTool, RunRecord, read_record
+from .records import OfferedTool, RunRecord, canary_before_real, read_record
 from .types import CANARY_TYPES
 
-CallClass = Literal["real", "canary", "unknown"]
+CallClass = Literal["real", "canary", "control", "unknown"]
 
 #: Columns of the per-call table, in order.
 CALL_COLUMNS: Final[dict[str, Any]] = {
@@ -66,6 +76,8 @@ CALL_COLUMNS: Final[dict[str, Any]] = {
     "canary_id": pl.String,
     "canary_type": pl.String,
     "shadows": pl.String,
+    "control_id": pl.String,
+    "control_type": pl.String,
 }
 
 #: Per-run metric columns produced by :func:`run_metrics` (plus one present_/trapped_ per type).
@@ -82,6 +94,10 @@ RUN_METRIC_COLUMNS: Final[dict[str, Any]] = {
     **{f"trapped_{t}": pl.Boolean for t in CANARY_TYPES},
     "error": pl.Boolean,
     "truncated": pl.Boolean,
+    "control_calls": pl.Int64,
+    **{f"control_present_{t}": pl.Boolean for t in CANARY_TYPES},
+    **{f"control_called_{t}": pl.Boolean for t in CANARY_TYPES},
+    "canary_before_real": pl.Boolean,
 }
 
 
@@ -98,6 +114,8 @@ class ClassifiedCall:
     canary_id: str | None = None
     canary_type: str | None = None
     shadows: str | None = None
+    control_id: str | None = None
+    control_type: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return {
@@ -110,6 +128,8 @@ class ClassifiedCall:
             "canary_id": self.canary_id,
             "canary_type": self.canary_type,
             "shadows": self.shadows,
+            "control_id": self.control_id,
+            "control_type": self.control_type,
         }
 
 
@@ -179,7 +199,9 @@ def classify_calls(record: RunRecord) -> list[ClassifiedCall]:
         cls: CallClass
         if tool is None or event.status in ("malformed_arguments", "unknown_tool"):
             cls, tool = "unknown", None
-        elif tool.canary_id is not None or tool.canary_type is not None:
+        elif tool.kind == "control":
+            cls = "control"
+        elif tool.kind == "canary":
             cls = "canary"
         else:
             cls, tool = "real", None
@@ -194,6 +216,8 @@ def classify_calls(record: RunRecord) -> list[ClassifiedCall]:
                 canary_id=tool.canary_id if tool else None,
                 canary_type=tool.canary_type if tool else None,
                 shadows=tool.shadows if tool else None,
+                control_id=tool.control_id if tool else None,
+                control_type=tool.control_type if tool else None,
             )
         )
     return calls
@@ -230,6 +254,10 @@ def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) ->
         row.update({f"trapped_{t}": False for t in CANARY_TYPES})
         row["error"] = True
         row["truncated"] = False
+        row["control_calls"] = 0
+        row.update({f"control_present_{t}": False for t in CANARY_TYPES})
+        row.update({f"control_called_{t}": False for t in CANARY_TYPES})
+        row["canary_before_real"] = None
         return row
     if calls is None:
         calls = classify_calls(record)
@@ -251,6 +279,12 @@ def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) ->
     row.update({f"trapped_{t}": t in sprung for t in CANARY_TYPES})
     row["error"] = False
     row["truncated"] = record.truncated
+    controls = {o.control_type for o in record.offered if o.control_type is not None}
+    called = {c.control_type for c in calls if c.cls == "control"}
+    row["control_calls"] = sum(c.cls == "control" for c in calls)
+    row.update({f"control_present_{t}": t in controls for t in CANARY_TYPES})
+    row.update({f"control_called_{t}": t in called for t in CANARY_TYPES})
+    row["canary_before_real"] = canary_before_real(record.offered)
     return row
 
 

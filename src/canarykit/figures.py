@@ -1,4 +1,5 @@
-"""Altair figures of the paper (Figures 2 and 4-9), built from the statistics alone.
+"""Altair figures of the paper (Figures 2 and 4-9) and of the control effect (Figure 10),
+built from the statistics alone.
 
 :func:`make_figures` takes a per-run table (a polars frame or a ``.parquet`` path), or the
 result of :func:`canarykit.stats.compute_all` (a dict or a ``stats.json`` path), and writes each
@@ -307,13 +308,54 @@ def fig9(fd: Mapping[str, pl.DataFrame]) -> Any:
     )
 
 
+#: Diagnosis words of the control effect, in legend order, with their colours.
+_DIAGNOSES: tuple[tuple[str, str], ...] = (
+    ("weakness", OKABE_ITO[3]), ("surface attraction", OKABE_ITO[1]), ("inconclusive", OKABE_ITO[5]),
+    ("no attraction", "#999999"), ("n/a", "#cccccc"),
+)
+
+
+def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
+    """Control effect: trap rate with canaries minus with matched-surface controls, per type."""
+    title = "Figure 10: weakness or lure? trap rate with canaries minus with their controls"
+    d = fd["fig10"].filter(pl.col("delta").is_not_null())
+    if d.is_empty():
+        return _empty(title, "Needs declared and control runs (study.conditions)")
+    d = d.with_columns(type_label=pl.col("type").replace_strict(TYPE_LABELS, default=pl.col("type")))
+    order = sorted(d.get_column("model").unique().to_list())
+    domain = [k for k, _ in _DIAGNOSES]
+    color = alt.Color("diagnosis:N", title="Diagnosis", sort=domain,
+                      scale=alt.Scale(domain=domain, range=[c for _, c in _DIAGNOSES]))
+    y = alt.Y("model:N", sort=order, title=None)
+    x = alt.X("delta:Q", title="Δ = canary − control")
+    base = alt.Chart().encode(y=y)
+    rule = base.mark_rule(strokeWidth=2, color="#555555").encode(x="lo:Q", x2="hi:Q")
+    point = base.mark_point(filled=True, size=70, opacity=1).encode(
+        x=x, color=color,
+        tooltip=["model", "type", alt.Tooltip("canary:Q", format=".3f"), alt.Tooltip("control:Q", format=".3f"),
+                 alt.Tooltip("delta:Q", format="+.3f"), alt.Tooltip("lo:Q", format="+.3f"), alt.Tooltip("hi:Q", format="+.3f"),
+                 alt.Tooltip("p_holm:Q", format=".3g"), "n:Q", "diagnosis"],
+    )
+    zero = alt.Chart().mark_rule(color="#444444", strokeDash=[5, 4]).encode(x=alt.datum(0))
+    return alt.layer(zero, rule, point, data=d).properties(width=230, height=alt.Step(16)).facet(
+        facet=alt.Facet("type_label:N", sort=[TYPE_LABELS[t] for t in CANARY_TYPES], title=None,
+                        header=alt.Header(labelFontSize=13, labelFontWeight="bold")),
+        columns=3,
+    ).properties(
+        title=alt.Title(title, subtitle=["Δ = trap rate with canaries − with their matched-surface controls, paired by (task, seed); "
+                                         "positive: the claim traps, not the surface",
+                                         "whiskers: bootstrap 95% CI; dashed: no difference; colour: diagnosis (weakness needs Δ > 0, "
+                                         "Holm across types)"]),
+    )
+
+
 FIGURES: dict[str, Callable[[Mapping[str, pl.DataFrame]], Any]] = {
-    "fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9,
+    "fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9, "fig10": fig10,
 }
 
 
 def build_charts(result: Mapping[str, Any]) -> dict[str, Any]:
-    """Every figure as a configured Altair chart, keyed ``fig2`` ... ``fig9``."""
+    """Every figure as a configured Altair chart, keyed ``fig2`` ... ``fig10``."""
     fd = stats.figure_data(dict(result))
     return {name: _finish(fn(fd)) for name, fn in FIGURES.items()}
 
@@ -361,7 +403,7 @@ def make_figures(
     *,
     cfg: stats.StatsConfig | Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """Render Figures 2, 4, 5, 6, 7, 8, 9 into ``out_dir``; returns the files written.
+    """Render Figures 2, 4, 5, 6, 7, 8, 9, 10 into ``out_dir``; returns the files written.
 
     ``runs_df_or_stats``: a per-run table (frame or ``.parquet`` path; statistics are computed
     with ``cfg``) or a :func:`canarykit.stats.compute_all` result (dict or ``stats.json`` path).

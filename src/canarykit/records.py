@@ -7,6 +7,7 @@ Flattening to tables (:func:`events_table`) is declarative and validated by pand
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -102,12 +103,47 @@ class Event:
 
 @dataclass
 class OfferedTool:
-    """A tool in the assembled list, with what the detector needs to classify calls of it."""
+    """A tool in the assembled list, with what the detector needs to classify calls of it.
+
+    A real tool has only ``name``. A canary has ``canary_id``, ``canary_type`` and
+    ``shadows`` (the real tool it shadows). A matched-surface control (condition
+    ``control``) stands in a canary's slot: it has ``control_id``
+    (``control:<type>:<real tool>``), ``control_type`` (the type of the canary it controls)
+    and ``shadows``, and never a ``canary_id``/``canary_type``: a call of a control is not a
+    canary call. Records written before controls existed simply lack the two fields.
+    """
 
     name: str
     canary_id: str | None = None
     canary_type: str | None = None
     shadows: str | None = None
+    control_id: str | None = None
+    control_type: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``real``, ``canary`` or ``control``."""
+        if self.control_id is not None or self.control_type is not None:
+            return "control"
+        if self.canary_id is not None or self.canary_type is not None:
+            return "canary"
+        return "real"
+
+
+def canary_before_real(offered: Sequence[OfferedTool]) -> bool | None:
+    """True when every canary (or control) of the list sits before the real tool it shadows,
+    False when every one sits after it, None when there is none (or the list mixes both
+    orders, or a shadowed tool is not offered: lists canarykit's assembler never builds)."""
+    real_pos = {o.name: i for i, o in enumerate(offered) if o.kind == "real"}
+    sides: set[bool] = set()
+    for i, o in enumerate(offered):
+        if o.kind == "real":
+            continue
+        j = real_pos.get(o.shadows) if o.shadows is not None else None
+        if j is None:
+            return None
+        sides.add(i < j)
+    return next(iter(sides)) if len(sides) == 1 else None
 
 
 @dataclass
@@ -179,7 +215,10 @@ class RunRecord:
         for i, o in enumerate(d["offered"]):
             if not isinstance(o, dict) or not isinstance(o.get("name"), str):
                 raise InputError(source, f"offered[{i}].name", "expected a tool name")
-            offered.append(OfferedTool(**o))
+            try:
+                offered.append(OfferedTool(**o))
+            except TypeError as exc:
+                raise InputError(source, f"offered[{i}]", str(exc)) from exc
         return cls(
             run_id=d["run_id"], identity=d["identity"], model=d["model"], group=d["group"],
             backend=d["backend"], condition=d["condition"], pool=d["pool"], seed=d["seed"],

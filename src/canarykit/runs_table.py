@@ -6,9 +6,11 @@ judges' verdicts. Columns, in order: the :class:`canarykit.schemas.RunsTable` in
 (``model, group, condition, pool, seed, task_id, difficulty, tool_calls, canary_calls, csr,
 trapped, recovered, success, error``, then ``present_T`` and ``trapped_T`` for the six types)
 and the extras ``run_id, backend, unknown_calls, zero_call, success_cross, judge_status,
-truncated`` (``judge_status``: ``ok | unparseable | error`` from the primary judge, ``skipped``
-for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without a final
-answer, never null, false for backend-error runs).
+truncated, control_calls, canary_before_real`` and ``control_present_T``/``control_called_T``
+for the six types (``judge_status``: ``ok | unparseable | error`` from the primary judge,
+``skipped`` for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without
+a final answer, never null, false for backend-error runs; the control and order columns: see
+:mod:`canarykit.detect` and README, "Controls and position").
 
 :func:`detect_and_judge` is the command the Snakemake script calls: independence check,
 both judges (cached), the runs table, the per-call table, the judge-validation report and
@@ -67,6 +69,10 @@ EXTRA_COLUMNS: Final[tuple[str, ...]] = (
     "success_cross",
     "judge_status",
     "truncated",
+    "control_calls",
+    "canary_before_real",
+    *(f"control_present_{t}" for t in CANARY_TYPES),
+    *(f"control_called_{t}" for t in CANARY_TYPES),
 )
 RUNS_COLUMNS: Final[tuple[str, ...]] = INTERFACE_COLUMNS + EXTRA_COLUMNS
 

@@ -71,6 +71,12 @@ class AssemblyTable(pa.DataFrameModel):
     canary_type: str = pa.Field(nullable=True, isin=_TYPES)
     shadows: str = pa.Field(nullable=True)
     tool_list_hash: str = pa.Field(str_length={"min_value": 16})
+    #: A matched-surface control in its canary's slot (condition ``control`` only): its id,
+    #: the type of the canary it controls and its behaviour (canonical JSON; a granularity
+    #: control's carries the task's case). Optional: tables written before controls lack them.
+    control_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+    control_type: Optional[str] = pa.Field(nullable=True, isin=_TYPES)  # noqa: UP045
+    behaviour: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = False
@@ -81,12 +87,34 @@ class AssemblyTable(pa.DataFrameModel):
             ~((pl.col("condition") == "baseline") & pl.col("canary_id").is_not_null())
         )
 
+    @pa.dataframe_check
+    def control_condition_offers_no_canary(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        return data.lazyframe.select(
+            ~((pl.col("condition") == "control") & pl.col("canary_id").is_not_null())
+        )
+
+    @pa.dataframe_check
+    def controls_only_in_the_control_condition(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        if "control_id" not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.lit(True))
+        return data.lazyframe.select(
+            (pl.col("condition") == "control") | pl.col("control_id").is_null()
+        )
+
 
 class RunsTable(pa.DataFrameModel):
     """The per-run table (``results/runs.parquet``): one row per (model, condition, pool, seed, task).
 
     Other tools rely on these column names. Per canary type T there are two more columns,
     ``present_T`` and ``trapped_T`` (checked by :func:`check_runs_type_columns`).
+
+    Optional extras (run tables from other tools may lack them; canarykit writes them):
+    ``truncated``; ``control_calls`` (calls of matched-surface controls, never counted in
+    ``canary_calls``) with ``control_present_T``/``control_called_T`` per type (the control
+    of a type-T canary was offered / called: only in the ``control`` condition); and
+    ``canary_before_real`` (every canary of the list, or in the ``control`` condition every
+    control, sits before the real tool it shadows: true; every one after it: false; null
+    when the list has none, or mixes both orders, which canarykit's assembler never does).
     """
 
     model: str
@@ -106,6 +134,8 @@ class RunsTable(pa.DataFrameModel):
     #: Extra column (after the interface columns): the run reached agent.max_turns without a
     #: final answer. Optional for run tables from other tools; never null when present.
     truncated: Optional[bool] = pa.Field(nullable=False)  # noqa: UP045
+    control_calls: Optional[int] = pa.Field(ge=0)  # noqa: UP045
+    canary_before_real: Optional[bool] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = False
@@ -126,6 +156,13 @@ class RunsTable(pa.DataFrameModel):
         if "truncated" not in data.lazyframe.collect_schema().names():
             return data.lazyframe.select(pl.lit(True))
         return data.lazyframe.select(~(pl.col("error") & pl.col("truncated")))
+
+    @pa.dataframe_check
+    def calls_add_up(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        """Canary and control calls are disjoint parts of the tool calls."""
+        if "control_calls" not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.lit(True))
+        return data.lazyframe.select(pl.col("canary_calls") + pl.col("control_calls") <= pl.col("tool_calls"))
 
 
 class RunIndexTable(pa.DataFrameModel):
@@ -162,10 +199,12 @@ class CallsTable(pa.DataFrameModel):
     call_idx: int = pa.Field(ge=0)
     name: str = pa.Field(nullable=True)
     status: str = pa.Field(isin=["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"])
-    cls: str = pa.Field(isin=["real", "canary", "unknown"])
+    cls: str = pa.Field(isin=["real", "canary", "control", "unknown"])
     canary_id: str = pa.Field(nullable=True)
     canary_type: str = pa.Field(nullable=True, isin=_TYPES)
     shadows: str = pa.Field(nullable=True)
+    control_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+    control_type: Optional[str] = pa.Field(nullable=True, isin=_TYPES)  # noqa: UP045
 
     class Config:
         strict = False
@@ -173,6 +212,14 @@ class CallsTable(pa.DataFrameModel):
     @pa.dataframe_check
     def canary_calls_are_typed(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
         return data.lazyframe.select((pl.col("cls") != "canary") | pl.col("canary_type").is_not_null())
+
+    @pa.dataframe_check
+    def control_calls_are_typed(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        if "control_type" not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.lit(True))
+        return data.lazyframe.select(
+            (pl.col("cls") != "control") | (pl.col("control_type").is_not_null() & pl.col("canary_type").is_null())
+        )
 
 
 class VerdictsTable(pa.DataFrameModel):
@@ -196,13 +243,26 @@ class VerdictsTable(pa.DataFrameModel):
 RUNS_KEY = ["model", "condition", "pool", "seed", "task_id"]
 
 
+#: Optional per-type columns of the control condition (all six or none).
+CONTROL_TYPE_PREFIXES: tuple[str, ...] = ("control_present_", "control_called_")
+
+
 def check_runs_type_columns(df: pl.DataFrame, source: str) -> None:
-    """The per-type flag columns must all exist and be boolean."""
+    """The per-type flag columns must all exist and be boolean (the control flags
+    ``control_present_T``/``control_called_T`` are optional, but all or none)."""
     for t in CANARY_TYPES:
         for prefix in ("present_", "trapped_"):
             col = prefix + t
             if col not in df.columns:
                 raise InputError(source, col, "missing column (one per canary type is required)")
+            if df.schema[col] != pl.Boolean:
+                raise InputError(source, col, f"expected Boolean, got {df.schema[col]}")
+    control_cols = [p + t for t in CANARY_TYPES for p in CONTROL_TYPE_PREFIXES]
+    have = [c for c in control_cols if c in df.columns]
+    if have:
+        for col in control_cols:
+            if col not in df.columns:
+                raise InputError(source, col, "missing column (the control flags come one per canary type, all or none)")
             if df.schema[col] != pl.Boolean:
                 raise InputError(source, col, f"expected Boolean, got {df.schema[col]}")
     dup = df.group_by(RUNS_KEY).len().filter(pl.col("len") > 1)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .types import CANARY_TYPES, CONDITIONS, DIFFICULTIES
+from .types import CANARY_TYPES, DIFFICULTIES, PAPER_CONDITIONS
 
 #: Planted success probability of a trapped run that recovered (Appendix G: about half).
 RECOVERED_SUCCESS = 0.5
@@ -120,7 +120,7 @@ def synthetic_runs(
     n_models: int = 8,
     seeds: int = 3,
     tasks: int = 120,
-    conditions: Sequence[str] = CONDITIONS,
+    conditions: Sequence[str] = PAPER_CONDITIONS,
     ablation: bool = True,
     seed: int = 0,
     *,
@@ -136,7 +136,7 @@ def synthetic_runs(
     rows of ``ablation_condition`` on the subtle pool. Extra column: ``provider``.
     """
     for c in conditions:
-        if c not in CONDITIONS:
+        if c not in PAPER_CONDITIONS:
             raise ValueError(f"unknown condition {c!r}")
     rng = np.random.default_rng(seed)
     profiles = synthetic_profiles(n_models)

@@ -27,7 +27,13 @@ CanaryType = Literal[
 #: Canary types whose give-away suffix comes from a pool in params.yaml (Appendix C).
 PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "temporal_decoy")
 
-CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
+#: The study's conditions (README, "Conditions"): the paper's three, plus two that separate a
+#: canary's weakness from its lure (issue 11): ``control`` (the ``declared`` lists with every
+#: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
+#: ``declared`` lists with each canary and the real tool it shadows trading places).
+CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored")
+#: The paper's canary-density conditions.
+PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
 POOLS: Final[tuple[str, ...]] = ("standard", "subtle")
 DIFFICULTIES: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 

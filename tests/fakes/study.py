@@ -22,20 +22,21 @@ def write_tasks(path: Path, n: int | None = None, *, suite_only: bool = True) ->
 
 
 def write_pool(path: Path, pool: str, suffixes: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Write a pool file (canaries and their controls); return the canaries."""
     from canarykit import canaries, tools
 
     sfx = dict(canaries.DEFAULT_SUFFIXES[pool])
     sfx.update(suffixes or {})
-    records = canaries.generate_pool(tools.mcp_definitions(), pool, sfx)
-    canaries.write_pool(records, path)
-    return records
+    result = canaries.build_pool(tools.mcp_definitions(), pool, sfx, controls=True)
+    canaries.write_pool(result, path)
+    return result.canaries
 
 
 def write_assembly(path: Path, tasks: Sequence[Any], records: list[dict[str, Any]], pool: str,
-                   conditions: Sequence[str], seeds: Sequence[int]) -> list[Any]:
+                   conditions: Sequence[str], seeds: Sequence[int], controls: list[dict[str, Any]] | None = None) -> list[Any]:
     from canarykit import assembly, tools
 
-    built = assembly.build_assemblies(tasks, tools.mcp_definitions(), records, pool, conditions, seeds)
+    built = assembly.build_assemblies(tasks, tools.mcp_definitions(), records, pool, conditions, seeds, controls)
     assembly.write_assemblies(built, path)
     return built
 
@@ -51,6 +52,9 @@ def make_study(root: Path, *, n_tasks: int | None = None, pools: Mapping[str, Se
     cfg: dict[str, dict[str, Any]] = {}
     for pool, conds in pools.items():
         records = write_pool(root / f"canaries-{pool}.json", pool, (suffixes or {}).get(pool))
-        write_assembly(root / f"assembly-{pool}.parquet", tasks, records, pool, conds, seeds)
+        from canarykit.canaries import load_pool_document
+
+        controls = load_pool_document(root / f"canaries-{pool}.json")["controls"]
+        write_assembly(root / f"assembly-{pool}.parquet", tasks, records, pool, conds, seeds, controls)
         cfg[pool] = {"canaries": root / f"canaries-{pool}.json", "assembly": root / f"assembly-{pool}.parquet", "conditions": list(conds)}
     return tasks_path, cfg, tasks

@@ -27,7 +27,7 @@ import functools
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -131,10 +131,11 @@ def build_toolset(
     openai_tools: list[dict[str, Any]] = []
     for d, o in zip(tools, offered, strict=True):
         canary = None
-        if o.canary_id is not None:
-            canary = canaries_by_id.get(o.canary_id)
+        stand_in = o.canary_id if o.canary_id is not None else o.control_id
+        if stand_in is not None:
+            canary = canaries_by_id.get(stand_in)
             if canary is None:
-                raise KeyError(f"offered canary {o.canary_id!r} ({o.name}) is not in the canary pool")
+                raise KeyError(f"offered {o.kind} {stand_in!r} ({o.name}) is not in the canary pool")
         by_name[d["name"]] = OfferedEntry(d, o, _validator(canonical_json(d["inputSchema"])), canary)
         openai_tools.append(
             {"type": "function", "function": {"name": d["name"], "description": d["description"], "parameters": d["inputSchema"]}}
@@ -145,7 +146,15 @@ def build_toolset(
 
 
 def toolset_from_assembly(assembly: Any, canaries_by_id: Mapping[str, Mapping[str, Any]], scope: str = "") -> ToolSet:
-    return build_toolset(assembly.tools, assembly.offered, assembly.tool_list_hash, canaries_by_id, scope or assembly.pool)
+    """The tool set of an assembled list; ``canaries_by_id`` holds the pool's canaries and
+    controls by id (an offered control is completed with what the list fixed, e.g. a
+    granularity control's case: :func:`canarykit.assembly.control_records`)."""
+    records = canaries_by_id
+    if getattr(assembly, "controls", None):
+        from ..assembly import control_records
+
+        records = {**canaries_by_id, **control_records(assembly, canaries_by_id)}
+    return build_toolset(assembly.tools, assembly.offered, assembly.tool_list_hash, records, scope or assembly.pool)
 
 
 # --------------------------------------------------------------------------- run spec
@@ -257,7 +266,10 @@ def execute_call(
     recorded_name = name if len(name) <= MAX_RECORDED_NAME_CHARS else clip(name, MAX_RECORDED_NAME_CHARS)
     events.append(Event(kind="tool_call", turn=turn, call_id=call_id, name=recorded_name, arguments=args,
                         raw_arguments=recorded_raw, status=status))
-    if entry is not None and args is not None and (status == "ok" or entry.canary is not None):
+    # A canary answers even arguments its schema refuses (a parameter trap's missing api_key is
+    # its behaviour); a control, like the real tool it behaves as, has them refused.
+    canary_runtime = entry is not None and entry.canary is not None and entry.offered.kind == "canary"
+    if entry is not None and args is not None and (status == "ok" or canary_runtime):
         if entry.canary is not None:
             result = _safe_call(env.run_canary, entry.canary, args, env.execute)
         else:
@@ -349,7 +361,7 @@ async def run_one(
         seed=int(spec.seed),
         task_id=str(spec.task.id),
         difficulty=str(spec.task.difficulty),
-        offered=[OfferedTool(o.name, o.canary_id, o.canary_type, o.shadows) for o in ts.offered],
+        offered=[replace(o) for o in ts.offered],
         correct_tools=list(spec.task.correct_tools),
         events=events,
         final_answer=final,

@@ -23,7 +23,18 @@ descriptions, which only ``lexical`` reads; see :meth:`ReferenceBackend.draw_see
   run): it then calls the real tool for that step and uses real tools from there on;
   otherwise it stays on canaries of its type for every step they shadow. So, in
   expectation, its type-specific trap rate is ``take_prob`` and its recovery rate is
-  ``backoff_prob``: the known answers the diagnostics must recover.
+  ``backoff_prob``: the known answers the diagnostics must recover. It never calls a
+  matched-surface control (its weakness is the canary's claim, which a control does not
+  make): with controls its trap rate is 0, so its control effect is ``take_prob`` for its
+  own type and 0 for every other.
+- ``surface``: attracted by unfamiliar names, blind to claims. Every stand-in of the list (a
+  canary *or* a control, whatever its type) that shadows a tool of its plan is taken with
+  probability ``take_prob`` (one draw per stand-in, in list order, before the run). At a
+  step whose tool a taken stand-in shadows, it calls that stand-in (each at most once) and
+  then, with probability ``backoff_prob`` (one draw per run), the real tool as well; else it
+  uses the stand-in's result. Canaries and their controls share names, schemas and slots,
+  so it treats them alike: its trap rate with canaries equals its call rate of controls,
+  and its control effect is 0 for every type (the known answer of surface attraction).
 """
 
 from __future__ import annotations
@@ -231,6 +242,25 @@ def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> S
     return script
 
 
+@agent("surface")
+def surface(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
+    take = float(params["take_prob"])
+    stand_ins = [o for o in ctx.offered if o.kind != "real"]
+    taken = {o.name for o in stand_ins if rng.random() < take}
+    backs = rng.random() < float(params["backoff_prob"])
+    tools = _tools_by_name(ctx)
+    script: Script = []
+    called: set[str] = set()
+    for step in ctx.task.plan:
+        picks = [o for o in stand_ins if o.name in taken and o.name not in called and o.shadows == step.tool]
+        for o in picks:
+            script.append((o.name, adapt_arguments(step.args, tools[o.name], tools.get(step.tool))))
+            called.add(o.name)
+        if not picks or backs:
+            script.append((step.tool, dict(step.args)))
+    return script
+
+
 # --------------------------------------------------------------------------- the backend
 
 
@@ -256,6 +286,14 @@ class ReferenceBackend:
                 if not isinstance(v, int | float) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
                     raise ConfigError("params.yaml", f"models[{spec.get('name')}].{k}", f"expected a probability in [0, 1], got {v!r}")
             self.params = {"canary_type": spec["canary_type"], "take_prob": float(spec["take_prob"]), "backoff_prob": float(spec["backoff_prob"])}
+        elif self.agent == "surface":
+            probs = {}
+            for k in ("take_prob", "backoff_prob"):
+                v = spec.get(k, 0.5)
+                if not isinstance(v, int | float) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
+                    raise ConfigError("params.yaml", f"models[{spec.get('name')}].{k}", f"expected a probability in [0, 1], got {v!r}")
+                probs[k] = float(v)
+            self.params = probs
         self.cache_scope = {"endpoint": "reference", "agent": self.agent, **self.params}
         self._scripts: dict[str, Script] = {}
 

@@ -166,9 +166,11 @@ class _Progress:
 
 
 def _load_pool_records(path: str | Path) -> dict[str, Mapping[str, Any]]:
-    from ..canaries import load_pool
+    """The pool's canaries and controls by id."""
+    from ..canaries import load_pool_document
 
-    return {str(c["id"]): c for c in load_pool(path)}
+    doc = load_pool_document(path)
+    return {str(c["id"]): c for c in [*doc["canaries"], *doc["controls"]]}
 
 
 def plan_grid(

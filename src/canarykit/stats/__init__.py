@@ -28,6 +28,12 @@ Units and conventions
   paired by (task, seed); ``run`` resamples each estimate's runs independently (the paper).
 - **Tests** run over the models under test only (``stats.test_groups``; by default every
   group except ``reference`` and ``planted``); ``families`` records each test family.
+- **Control and position effects** (``_effects``): ``control_effect.<model>.<type>`` is the
+  trap rate with canaries (``declared``) minus the call rate of their matched-surface
+  controls (``control``), paired by (task, seed), Holm across types within a model, with a
+  ``diagnosis``; ``position_effect.<model>`` is the trap rate with canaries before minus
+  after their real tools over ``declared`` and ``mirrored``; ``position_balance`` the share of
+  lists whose canaries precede their real tools.
 - Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
 
 The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json keys").
@@ -51,6 +57,7 @@ from ._bootstrap import (
     sample_of,
 )
 from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
+from ._effects import DIAGNOSES, control_effect, diagnose, position_balance, position_effect
 from ._output import (
     FIGURE_DATA_FILES,
     TABLE_FILES,
@@ -85,6 +92,7 @@ from ._tests import (
 __all__ = [
     "CHUNK_ELEMENTS",
     "DECLARED_FULL",
+    "DIAGNOSES",
     "FIGURE_DATA_FILES",
     "INSTRUMENT_GROUPS",
     "MAX_RESAMPLES",
@@ -107,7 +115,9 @@ __all__ = [
     "cohens_d",
     "cohens_h",
     "compute_all",
+    "control_effect",
     "derive_rng",
+    "diagnose",
     "figure_data",
     "fisher_exact_2x2",
     "friedman",
@@ -119,6 +129,8 @@ __all__ = [
     "make_resampler",
     "paired_delta",
     "percentile_ci",
+    "position_balance",
+    "position_effect",
     "sample_of",
     "spearman",
     "stats_command",

@@ -22,10 +22,17 @@ FIGURE_DATA_FILES: dict[str, str] = {
     "fig7": "fig7_tsr_delta.csv",
     "fig8": "fig8_ablation.csv",
     "fig9": "fig9_recovery_outcome.csv",
+    "fig10": "fig10_controls.csv",
 }
 
 #: Table name -> files written next to stats.json (besides the figure data).
-TABLE_FILES: tuple[str, ...] = ("table1", "table2", "table3", "table_stability")
+TABLE_FILES: tuple[str, ...] = ("table1", "table2", "table3", "table_stability", "table_controls")
+
+_CONTROLS_SCHEMA: dict[str, Any] = {
+    "model": pl.String, "group": pl.String, "type": pl.String, "canary": pl.Float64, "control": pl.Float64,
+    "delta": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "p": pl.Float64, "p_holm": pl.Float64, "n": pl.Int64,
+    "n_canary": pl.Int64, "n_control": pl.Int64, "diagnosis": pl.String,
+}
 
 _COUNT_COLUMNS = ["runs", "failed_runs", "zero_call_runs", "truncated_runs"]
 _TABLE13_SCHEMA: dict[str, Any] = {
@@ -86,14 +93,28 @@ def _table_stability(result: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+def _table_controls(result: dict[str, Any]) -> pl.DataFrame:
+    """One row per (model, type) of ``control_effect``: trap rate with canaries, with
+    controls, their paired difference and the diagnosis."""
+    groups = result.get("model_groups", {})
+    rows = [
+        {"model": m, "group": groups.get(m), "type": t, **{k: e.get(k) for k in _CONTROLS_SCHEMA if k not in ("model", "group", "type")}}
+        for m, by_type in result.get("control_effect", {}).items()
+        for t, e in by_type.items()
+    ]
+    return pl.DataFrame(rows, schema=_CONTROLS_SCHEMA, orient="row")
+
+
 def tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
-    """Tables 1-3 and the stability table as polars frames (Table 1: declared, Table 2:
-    declared trap rates, Table 3: full, table_stability: findings per seed)."""
+    """Tables 1-3, the stability table and the controls table as polars frames (Table 1:
+    declared, Table 2: declared trap rates, Table 3: full, table_stability: findings per
+    seed, table_controls: the control effect per model and type)."""
     return {
         "table1": _table13(result, "declared"),
         "table2": _table2(result, "declared"),
         "table3": _table13(result, "full"),
         "table_stability": _table_stability(result),
+        "table_controls": _table_controls(result),
     }
 
 
@@ -146,6 +167,18 @@ def _markdown_stability(df: pl.DataFrame, caption: str) -> str:
         for r in df.to_dicts()
     ]
     return _markdown(["Finding", "Family", "Pooled", *(s.replace("_", " ") for s in seeds), "Survives every seed"], rows, caption)
+
+
+def _markdown_controls(df: pl.DataFrame, caption: str) -> str:
+    def p(x: Any) -> str:
+        return "n/a" if x is None else (f"{x:.3f}" if x >= 0.001 else "<0.001")
+
+    rows = [
+        [r["model"], r["type"], _fmt(r["canary"]), _fmt(r["control"]), f"{_with_ci(r['delta'], r['lo'], r['hi'])}",
+         p(r["p_holm"]), str(r["n"]), r["diagnosis"]]
+        for r in df.to_dicts()
+    ]
+    return _markdown(["Model", "Type", "Canary", "Control", "Δ [95% CI]", "p (Holm)", "Pairs", "Diagnosis"], rows, caption)
 
 
 def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -208,7 +241,8 @@ def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
         schema={"scope": pl.String, "group": pl.String, "outcome": pl.String, "n": pl.Int64, "success_rate": pl.Float64},
         orient="row",
     )
-    return {"fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9}
+    fig10 = _table_controls(result)
+    return {"fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9, "fig10": fig10}
 
 
 def _captions(result: dict[str, Any]) -> dict[str, str]:
@@ -223,6 +257,11 @@ def _captions(result: dict[str, Any]) -> dict[str, str]:
         "table3": f"Table 3: full condition, sorted by csr; {common}",
         "table_stability": "Per-seed stability: each headline finding recomputed on each seed alone; it survives when "
                            "its sign holds in every seed",
+        "table_controls": f"Control effect per model and canary type: trap rate with canaries (declared) and with their "
+                          f"matched-surface controls in the same slots (control), over runs offered the type that called a "
+                          f"tool; Δ = canary − control paired by (task, seed), bootstrap 95% CI {how}; p: cluster-robust, "
+                          "Holm across the six types within a model; weakness = Δ > 0 significant, surface attraction = "
+                          "the control is called as often",
     }
 
 
@@ -245,6 +284,8 @@ def write_outputs(result: dict[str, Any], out_dir: str | Path) -> list[Path]:
             md = _markdown2(frame, captions[name])
         elif name == "table_stability":
             md = _markdown_stability(frame, captions[name])
+        elif name == "table_controls":
+            md = _markdown_controls(frame, captions[name])
         else:
             md = _markdown13(frame, captions[name])
         put(f"{name}.md", md)

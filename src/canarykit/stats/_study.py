@@ -28,6 +28,7 @@ from ..types import CANARY_TYPES, CONDITIONS, DIFFICULTIES, POOLS
 from ._bootstrap import Resampler, Sample, make_resampler, paired_delta, percentile_ci
 from ._bootstrap import cluster_robust_contrasts as _cr_contrasts
 from ._config import StatsConfig
+from ._effects import control_effect, position_balance, position_effect
 from ._tests import (
     chi2_independence,
     cohens_d,
@@ -58,6 +59,7 @@ def validate_runs(df: pl.DataFrame, source: str | Path = "runs table") -> pl.Dat
     """
     out = schemas.validate(df, schemas.RunsTable, source)
     schemas.check_runs_type_columns(out, str(source))
+    out = _with_optional_columns(out)
     if "truncated" not in out.columns:
         return out.with_columns(pl.lit(False).alias("truncated"))
     try:
@@ -67,6 +69,22 @@ def validate_runs(df: pl.DataFrame, source: str | Path = "runs table") -> pl.Dat
     if trunc.null_count():
         raise InputError(str(source), "truncated", f"{trunc.null_count()} null values (expected true/false for every run)")
     return out.with_columns(trunc.alias("truncated"))
+
+
+def _with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """A table from another tool may lack the control and order columns: no control was
+    offered or called (``control_*`` false, ``control_calls`` 0) and no order is known
+    (``canary_before_real`` null)."""
+    add = []
+    if "control_calls" not in df.columns:
+        add.append(pl.lit(0, dtype=pl.Int64).alias("control_calls"))
+    for t in CANARY_TYPES:
+        for prefix in schemas.CONTROL_TYPE_PREFIXES:
+            if prefix + t not in df.columns:
+                add.append(pl.lit(False).alias(prefix + t))
+    if "canary_before_real" not in df.columns:
+        add.append(pl.lit(None, dtype=pl.Boolean).alias("canary_before_real"))
+    return df.with_columns(add) if add else df
 
 
 def load_runs(path: str | Path) -> pl.DataFrame:
@@ -107,11 +125,20 @@ class Cell:
     present: np.ndarray
     trapped_t: np.ndarray
     truncated: np.ndarray
+    control_present: np.ndarray
+    control_called: np.ndarray
+    before: np.ndarray
+    """``canary_before_real`` as 1.0/0.0, NaN where null."""
 
     @classmethod
     def from_frame(cls, f: pl.DataFrame) -> Cell:
         def num(col: str) -> np.ndarray:
             return f.get_column(col).cast(pl.Float64).fill_null(np.nan).to_numpy().astype(float)
+
+        def flags(prefix: str) -> np.ndarray:
+            cols = [f.get_column(prefix + t).to_numpy().astype(bool) if prefix + t in f.columns else np.zeros(f.height, bool)
+                    for t in CANARY_TYPES]
+            return np.column_stack(cols) if cols else np.zeros((f.height, 0), bool)
 
         truncated = f.get_column("truncated").to_numpy().astype(bool)
         success = num("success")
@@ -130,6 +157,9 @@ class Cell:
             present=np.column_stack([f.get_column(f"present_{t}").to_numpy().astype(bool) for t in CANARY_TYPES]),
             trapped_t=np.column_stack([f.get_column(f"trapped_{t}").to_numpy().astype(bool) for t in CANARY_TYPES]),
             truncated=truncated,
+            control_present=flags("control_present_"),
+            control_called=flags("control_called_"),
+            before=num("canary_before_real") if "canary_before_real" in f.columns else np.full(f.height, np.nan),
         )
 
     def sample(self, values: np.ndarray, mask: np.ndarray | None = None) -> Sample:
@@ -151,6 +181,15 @@ class Cell:
         """Type ``j``: runs where it was offered and that made at least one tool call."""
         return self.sample(self.trapped_t[:, j].astype(float), self.present[:, j] & (self.calls > 0))
 
+    def control_sample(self, j: int) -> Sample:
+        """Type ``j``'s control: runs where it was offered and that made at least one tool
+        call; the value is whether the control was called (the trap rate's counterpart)."""
+        return self.sample(self.control_called[:, j].astype(float), self.control_present[:, j] & (self.calls > 0))
+
+    def trap_any_sample(self) -> Sample:
+        """Runs offered at least one canary and that made a tool call: trapped or not."""
+        return self.sample(self.trapped.astype(float), self.present.any(axis=1) & (self.calls > 0))
+
     def recovery_sample(self) -> Sample:
         """Trapped runs; a trapped run whose recovery is unknown counts as not recovered."""
         return self.sample(np.nan_to_num(self.recovered, nan=0.0), self.trapped)
@@ -164,7 +203,8 @@ def _empty_cell() -> Cell:
         tasks=z.astype(str), seeds=z.astype(np.int64), pairs=z.astype(str), difficulty=z.astype(str),
         calls=z.astype(np.int64), canary_calls=z.astype(np.int64), csr=z, success=z, success_taf=z,
         trapped=z.astype(bool), recovered=z, present=np.zeros((0, _NT), bool), trapped_t=np.zeros((0, _NT), bool),
-        truncated=z.astype(bool),
+        truncated=z.astype(bool), control_present=np.zeros((0, _NT), bool), control_called=np.zeros((0, _NT), bool),
+        before=z,
     )
 
 
@@ -535,9 +575,11 @@ def _association(st: Study, c: str) -> dict[str, Any]:
 
 
 def _tsr_delta(st: Study) -> dict[str, Any]:
+    """Per condition other than baseline: baseline tsr minus the condition's (``control``:
+    do working stand-ins cost success? ``mirrored``: does order?)."""
     out: dict[str, Any] = {}
-    for c in CANARY_CONDITIONS:
-        if c not in st.conds:
+    for c in st.conds:
+        if c == "baseline":
             continue
         out[c] = {}
         models = sorted(set(st.models.get("baseline", [])) | set(st.models[c]))
@@ -668,6 +710,16 @@ def _families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
             co["models"], co["n_contrasts"], "holm")
         add(f"association.{c}", "GEE logistic success ~ csr + model, exchangeable within task", "task-run clustered by task",
             asn["strata"], int(asn["p"] is not None), "none")
+    # Within-model families (instrument agents included: they calibrate these effects).
+    for key, test in (("control_effect", "trap rate with canaries (declared) minus with controls (control) per type, "
+                                         "paired by (task, seed), cluster-robust t"),
+                      ("position_effect", "trap rate with canaries before minus after their real tools (declared + "
+                                          "mirrored) per type, paired by (task, seed), cluster-robust t")):
+        block = result.get(key, {})
+        per_model = [sum(1 for e in (v if key == "control_effect" else v["by_type"]).values() if e.get("p") is not None)
+                     for v in block.values()]
+        add(key, test, f"task-run clustered by {st.boot.unit}", sorted(block), max(per_model, default=0),
+            "holm across the canary types within each model")
     return fam
 
 
@@ -723,6 +775,9 @@ def compute_all(
     clock.lap("association_gee")
     r["tsr_delta"] = _tsr_delta(st)
     r["ablation"], r["ablation_by_type"] = _ablation(st)
+    r["control_effect"] = control_effect(st)
+    r["position_effect"] = position_effect(st)
+    r["position_balance"] = position_balance(df, config.primary_pool)
     clock.lap("deltas")
     r["csr_by_difficulty"] = _csr_by_difficulty(st)
     r["recovery_outcome"] = _recovery_outcome(st)

@@ -1,0 +1,168 @@
+"""Separating the weakness from the lure (issue 11): the control effect and the position effect.
+
+Both are paired differences of trap rates computed with :func:`~._bootstrap.paired_delta`
+(task-clustered percentile interval; cluster-robust Wald p), Holm-adjusted across the six
+canary types within each model.
+
+**Control effect** (``control_effect.<model>.<type>``): the trap rate of type T with canaries
+(``declared``: runs offered a type-T canary and making at least one tool call; the share that
+called it) against the call rate of its matched-surface controls (``control``: the same
+lists with every canary replaced by its control in the same slot; the share of runs offered
+the type-T control that called it). ``delta = canary - control``, paired by (task, seed). A
+control has the canary's name, schema, slot and register, and only the defective claim is
+made true or neutral, so ``delta`` is the part of the trap rate the claim (the weakness T)
+explains; what the control draws is surface attraction (the name, the novelty, the slot).
+``diagnosis``:
+
+- ``weakness``: ``delta > 0`` with Holm-adjusted ``p_holm < alpha`` and an interval above 0;
+- ``surface attraction``: not a weakness, and the control is called (``control > 0``): the
+  canary is called no more than its control, as far as the data can tell;
+- ``no attraction``: neither the canaries nor the controls of T were ever called;
+- ``inconclusive``: the canary was called, the control never, but ``delta`` is not significant;
+- ``n/a``: one side has no run (T never offered in one of the two conditions).
+
+**Position effect** (``position_effect.<model>``): over the ``declared`` and ``mirrored`` runs
+(the same lists with each canary and its real tool trading places), the trap rate of runs
+whose canaries sit before their real tools against runs whose canaries sit after them
+(``canary_before_real``), ``delta = before - after``, paired by (task, seed): each (task,
+seed) is offered both orders, one in each condition. ``trapped`` pools the types (runs
+offered any canary; the share that called one); ``by_type`` is per type, Holm across types.
+
+**Position balance** (``position_balance.<condition>.<type>``): among the distinct lists of a
+condition that offer type T (its canary, or its control in ``control``), the share whose
+canaries sit before their real tools (every model is offered the same lists).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from ..types import CANARY_TYPES, CONDITIONS
+from ._bootstrap import Sample, paired_delta
+from ._tests import holm
+
+if TYPE_CHECKING:
+    from ._study import Cell, Study
+
+DIAGNOSES: tuple[str, ...] = ("weakness", "surface attraction", "no attraction", "inconclusive", "n/a")
+POSITION_CONDITIONS: tuple[str, ...] = ("declared", "mirrored")
+
+
+def diagnose(entry: dict[str, Any], alpha: float) -> str:
+    """The diagnosis word of one ``control_effect`` entry (module docstring)."""
+    canary, control, delta = entry.get("canary"), entry.get("control"), entry.get("delta")
+    if canary is None or control is None or delta is None:
+        return "n/a"
+    p_holm, lo = entry.get("p_holm"), entry.get("lo")
+    if delta > 0 and p_holm is not None and p_holm < alpha and lo is not None and lo > 0:
+        return "weakness"
+    if control > 0:
+        return "surface attraction"
+    if canary == 0:
+        return "no attraction"
+    return "inconclusive"
+
+
+def _holm_in_place(entries: list[dict[str, Any]], alpha: float) -> None:
+    tested = [e for e in entries if e.get("p") is not None]
+    for e, ph in zip(tested, holm([e["p"] for e in tested]), strict=True):
+        e["p_holm"] = float(ph)
+    for e in entries:
+        e.setdefault("p_holm", None)
+        e["significant"] = bool(e["p_holm"] is not None and e["p_holm"] < alpha)
+
+
+def control_effect(st: Study) -> dict[str, Any]:
+    """``{model: {type: {canary, control, delta, lo, hi, p, p_holm, se, n, n_canary,
+    n_control, clusters, cohens_h, significant, diagnosis}}}`` (empty without both the
+    ``declared`` and the ``control`` condition). ``n`` counts the (task, seed) pairs with a
+    run on both sides; each rate is over its own runs (``n_canary``, ``n_control``)."""
+    if "declared" not in st.conds or "control" not in st.conds:
+        return {}
+    alpha = st.config.alpha
+    out: dict[str, Any] = {}
+    for m in sorted(set(st.models["declared"]) & set(st.models["control"])):
+        dec, ctl = st.cell("declared", m), st.cell("control", m)
+        rows: dict[str, dict[str, Any]] = {}
+        for j, t in enumerate(CANARY_TYPES):
+            a, b = dec.trap_sample(j), ctl.control_sample(j)
+            d = paired_delta(st.boot, a, b, label=("control_effect", m, t), alpha=alpha)
+            rows[t] = {
+                "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "p": d["p"],
+                "se": d["se"], "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n), "n_canary": a.n,
+                "n_control": b.n, "clusters": d["clusters"], "cohens_h": d["cohens_h"],
+            }
+        _holm_in_place(list(rows.values()), alpha)
+        for e in rows.values():
+            e["diagnosis"] = diagnose(e, alpha)
+        out[m] = rows
+    return out
+
+
+def _concat(cells: list[Cell]) -> Cell:
+    from ._study import Cell
+
+    return Cell(**{k: np.concatenate([getattr(c, k) for c in cells]) for k in Cell.__dataclass_fields__})
+
+
+def _split(s_all: tuple[np.ndarray, np.ndarray, Cell], before: np.ndarray) -> tuple[Sample, Sample]:
+    values, mask, cell = s_all
+    return cell.sample(values, mask & (before == 1.0)), cell.sample(values, mask & (before == 0.0))
+
+
+def _position_entry(st: Study, a: Sample, b: Sample, label: tuple[str, ...]) -> dict[str, Any]:
+    d = paired_delta(st.boot, a, b, label=label, alpha=st.config.alpha)
+    return {"before": d["a"], "after": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "p": d["p"],
+            "se": d["se"], "n_before": d["n_a"], "n_after": d["n_b"], "n_pairs": d["n_pairs"], "clusters": d["clusters"],
+            "cohens_h": d["cohens_h"]}
+
+
+def position_effect(st: Study) -> dict[str, Any]:
+    """``{model: {conditions, trapped: {before, after, delta, lo, hi, p, ...}, by_type:
+    {type: {... , p_holm, significant}}}}`` over the ``declared`` and ``mirrored`` runs
+    (empty when neither ran). With ``declared`` alone the two orders still come from
+    different seeds (consecutive seeds alternate the side), unpaired within (task, seed)."""
+    conds = [c for c in POSITION_CONDITIONS if c in st.conds]
+    if not conds:
+        return {}
+    out: dict[str, Any] = {}
+    models = sorted(set().union(*[set(st.models[c]) for c in conds]))
+    for m in models:
+        cell = _concat([st.cell(c, m) for c in conds])
+        called = cell.calls > 0
+        a, b = _split((cell.trapped.astype(float), cell.present.any(axis=1) & called, cell), cell.before)
+        entry: dict[str, Any] = {"conditions": conds, "trapped": _position_entry(st, a, b, ("position", m)), "by_type": {}}
+        for j, t in enumerate(CANARY_TYPES):
+            a, b = _split((cell.trapped_t[:, j].astype(float), cell.present[:, j] & called, cell), cell.before)
+            entry["by_type"][t] = _position_entry(st, a, b, ("position", m, t))
+        _holm_in_place(list(entry["by_type"].values()), st.config.alpha)
+        entry["trapped"]["significant"] = bool(entry["trapped"]["p"] is not None and entry["trapped"]["p"] < st.config.alpha)
+        out[m] = entry
+    return out
+
+
+def position_balance(df: pl.DataFrame, primary_pool: str) -> dict[str, Any]:
+    """``{condition: {type: {lists, before_real}}}``: per condition of the primary pool, the
+    distinct (seed, task) lists offering type T (its canary, or its control in ``control``)
+    and the share of them whose canaries sit before their real tools (null when unknown)."""
+    ok = df.filter((pl.col("pool") == primary_pool) & ~pl.col("error") & pl.col("canary_before_real").is_not_null())
+    if ok.is_empty():
+        return {}
+    cols = [pl.col(f"present_{t}").first().alias(f"p_{t}") for t in CANARY_TYPES]
+    cols += [pl.col(f"control_present_{t}").first().alias(f"c_{t}") for t in CANARY_TYPES]
+    lists = ok.group_by("condition", "seed", "task_id").agg(pl.col("canary_before_real").first().alias("before"), *cols)
+    out: dict[str, Any] = {}
+    for cond in CONDITIONS:
+        g = lists.filter(pl.col("condition") == cond)
+        per: dict[str, Any] = {}
+        for t in CANARY_TYPES:
+            sel = g.filter(pl.col(f"c_{t}") if cond == "control" else pl.col(f"p_{t}"))
+            if sel.height:
+                share = sel.get_column("before").cast(pl.Float64).mean()
+                per[t] = {"lists": sel.height, "before_real": float(share) if isinstance(share, int | float) else None}
+        if per:
+            out[cond] = per
+    return out

@@ -1,0 +1,250 @@
+"""Issue 11, study side: the control and mirrored conditions, counterbalanced order, and what
+the detector, the loop and the reference agents do with a control."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canarykit import tools
+from canarykit.agents import RunSpec, make_backend, run_one
+from canarykit.agents.loop import execute_call, toolset_from_assembly
+from canarykit.assembly import (
+    build_assemblies,
+    canary_first,
+    load_assemblies,
+    position_balance,
+    tool_list_hash,
+    write_assemblies,
+)
+from canarykit.canaries import DEFAULT_SUFFIXES, build_pool, suite_from_tasks
+from canarykit.detect import classify_calls, run_metrics
+from canarykit.errors import InputError
+from canarykit.records import Event, OfferedTool, RunRecord, canary_before_real
+from canarykit.tasks import load_tasks
+from canarykit.types import CANARY_TYPES
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = load_tasks(ROOT / "data" / "tasks.json")
+CONDITIONS = ["baseline", "declared", "full", "control", "mirrored"]
+SEEDS = [0, 1, 2]
+
+
+@pytest.fixture(scope="module")
+def pool() -> Any:
+    return build_pool(tools.mcp_definitions(), "standard", DEFAULT_SUFFIXES["standard"], controls=True,
+                      suite=suite_from_tasks(TASKS, "tasks", tools.execute))
+
+
+@pytest.fixture(scope="module")
+def built(pool: Any) -> dict[tuple[str, int, str], Any]:
+    log = io.StringIO()
+    out = build_assemblies(TASKS, tools.mcp_definitions(), pool.canaries, "standard", CONDITIONS, SEEDS, pool.controls, log=log)
+    assert "canary before its real tool" in log.getvalue()
+    return {(a.condition, a.seed, a.task_id): a for a in out}
+
+
+def _slots(a: Any) -> dict[str, tuple[int, int]]:
+    """Each stand-in's (position, position of the real tool it shadows)."""
+    real = {o.name: i for i, o in enumerate(a.offered) if o.kind == "real"}
+    return {(o.canary_id or o.control_id): (i, real[o.shadows]) for i, o in enumerate(a.offered) if o.kind != "real"}
+
+
+def test_seeds_alternate_the_side_of_every_canary(built: dict) -> None:
+    kept = total = 0
+    for task in TASKS:
+        sides = [_slots(built[("declared", s, task.id)]) for s in SEEDS]
+        for cid in sides[0]:
+            total += 1
+            kept += len({i < j for i, j in (side[cid] for side in sides)}) == 1
+        for s in SEEDS:
+            a = built[("declared", s, task.id)]
+            # one side per list, as canary_first says
+            assert a.canary_before_real in (None, canary_first(s, task.id))
+            if sides[0]:
+                assert a.canary_before_real is not None
+    assert total > 300 and kept == 0  # independent shuffles kept about a quarter on one side
+
+
+def test_mirrored_lists_trade_each_canary_and_its_real_tool(built: dict) -> None:
+    for task in TASKS:
+        for s in SEEDS:
+            d, m = built[("declared", s, task.id)], built[("mirrored", s, task.id)]
+            assert sorted(t["name"] for t in d.tools) == sorted(t["name"] for t in m.tools)
+            if d.canary_before_real is None:
+                assert d.tool_list_hash == m.tool_list_hash
+                continue
+            assert m.canary_before_real is (not d.canary_before_real)
+            # tools outside the canaries' groups keep their slots; a group keeps its slots
+            group = {o.shadows for o in d.offered if o.kind == "canary"}
+            for i, (a, b) in enumerate(zip(d.offered, m.offered, strict=True)):
+                if a.kind == "real" and a.name not in group:
+                    assert b.name == a.name, (task.id, s, i)
+            single = [o.shadows for o in d.offered if o.kind == "canary"]
+            for real in {r for r in single if single.count(r) == 1}:
+                c = next(o.name for o in d.offered if o.shadows == real and o.kind == "canary")
+                pos_d = {o.name: i for i, o in enumerate(d.offered)}
+                pos_m = {o.name: i for i, o in enumerate(m.offered)}
+                assert (pos_m[c], pos_m[real]) == (pos_d[real], pos_d[c])  # an exact swap
+
+
+def test_declared_and_mirrored_together_put_half_of_every_type_first(built: dict) -> None:
+    balance = position_balance(a for a in built.values() if a.condition in ("declared", "mirrored"))
+    for t in CANARY_TYPES:
+        d, m = balance["declared"][t], balance["mirrored"][t]
+        assert d["slots"] == m["slots"] > 0
+        assert d["before_real"] + m["before_real"] == pytest.approx(1.0)
+
+
+def test_control_lists_put_each_control_in_its_canarys_slot(built: dict) -> None:
+    n_same_text = 0
+    for task in TASKS:
+        for s in SEEDS:
+            d, c = built[("declared", s, task.id)], built[("control", s, task.id)]
+            assert not any(o.kind == "canary" for o in c.offered)
+            assert c.canary_before_real == d.canary_before_real
+            pairs = list(zip(d.offered, c.offered, strict=True))
+            for a, b in pairs:
+                if a.kind == "canary":
+                    assert b.kind == "control" and b.control_type == a.canary_type and b.shadows == a.shadows
+                    assert b.control_id == f"control:{a.canary_type}:{a.shadows}"
+                    if a.canary_type != "granularity_trap":
+                        assert b.name == a.name
+                    else:  # hard-coded to the task's own case
+                        case = c.controls[b.control_id]["behaviour"]["args"]
+                        assert any(st.tool == a.shadows and st.args == case for st in task.plan)
+                else:
+                    assert b == a
+            if any(a.kind == "canary" for a, _ in pairs):
+                assert c.tool_list_hash != d.tool_list_hash
+                same = [(x, y) for x, y in zip(d.tools, c.tools, strict=True)]
+                n_same_text += all(x == y for x, y in same)
+    # controls that read exactly like their canary (mirage, prerequisite) still get their own hash
+    assert n_same_text > 0
+
+
+def test_control_hash_covers_behaviour_and_round_trips(built: dict, tmp_path: Path) -> None:
+    a = next(a for a in built.values() if a.condition == "control" and a.controls)
+    plain = tool_list_hash(a.tools)
+    assert plain != a.tool_list_hash
+    base = built[("baseline", a.seed, a.task_id)]
+    assert base.tool_list_hash == tool_list_hash(base.tools)  # lists without controls hash as before
+    path = tmp_path / "asm.parquet"
+    write_assemblies([x for x in built.values() if x.task_id == a.task_id], path)
+    back = load_assemblies(path)[("control", a.seed, a.task_id)]
+    assert back.tool_list_hash == a.tool_list_hash and back.offered == a.offered
+    gran = [k for k, r in a.controls.items() if r["type"] == "granularity_trap"]
+    for k in gran:
+        assert back.controls[k]["behaviour"]["args"] == a.controls[k]["behaviour"]["args"]
+
+
+def test_control_condition_needs_controls(pool: Any) -> None:
+    with pytest.raises(InputError) as err:
+        build_assemblies(TASKS[:3], tools.mcp_definitions(), pool.canaries, "standard", ["control"], [0], [], source="pool.json")
+    assert err.value.file == "pool.json" and err.value.field == "controls" and "--controls" in str(err.value)
+
+
+def test_seeds_of_one_parity_are_flagged(pool: Any) -> None:
+    log = io.StringIO()
+    build_assemblies(TASKS[:2], tools.mcp_definitions(), pool.canaries, "standard", ["declared"], [0, 2], log=log)
+    assert "WARNING" in log.getvalue() and "alternate" in log.getvalue()
+
+
+# --------------------------------------------------------------------------- detector
+
+
+def _record(offered: list[OfferedTool], calls: list[str], condition: str = "control") -> RunRecord:
+    events = []
+    for i, name in enumerate(calls):
+        events.append(Event(kind="tool_call", turn=i, call_id=f"c{i}", name=name, status="ok", arguments={}))
+        events.append(Event(kind="tool_result", turn=i, call_id=f"c{i}", name=name, content="ok", is_error=False))
+    return RunRecord(run_id="r1", identity={}, model="m", group="g", backend="reference", condition=condition,
+                     pool="standard", seed=0, task_id="t", difficulty="easy", offered=offered,
+                     correct_tools=["get_weather"], events=events, final_answer="x", status="completed", error=False)
+
+
+CTL = OfferedTool("get_weather_v2", shadows="get_weather", control_id="control:parameter_trap:get_weather",
+                  control_type="parameter_trap")
+CAN = OfferedTool("get_weather_v2", canary_id="parameter_trap:get_weather", canary_type="parameter_trap", shadows="get_weather")
+REAL = OfferedTool("get_weather")
+
+
+def test_a_control_call_is_a_control_call_not_a_canary_call() -> None:
+    rec = _record([CTL, REAL], ["get_weather_v2", "get_weather"])
+    calls = classify_calls(rec)
+    assert [c.cls for c in calls] == ["control", "real"]
+    assert calls[0].control_type == "parameter_trap" and calls[0].canary_type is None
+    m = run_metrics(rec, calls)
+    assert (m["canary_calls"], m["control_calls"], m["tool_calls"], m["csr"], m["trapped"]) == (0, 1, 2, 0.0, False)
+    assert m["control_present_parameter_trap"] and m["control_called_parameter_trap"]
+    assert not m["present_parameter_trap"] and not m["trapped_parameter_trap"] and m["recovered"] is None
+    assert m["canary_before_real"] is True
+    canary = run_metrics(_record([REAL, CAN], ["get_weather_v2"], "declared"))
+    assert (canary["canary_calls"], canary["control_calls"], canary["canary_before_real"]) == (1, 0, False)
+    assert not canary["control_present_parameter_trap"]
+
+
+def test_canary_before_real_is_null_without_canaries_or_when_mixed() -> None:
+    other = OfferedTool("advanced_calc", canary_id="capability_mirage:calculate", canary_type="capability_mirage", shadows="calculate")
+    assert canary_before_real([REAL]) is None
+    assert canary_before_real([CAN, REAL, OfferedTool("calculate"), other]) is None  # mixed
+    assert canary_before_real([CAN, other, REAL, OfferedTool("calculate")]) is True
+    assert canary_before_real([CAN]) is None  # the shadowed tool is not offered
+
+
+# --------------------------------------------------------------------------- loop and agents
+
+
+def _task(task_id: str) -> Any:
+    return next(t for t in TASKS if t.id == task_id)
+
+
+def test_the_loop_refuses_a_controls_invalid_arguments_like_a_real_tools(built: dict, pool: Any) -> None:
+    records = {str(c["id"]): c for c in [*pool.canaries, *pool.controls]}
+    key = next(k for k, a in built.items() if k[0] == "control" and any(o.control_type == "parameter_trap" for o in a.offered))
+    ctl_list, can_list = built[key], built[("declared", key[1], key[2])]
+    name = next(o.name for o in ctl_list.offered if o.control_type == "parameter_trap")
+    for a, kind in ((ctl_list, "tool_error"), (can_list, "tool_result")):
+        ts = toolset_from_assembly(a, records, scope="t")
+        events: list[Event] = []
+        execute_call(ts, _default_env(), 0, "c0", name, '{"no_such_parameter": 1}', events, [])
+        assert events[0].status == "invalid_arguments" and events[1].kind == kind
+
+
+def _default_env() -> Any:
+    from canarykit.agents.loop import default_environment
+
+    return default_environment()
+
+
+def _run(model: dict[str, Any], a: Any, pool: Any) -> RunRecord:
+    records = {str(c["id"]): c for c in [*pool.canaries, *pool.controls]}
+    ts = toolset_from_assembly(a, records, scope=f"test-{a.condition}")
+    spec = RunSpec(model, _task(a.task_id), a.condition, "standard", a.seed, ts, 12)
+    return asyncio.run(run_one(spec, make_backend(model)))
+
+
+def test_planted_agents_never_call_a_control_and_the_surface_agent_does(built: dict, pool: Any) -> None:
+    surface = {"name": "s", "backend": "reference", "agent": "surface", "take_prob": 1.0, "backoff_prob": 1.0, "group": "planted"}
+    lists = [a for (c, s, _t), a in built.items() if c == "control" and s == 0 and a.controls][:12]
+    seen: set[str] = set()
+    for a in lists:
+        for t in {o.control_type for o in a.offered if o.control_type}:
+            planted = {"name": "p", "backend": "reference", "agent": "planted", "canary_type": t, "take_prob": 1.0,
+                       "backoff_prob": 0.0, "group": "planted"}
+            rec = _run(planted, a, pool)
+            assert not any(c.cls == "control" for c in classify_calls(rec))
+        rec = _run(surface, a, pool)
+        calls = classify_calls(rec)
+        took = {c.control_type for c in calls if c.cls == "control"}
+        assert took == {o.control_type for o in a.offered if o.control_type}, a.task_id
+        assert rec.status == "completed"
+        seen |= took
+        # with canaries, the same agent takes the canaries in the same slots
+        dec = _run(surface, built[("declared", a.seed, a.task_id)], pool)
+        assert {c.canary_type for c in classify_calls(dec) if c.cls == "canary"} == took
+    assert len(seen) >= 3

@@ -1,0 +1,134 @@
+"""Calibration of the control and position effects (issue 11) against known answers.
+
+On a small real grid (60 tasks of the suite, three seeds; the declared, control and mirrored
+conditions) the planted reference agents must come out as built:
+
+- each ``planted:<type>`` agent falls only for real canaries of its type: its control effect
+  is ``take_prob`` for its own type (inside the interval, diagnosed ``weakness``) and exactly
+  0 for every other type (``no attraction``);
+- ``planted:surface`` takes any canary or control of a tool it needs, whatever its type: its
+  control effect is 0 for every type (inside the interval, ``surface attraction``);
+- none of them reads the order of the list: every position effect is 0 within its interval.
+
+Intervals are the study's own (task-clustered bootstrap, paired by (task, seed)) at a
+family-wise level: alpha is divided by the number of intervals checked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from fakes.study import SUITE, write_assembly, write_pool
+
+from canarykit import stats
+from canarykit.agents import run_grid
+from canarykit.canaries import load_pool_document
+from canarykit.runs_table import detect_and_judge
+from canarykit.tasks import load_tasks
+from canarykit.types import CANARY_TYPES
+
+TAKE = 0.5
+CONDITIONS = ["declared", "control", "mirrored"]
+SEEDS = [0, 1, 2]
+PLANTED = [f"planted:{t}" for t in CANARY_TYPES]
+#: intervals checked: 6 own-type control effects, 6 surface control effects, 7 position effects
+ALPHA = 0.05 / 19
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[str, Any]]:
+    root: Path = tmp_path_factory.mktemp("known-controls")
+    doc = json.loads(SUITE.read_text(encoding="utf-8"))
+    doc["tasks"] = doc["tasks"][::2]  # 60 tasks, every difficulty
+    tasks_path = root / "tasks.json"
+    tasks_path.write_text(json.dumps(doc), encoding="utf-8")
+    tasks = load_tasks(tasks_path)
+    records = write_pool(root / "pool.json", "standard")
+    controls = load_pool_document(root / "pool.json")["controls"]
+    write_assembly(root / "assembly.parquet", tasks, records, "standard", CONDITIONS, SEEDS, controls)
+    pools = {"standard": {"canaries": root / "pool.json", "assembly": root / "assembly.parquet", "conditions": CONDITIONS}}
+    models = [
+        {"name": f"planted:{t}", "backend": "reference", "agent": "planted", "canary_type": t,
+         "take_prob": TAKE, "backoff_prob": 0.5, "group": "planted"}
+        for t in CANARY_TYPES
+    ] + [{"name": "planted:surface", "backend": "reference", "agent": "surface", "take_prob": TAKE, "group": "planted"}]
+    summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store", root / "index.parquet",
+                       root / "summary.json", progress=False)
+    assert summary.failed == 0 and summary.total == len(models) * len(CONDITIONS) * len(SEEDS) * len(tasks)
+    detect_and_judge(root / "index.parquet", root / "store", tasks_path,
+                     {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
+                      "primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0}},
+                     models, None, root / "runs.parquet", root / "verdicts", root / "validation.json")
+    runs = stats.load_runs(root / "runs.parquet")
+    result = stats.compute_all(runs, stats.StatsConfig(resamples=4000, alpha=ALPHA), validate=False)
+    return runs, result
+
+
+@pytest.mark.parametrize("ctype", CANARY_TYPES)
+def test_a_planted_agent_shows_its_weakness_and_nothing_else(study: tuple[pl.DataFrame, dict[str, Any]], ctype: str) -> None:
+    effect = study[1]["control_effect"][f"planted:{ctype}"]
+    own = effect[ctype]
+    assert own["control"] == 0.0 and own["n"] >= 30
+    assert own["lo"] <= TAKE <= own["hi"], own
+    assert own["diagnosis"] == "weakness"
+    for t in CANARY_TYPES:
+        if t != ctype:
+            e = effect[t]
+            assert (e["canary"], e["control"], e["delta"]) == (0.0, 0.0, 0.0), (t, e)
+            assert e["diagnosis"] == "no attraction"
+
+
+def test_the_surface_agent_has_no_control_effect(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
+    effect = study[1]["control_effect"]["planted:surface"]
+    for t in CANARY_TYPES:
+        e = effect[t]
+        assert e["canary"] > 0.3 and e["control"] > 0.3, (t, e)  # it does fall, for both
+        assert e["lo"] <= 0.0 <= e["hi"], (t, e)
+        assert e["diagnosis"] == "surface attraction", (t, e)
+
+
+def test_no_planted_agent_reads_the_order(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
+    pos = study[1]["position_effect"]
+    for m in [*PLANTED, "planted:surface"]:
+        e = pos[m]["trapped"]
+        assert e["n_pairs"] > 100 and e["before"] > 0 and e["after"] > 0
+        assert e["lo"] <= 0.0 <= e["hi"], (m, e)
+
+
+def test_the_runs_table_tells_controls_and_order_apart(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
+    runs = study[0]
+    assert runs.select(pl.struct("model", "condition", "pool", "seed", "task_id").n_unique()).item() == runs.height
+    ctl = runs.filter(pl.col("condition") == "control")
+    assert ctl["canary_calls"].sum() == 0 and not ctl["trapped"].any()
+    assert ctl["control_calls"].sum() > 0
+    assert not any(ctl[f"present_{t}"].any() for t in CANARY_TYPES)
+    dec = runs.filter(pl.col("condition") != "control")
+    assert dec["control_calls"].sum() == 0
+    assert not any(dec[f"control_present_{t}"].any() for t in CANARY_TYPES)
+    # every list with a canary has one order, and mirrored offers the other one
+    one = runs.filter(pl.col("model") == "planted:surface")
+    offered = pl.any_horizontal([pl.col(f"present_{t}") for t in CANARY_TYPES] + [pl.col(f"control_present_{t}") for t in CANARY_TYPES])
+    assert one.filter(offered)["canary_before_real"].null_count() == 0
+    pair = one.filter(pl.col("condition") == "declared").join(one.filter(pl.col("condition") == "mirrored"), on=["seed", "task_id"])
+    pair = pair.filter(pl.col("canary_before_real").is_not_null())
+    assert pair.height > 100 and (pair["canary_before_real"] != pair["canary_before_real_right"]).all()
+    balance = study[1]["position_balance"]
+    for t in CANARY_TYPES:
+        assert balance["declared"][t]["before_real"] + balance["mirrored"][t]["before_real"] == pytest.approx(1.0)
+        assert balance["control"][t] == balance["declared"][t]
+
+
+def test_the_controls_table_and_figure(study: tuple[pl.DataFrame, dict[str, Any]], tmp_path: Path) -> None:
+    from canarykit import figures
+
+    written = stats.write_outputs(study[1], tmp_path)
+    table = pl.read_csv(tmp_path / "table_controls.csv")
+    assert table.height == 7 * len(CANARY_TYPES) and {"canary", "control", "delta", "lo", "hi", "n", "diagnosis"} <= set(table.columns)
+    assert (tmp_path / "table_controls.md") in written and "surface attraction" in (tmp_path / "table_controls.md").read_text()
+    paths = figures.make_figures(study[1], tmp_path / "fig", formats=("svg",))
+    svg = next(p for p in paths if p.stem == "fig10").read_text()
+    assert "no data" not in svg and "Figure 10" in svg
