@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from ..errors import ToolEnvironmentError
 from ..jsonio import HostileJSONError, safe_json_loads
 from ..types import ToolResult
 from ._controls import is_control
@@ -76,9 +77,13 @@ def _ok(payload: Any) -> ToolResult:
 
 
 def _execute(execute: Executor, name: str, args: Any) -> ToolResult:
-    """Run a real tool; an executor that raises is answered as a tool error, never raised."""
+    """Run a real tool; an executor that raises is answered as a tool error, never raised,
+    except :class:`~canarykit.errors.ToolEnvironmentError` (the tool's server failed: not an
+    answer of the tool, so the caller records a failure instead)."""
     try:
         return execute(name, args)
+    except ToolEnvironmentError:  # the server failed, not the tool: the caller decides
+        raise
     except Exception as exc:  # the executor is external code; its failure is a tool error
         return _error(f"tool {name!r} failed: {type(exc).__name__}: {exc}")
 
