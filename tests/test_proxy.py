@@ -255,18 +255,31 @@ def test_http_proxy_writes_one_trace_per_client_session(tmp_path: Path) -> None:
                         await s.call_tool("get_weather_v2", {"city": "Paris"})
                     await s.call_tool("get_weather", {"city": "Paris"})
 
+        async def stateless(label: str) -> None:
+            # Protocol 2026-07-28 (the SDK's Client in auto mode) has no session id: the URL label
+            # keeps each agent's trace apart.
+            from mcp import Client
+
+            with anyio.fail_after(LIMIT_S):
+                async with Client(f"{proxy.url}/{label}") as c:
+                    await c.list_tools()
+                    await c.call_tool("fetch_conditions", {"city": "Paris"})
+
         anyio.run(one_session, True)
         anyio.run(one_session, False)
+        anyio.run(stateless, "agent-a")
+        anyio.run(stateless, "agent-b")
     finally:
         proxy.close()
-    assert len(list(traces.glob("*.jsonl"))) == 2
+    assert len(list(traces.glob("*.jsonl"))) == 4
     proc = diagnose(traces, tmp_path / "out")
     doc = json.loads((tmp_path / "out/diagnosis.json").read_text())
-    assert doc["overall"]["sessions"] == 2
-    assert sorted(s["trapped"] for s in doc["sessions"]) == [False, True]
-    assert doc["overall"]["types"]["parameter_trap"]["trap_rate"] == {**doc["overall"]["types"]["parameter_trap"]["trap_rate"],
-                                                                      "k": 1, "n": 2, "rate": 0.5}
-    assert "2 sessions, 3 tool calls: 2 real, 1 canary" in proc.stdout
+    assert doc["overall"]["sessions"] == 4
+    assert sorted(s["trapped"] for s in doc["sessions"]) == [False, True, True, True]
+    rate = doc["overall"]["types"]["parameter_trap"]["trap_rate"]
+    assert (rate["k"], rate["n"], rate["rate"]) == (1, 4, 0.25)
+    assert sorted(s["client"].get("label", "") for s in doc["sessions"]) == ["", "", "agent-a", "agent-b"]
+    assert "4 sessions, 5 tool calls: 2 real, 3 canary" in proc.stdout
     assert all(s["transport"] == "http" for s in doc["sessions"])
 
 

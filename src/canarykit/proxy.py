@@ -22,12 +22,13 @@ Traces
 One JSON-lines file per client session in ``--trace-dir``
 (``<UTC time>-<session id>.jsonl``), written as events happen (flushed per line). A
 session is a stdio connection (one per proxy process), an HTTP session (``Mcp-Session-Id``),
-or, for stateless HTTP requests (protocol 2026-07-28, which has no session), one per client
-name and version. Lines (``event`` discriminates)::
+or, for stateless HTTP requests (protocol 2026-07-28, which has no session), one per URL
+label (``http://127.0.0.1:PORT/mcp/<label>``: give each agent its own) and otherwise one
+per client name and version. Lines (``event`` discriminates)::
 
     {"event": "session", "format": "canarykit-proxy-trace", "format_version": 1,
      "session": "...", "started_at": "...", "transport": "stdio"|"http",
-     "client": {"name", "version"}, "protocol_version": "...",
+     "client": {"name", "version", "label"?}, "protocol_version": "...",
      "proxy": {"canarykit_version", "pool", "fit", "types", "controls", "seed"},
      "upstreams": [{"name", "transport", "url"?, "server_info": {...}, "tools"}],
      "tool_list_hash": "...",
@@ -282,9 +283,14 @@ def _session_key(ctx: Any, transport: str) -> tuple[str, dict[str, Any], str | N
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     if headers is not None:
+        label = (getattr(request, "path_params", None) or {}).get("label") or ""
+        if label:
+            client = {**client, "label": label}
         sid = headers.get("mcp-session-id")
         if sid:
             return f"http:{sid}", client, protocol
+        if label:
+            return f"http-label:{label}", client, protocol
         return f"http-stateless:{client.get('name')}:{client.get('version')}", client, protocol
     return transport, client, protocol
 
@@ -474,8 +480,13 @@ async def run_proxy(
 
 async def _serve_http(server: Server[Any], port: int, ready: Any, out: IO[str]) -> None:
     import uvicorn
+    from starlette.routing import Route as HTTPRoute
 
     app = server.streamable_http_app(host="127.0.0.1")
+    # /mcp/<label>: the same endpoint, with a label that names the session (stateless clients
+    # of protocol 2026-07-28 have no session id; a label per agent keeps their traces apart).
+    endpoint = next(r.endpoint for r in app.routes if isinstance(r, HTTPRoute) and r.path == "/mcp")
+    app.router.routes.append(HTTPRoute("/mcp/{label:str}", endpoint=endpoint))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
