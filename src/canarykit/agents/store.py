@@ -90,7 +90,12 @@ def run_identity(
     tool_list_hash: str,
     max_turns: int,
     model_ident: Mapping[str, Any] | None = None,
+    *,
+    environment: Any = None,
 ) -> dict[str, Any]:
+    """What decides a run (see the module docstring). ``environment``: the tool environment's
+    identity (an MCP environment's, :func:`canarykit.environments.environment_identity`);
+    ``None`` for the built-in tools (:func:`environment_version`)."""
     task_ident: dict[str, Any] = {"prompt": task.prompt}
     if spec.get("backend") == "reference":
         task_ident["plan"] = [[step.tool, dict(step.args)] for step in task.plan]
@@ -99,7 +104,7 @@ def run_identity(
         model["implementation"] = reference_version()
     return {
         "loop_version": loop_version,
-        "environment": environment_version(),
+        "environment": environment if environment is not None else environment_version(),
         "model": model,
         "tool_list_hash": tool_list_hash,
         "task": task_ident,
