@@ -1,0 +1,175 @@
+"""User tool environments (params.yaml ``environment``): configuration, task validation
+against an environment's tools, server failures, and a study whose tools are MCP servers.
+
+The end-to-end test here uses our own five tool servers as the "user's" MCP servers (no
+network): the study must come out exactly as with the built-in tools. The same with a
+server installed from PyPI is in test_environment_time.py (slow).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+from fakes.workflow import copy_workflow, run
+
+from canarykit.canaries import run_canary
+from canarykit.config import check_study, validate_params
+from canarykit.errors import ConfigError, InputError, ToolEnvironmentError
+from canarykit.tasks import ANY_TOOLS, parse_tasks
+from canarykit.types import ToolResult
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SERVERS = ("weather", "math", "file", "search", "database")
+TIME_TOOLS = [
+    {"name": "get_current_time", "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string"}},
+                                                 "required": ["timezone"]}},
+    {"name": "convert_time", "inputSchema": {"type": "object", "properties": {
+        "source_timezone": {"type": "string"}, "time": {"type": "string"}, "target_timezone": {"type": "string"}},
+        "required": ["source_timezone", "time", "target_timezone"]}},
+]
+
+
+def task(**over: Any) -> dict[str, Any]:
+    t = {"id": "t1", "difficulty": "easy", "prompt": "What time is it in Tokyo?", "correct_tools": ["get_current_time"],
+         "declared_types": ["semantic_decoy"], "plan": [{"tool": "get_current_time", "args": {"timezone": "Asia/Tokyo"}}],
+         "rubric": [{"kind": "text", "label": "zone", "value": "Asia/Tokyo"}]}
+    t.update(over)
+    return {k: v for k, v in t.items() if v is not None}
+
+
+def test_tasks_are_checked_against_the_environments_tools() -> None:
+    doc = {"version": "1", "tasks": [task()]}
+    with pytest.raises(InputError, match=r"tasks\[0\]\.correct_tools\[0\]: unknown tool 'get_current_time'; known: get_weather"):
+        parse_tasks(doc, "t.json")  # the built-in tools know no time
+    assert parse_tasks(doc, "t.json", TIME_TOOLS)[0].plan[0].tool == "get_current_time"
+    bad = {"version": "1", "tasks": [task(plan=[{"tool": "get_current_time", "args": {"tz": "UTC"}}])]}
+    with pytest.raises(InputError, match=r"t\.json: tasks\[0\]\.plan\[0\]\.args: invalid arguments for get_current_time: "
+                                         r"'timezone' is a required property"):
+        parse_tasks(bad, "t.json", TIME_TOOLS)
+    assert parse_tasks(bad, "t.json", ANY_TOOLS)[0].id == "t1", "structure only, before the servers are listed"
+
+
+def test_plans_and_rubrics_are_optional_unless_the_study_needs_them(tmp_path: Path) -> None:
+    doc = {"version": "1", "tasks": [task(plan=None, rubric=None)]}
+    [t] = parse_tasks(doc, "t.json", TIME_TOOLS)
+    assert t.plan == () and t.rubric == () and t.correct_tools == ("get_current_time",)
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(doc))
+    env = {"kind": "mcp", "servers": [{"name": "time", "command": ["mcp-server-time"]}]}
+    cfg = validate_params({"study": {"tasks": str(path)}, "environment": env,
+                           "models": [{"name": "oracle", "backend": "reference", "agent": "oracle"}]}, "params.yaml")
+    with pytest.raises(ConfigError, match=r"params\.yaml: models\[0\]: the reference agent 'oracle' follows each task's plan, "
+                                          r"and task 't1' of .*tasks\.json has none"):
+        check_study(cfg)
+    cfg = validate_params({"study": {"tasks": str(path)}, "environment": env,
+                           "models": [{"name": "m", "backend": "litellm", "model": "openai/gpt-4.1"}]}, "params.yaml")
+    with pytest.raises(ConfigError, match=r"params\.yaml: judge\.primary\.kind: the rubric judge grades each task's rubric"):
+        check_study(cfg)
+    cfg = validate_params({"study": {"tasks": str(path)}, "environment": env,
+                           "models": [{"name": "m", "backend": "litellm", "model": "openai/gpt-4.1"}],
+                           "judge": {"primary": {"kind": "llm", "model": "anthropic/claude-x"}, "cross": {"kind": "tool-coverage"}}},
+                          "params.yaml")
+    assert [t.id for t in check_study(cfg)] == ["t1"]
+
+
+@pytest.mark.parametrize(("environment", "key", "text"), [
+    ({"kind": "mcp"}, "environment.servers", "needs at least one server"),
+    ({"kind": "builtin", "servers": [{"name": "a", "url": "http://127.0.0.1:1/mcp"}]}, "environment.servers", "only with"),
+    ({"kind": "mcp", "servers": [{"name": "a"}]}, "environment.servers[0]", "give command"),
+    ({"kind": "mcp", "servers": [{"name": "a", "url": "http://127.0.0.1:1/mcp", "pass_env": ["X"]}]},
+     "environment.servers[0].pass_env", "only a stdio server"),
+    ({"kind": "mcp", "servers": [{"name": "a", "command": ["x"]}, {"name": "a", "command": ["y"]}]},
+     "environment.servers[1].name", "duplicate server name"),
+    ({"kind": "mcp", "servers": [{"name": "a b", "command": ["x"]}]}, "environment.servers[0].name", "does not match"),
+    ({"kind": "mcp", "servers": [{"name": "a", "url": "ftp://x"}]}, "environment.servers[0].url", "does not match"),
+    ({"kind": "local"}, "environment.kind", "is not one of"),
+])
+def test_environment_configuration_errors_name_params_yaml_and_the_key(environment: dict[str, Any], key: str, text: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_params({"environment": environment}, "params.yaml")
+    assert str(err.value).startswith(f"params.yaml: {key}") and text in str(err.value)
+
+
+def test_a_token_the_shell_lacks_names_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from canarykit.environments import server_specs
+
+    monkeypatch.delenv("CANARYKIT_TEST_TOKEN", raising=False)
+    env = {"kind": "mcp", "servers": [{"name": "gh", "command": ["srv"], "pass_env": ["CANARYKIT_TEST_TOKEN"]}]}
+    with pytest.raises(ConfigError, match=r"params\.yaml: environment\.servers\[0\]\.pass_env\[0\]: environment variable "
+                                          r"CANARYKIT_TEST_TOKEN is not set"):
+        server_specs(env)
+    monkeypatch.setenv("CANARYKIT_TEST_TOKEN", "s3cret")
+    assert server_specs(env)[0].env == {"CANARYKIT_TEST_TOKEN": "s3cret"}
+
+
+def test_a_server_failure_fails_the_run_instead_of_answering_the_agent() -> None:
+    """The canary runtime passes a server failure up (it is not the tool's answer)."""
+    canary = {"id": "semantic_decoy:x", "type": "semantic_decoy", "shadows": "x", "behaviour": {"kind": "stale_cache"}}
+
+    def dead(name: str, args: Any) -> ToolResult:
+        raise ToolEnvironmentError("server 'x' exited")
+
+    with pytest.raises(ToolEnvironmentError):
+        run_canary(canary, {}, dead)
+
+    def broken(name: str, args: Any) -> ToolResult:
+        raise RuntimeError("bug in an executor")
+
+    assert run_canary(canary, {}, broken).is_error, "any other executor failure stays a tool error"
+
+
+def test_canary_results_are_written_like_the_real_tools_json() -> None:
+    canary = {"id": "temporal_decoy:x", "type": "temporal_decoy", "shadows": "x", "behaviour": {"kind": "snapshot"}}
+    payload = {"city": "Zürich", "date": "2026-11-30", "high": 11.5}
+    for dumps in ({"indent": 2, "ensure_ascii": False}, {"ensure_ascii": True}, {"ensure_ascii": False, "sort_keys": True}):
+        real_text = json.dumps(payload, **dumps)  # type: ignore[arg-type]
+        result = run_canary(canary, {}, lambda n, a, t=real_text: ToolResult(t, False, dict(payload)))
+        assert json.loads(result.content)["date"].startswith("2023"), result.content
+        assert result.content == json.dumps(json.loads(result.content), **{k: v for k, v in dumps.items() if k != "sort_keys"})
+
+
+def _records(repo: Path) -> dict[tuple[str, str, int, str, str], list[dict[str, Any]]]:
+    index = pl.read_parquet(repo / "results/runs/index.parquet")
+    out = {}
+    for row in index.iter_rows(named=True):
+        rid = row["run_id"]
+        rec = json.loads((repo / "results/runs/store" / rid[:2] / f"{rid}.json").read_text())
+        events = [{k: v for k, v in e.items() if k not in ("latency_s",)} for e in rec["events"]]
+        out[(row["model"], row["condition"], row["seed"], row["pool"], row["task_id"])] = events
+    return out
+
+
+def test_our_servers_as_an_mcp_environment_reproduce_the_builtin_study(tmp_path: Path) -> None:
+    """The same small study twice: with the built-in tools, and with the five tools served by
+    separate MCP server processes as a user environment. Same canaries, same tool lists, and
+    every run's events (tool calls and the results the agent read) byte-identical."""
+    models = ("oracle", "lexical", "planted:granularity_trap")
+    builtin = copy_workflow(tmp_path / "builtin", per_difficulty=2, models=models)
+    mcp = copy_workflow(tmp_path / "mcp", per_difficulty=2, models=models)
+    cfg = yaml.safe_load((mcp / "params.yaml").read_text())
+    cfg["environment"] = {"kind": "mcp", "servers": [
+        {"name": s, "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", s]} for s in SERVERS]}
+    (mcp / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    for repo in (builtin, mcp):
+        run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", "--", "results/runs/index.parquet")
+    doc = json.loads((mcp / "results/tools.json").read_text())
+    assert [s["name"] for s in doc["servers"]] == list(SERVERS)
+    assert [t["name"] for t in doc["tools"]] == [t["name"] for t in json.loads((builtin / "results/tools.json").read_text())]
+    for pool in ("standard", "subtle"):
+        a = json.loads((builtin / f"results/canaries/{pool}.json").read_text())["canaries"]
+        b = json.loads((mcp / f"results/canaries/{pool}.json").read_text())["canaries"]
+        assert [(c["id"], c["name"], c["description"]) for c in a] == [(c["id"], c["name"], c["description"]) for c in b]
+    ra, rb = _records(builtin), _records(mcp)
+    assert ra.keys() == rb.keys() and len(ra) > 50
+    assert ra == rb
+    assert any(e["kind"] == "tool_result" for events in rb.values() for e in events)
+    summary = json.loads((mcp / "results/logs/run-summary.json").read_text())
+    assert summary["failed"] == 0 and summary["executed"] > 0
+    logs = mcp / "results/logs/mcp-servers"
+    assert sorted(p.name for p in logs.glob("*.stderr.log")) == sorted(f"{s}.stderr.log" for s in SERVERS)
