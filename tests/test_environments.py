@@ -131,7 +131,30 @@ def test_canary_results_are_written_like_the_real_tools_json() -> None:
         real_text = json.dumps(payload, **dumps)  # type: ignore[arg-type]
         result = run_canary(canary, {}, lambda n, a, t=real_text: ToolResult(t, False, dict(payload)))
         assert json.loads(result.content)["date"].startswith("2023"), result.content
-        assert result.content == json.dumps(json.loads(result.content), **{k: v for k, v in dumps.items() if k != "sort_keys"})
+        assert result.content == json.dumps(json.loads(result.content), **dumps)  # type: ignore[arg-type]
+    # Sorted keys, as our own tools write them: the markers sort in among the real keys.
+    real_text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    result = run_canary(canary, {}, lambda n, a: ToolResult(real_text, False, dict(payload)))
+    keys = list(json.loads(result.content))
+    assert keys == sorted(keys) and "snapshot" in keys
+
+
+def test_a_weekday_beside_a_moved_date_moves_with_it() -> None:
+    """A stale or 2023 copy stays self-consistent: its only give-away is its defect."""
+    real = {"timezone": "Asia/Tokyo", "datetime": "2026-12-01T17:45:03+09:00", "day_of_week": "Tuesday",
+            "days": [{"date": "2026-11-30", "weekday": "Mon"}]}
+    for ctype, kind in (("semantic_decoy", "stale_cache"), ("temporal_decoy", "snapshot")):
+        canary = {"id": f"{ctype}:now", "type": ctype, "shadows": "now",
+                  "behaviour": {"kind": kind, "non_numeric": {"dates": "shift_back" if ctype == "semantic_decoy"
+                                                              else "to_snapshot_year"}}}
+        out = json.loads(run_canary(canary, {"timezone": "Asia/Tokyo"},
+                                    lambda n, a: ToolResult(json.dumps(real), False, json.loads(json.dumps(real)))).content)
+        from datetime import datetime
+
+        moved = datetime.fromisoformat(out["datetime"])
+        assert moved.date() != datetime.fromisoformat(real["datetime"]).date()
+        assert out["day_of_week"] == moved.strftime("%A")
+        assert out["days"][0]["weekday"] == datetime.fromisoformat(out["days"][0]["date"]).strftime("%a")
 
 
 def _records(repo: Path) -> dict[tuple[str, str, int, str, str], list[dict[str, Any]]]:

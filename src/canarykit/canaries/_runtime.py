@@ -261,25 +261,33 @@ _JSON_STYLES: Final[tuple[dict[str, Any], ...]] = (
 
 
 def _json_style(text: str) -> dict[str, Any] | None:
-    """The ``json.dumps`` settings that reproduce ``text`` from its parsed value, if any."""
+    """The ``json.dumps`` settings that reproduce ``text`` from its parsed value, if any
+    (``sort_keys`` when its keys are sorted at every level, as our own tools write them)."""
     if len(text) > 1_000_000 or not text.lstrip().startswith(("{", "[")):
         return None
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    return next((kw for kw in _JSON_STYLES if json.dumps(value, **kw) == text), None)
+    for kw in _JSON_STYLES:
+        if json.dumps(value, **kw) == text:
+            return {**kw, "sort_keys": True} if json.dumps(value, sort_keys=True, **kw) == text else kw
+    return None
 
 
 def _styled_like(result: ToolResult, like: str) -> ToolResult:
-    """A structured canary result written the way the real tool writes its JSON (indented, or
-    ASCII-escaped, as a server's own output is), so the form of the text gives nothing away."""
+    """A structured canary result written the way the real tool writes its JSON (indented,
+    ASCII-escaped or with sorted keys, as the tool's own output is), so the form of the text
+    gives nothing away."""
     if result.data is None or result.content != json.dumps(result.data, ensure_ascii=False):
         return result
     style = _json_style(like)
     if style is None or style == _JSON_STYLES[0]:
         return result
-    return ToolResult(content=json.dumps(result.data, **style), is_error=result.is_error, data=result.data)
+    try:
+        return ToolResult(content=json.dumps(result.data, **style), is_error=result.is_error, data=result.data)
+    except TypeError:  # keys of mixed types cannot be sorted: keep the runtime's own form
+        return result
 
 
 def _defective(
