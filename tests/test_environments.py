@@ -196,3 +196,72 @@ def test_our_servers_as_an_mcp_environment_reproduce_the_builtin_study(tmp_path:
     assert summary["failed"] == 0 and summary["executed"] > 0
     logs = mcp / "results/logs/mcp-servers"
     assert sorted(p.name for p in logs.glob("*.stderr.log")) == sorted(f"{s}.stderr.log" for s in SERVERS)
+
+
+def _env_cfg(servers: list[dict[str, Any]]) -> dict[str, Any]:
+    return validate_params({"environment": {"kind": "mcp", "servers": servers, "call_timeout_s": 20}})["environment"]
+
+
+def test_servers_that_changed_since_the_export_stop_the_run_stage() -> None:
+    from canarykit.environments import export_environment, make_environment
+
+    cfg = _env_cfg([{"name": "weather", "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", "weather"]}])
+    doc = export_environment(cfg)
+    assert doc["servers"][0]["server_info"] == {"name": "canarykit-weather", "version": "1"}
+    doc["servers"][0]["server_info"]["version"] = "0"
+    env = make_environment(cfg, doc)
+    try:
+        with pytest.raises(InputError, match=r"results/tools\.json: tools: the MCP servers now differ from this export "
+                                             r"\(server 'weather': '0' -> '1'\); list them again: snakemake --forcerun export_tools"):
+            assert env.check is not None
+            env.check()
+    finally:
+        assert env.close is not None
+        env.close()
+
+
+def test_a_server_that_dies_mid_run_fails_the_run_and_the_next_run_restarts_it(tmp_path: Path) -> None:
+    import asyncio
+
+    from canarykit.agents import ChatResponse, RunSpec, ToolCall, run_one
+    from canarykit.agents.loop import build_toolset
+    from canarykit.environments import export_environment, make_environment
+    from canarykit.records import OfferedTool
+
+    cfg = _env_cfg([{"name": "flaky", "command": [sys.executable, str(FIXTURES / "flaky_server.py")]}])
+    doc = export_environment(cfg)
+    defs = {t["name"]: t for t in doc["tools"]}
+    tools = [{k: defs[n][k] for k in ("name", "description", "inputSchema")} for n in ("crash", "echo")]
+    ts = build_toolset(tools, [OfferedTool("crash"), OfferedTool("echo")], "flaky-test", scope="flaky-test")
+    env = make_environment(cfg, doc)
+
+    class Script:
+        kind, cacheable, provider = "litellm", False, "test"
+        cache_scope: dict[str, Any] = {}
+
+        def __init__(self, name: str, args: dict[str, Any]) -> None:
+            self.turns = [ChatResponse(content=None, tool_calls=[ToolCall("c1", name, json.dumps(args))],
+                                       finish_reason="tool_calls"), ChatResponse(content="done", finish_reason="stop")]
+
+        async def complete(self, request: Any) -> ChatResponse:
+            return self.turns.pop(0)
+
+    class Task:
+        id, difficulty, prompt, correct_tools, plan = "t", "easy", "go", ("echo",), ()
+
+    model = {"name": "m", "backend": "litellm", "model": "openai/x"}
+    try:
+        crashed = asyncio.run(run_one(RunSpec(model, Task(), "baseline", "standard", 0, ts, 4, environment=env.identity),
+                                      Script("crash", {}), env=env))
+        assert crashed.error and crashed.status == "error"
+        failure = crashed.events[-1]
+        assert failure.kind == "backend_error" and failure.error_type == "ToolServerError"
+        assert not any(e.kind == "tool_result" for e in crashed.events), "a dead server is not the tool's answer"
+        fine = asyncio.run(run_one(RunSpec(model, Task(), "baseline", "standard", 1, ts, 4, environment=env.identity),
+                                   Script("echo", {"text": "hi"}), env=env))
+        assert not fine.error and fine.final_answer == "done"
+        assert next(e for e in fine.events if e.kind == "tool_result").content == "hi", "the text the server sent"
+        assert fine.identity["environment"]["kind"] == "mcp" and fine.identity["environment"]["tools"]
+    finally:
+        assert env.close is not None
+        env.close()

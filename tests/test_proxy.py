@@ -290,7 +290,7 @@ def test_proxy_and_diagnose_refuse_bad_input_in_one_line(tmp_path: Path) -> None
     missing = run("proxy", "--trace-dir", str(tmp_path / "t"), "--", "mcp-server-does-not-exist")
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
-        "canarykit: error: server after --: server 'mcp-server-does-not-exist': cannot start it: command "
+        "canarykit: error: <command line>: server 'mcp-server-does-not-exist': cannot start it: command "
         "'mcp-server-does-not-exist' not found (is it installed and on PATH?)"
     ]
     none = run("proxy", "--trace-dir", str(tmp_path / "t"))

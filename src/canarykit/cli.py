@@ -131,6 +131,7 @@ def _appended(path: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _upstream_specs(args: argparse.Namespace) -> list[Any]:
     """The proxy's upstreams: ``--stdio NAME=CMD`` and ``--upstream [NAME=]URL`` in the order
     given, then the server after ``--`` (named by ``--server``)."""
+    import os
     import shlex
 
     from .errors import InputError
@@ -147,19 +148,21 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
             argv = shlex.split(cmd)
         except ValueError as exc:
             raise InputError("<command line>", f"--stdio[{i}]", f"cannot split the command: {exc}") from None
-        specs.append(ServerSpec(name.strip(), command=tuple(argv), env=env, where=f"--stdio {name.strip()}"))
+        if argv:
+            argv[0] = os.path.expanduser(argv[0])  # quoted, so the shell left a leading ~ alone
+        specs.append(ServerSpec(name.strip(), command=tuple(argv), env=env, where=f"<command line>: --stdio {name.strip()}"))
     for item in args.upstream or []:
         name, sep, url = item.partition("=")
         if not sep or "://" in name:
             name, url = "", item
         if not url.startswith(("http://", "https://")):
             raise InputError("<command line>", "--upstream", f"expected [NAME=]http(s)://HOST:PORT/PATH, got {item!r}")
-        specs.append(ServerSpec(name.strip() or None, url=url, where=f"--upstream {item}"))
+        specs.append(ServerSpec(name.strip() or None, url=url, where=f"<command line>: --upstream {item}"))
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]  # only the first -- separates; later ones belong to the server
     if command:
-        specs.append(ServerSpec(args.server, command=tuple(command), env=env, where="server after --"))
+        specs.append(ServerSpec(args.server, command=tuple(command), env=env, where="<command line>"))
     elif args.server:
         raise InputError("<command line>", "--server", "names the server given after --; there is none")
     if not specs:

@@ -340,7 +340,8 @@ def summary_lines(doc: Mapping[str, Any], out_dir: str | Path) -> list[str]:
         lines.append(f"  session {s['session']} ({who}, {s['transport']}): {calls['total']} calls, "
                      f"{calls['canary']} canary{extra}, csr {csr}; {trap}")
     csr = "-" if o["csr_mean"] is None else f"{o['csr_mean']:.3f}"
-    lines.append(f"overall: csr {csr} (mean over {o['sessions_with_calls']} sessions with calls); trapped "
+    n = o["sessions_with_calls"]
+    lines.append(f"overall: csr {csr} (mean over {n} session{'s' if n != 1 else ''} with calls); trapped "
                  f"{_fmt_rate(o['trapped'])}; recovered {_fmt_rate(o['recovered'])}")
     shown = [(t, v) for t, v in o["types"].items() if v["trap_rate"]["n"] or v["control_rate"]["n"]]
     if shown:

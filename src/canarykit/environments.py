@@ -104,8 +104,10 @@ def server_specs(env_cfg: Mapping[str, Any], source: str = "params.yaml") -> lis
                 raise ConfigError(source, f"{key}.pass_env[{j}]", f"environment variable {var} is not set in this shell "
                                                                   f"(server {s['name']!r} needs it)")
             env[var] = os.environ[var]
-        command = tuple(str(c) for c in s["command"]) if "command" in s else None
-        specs.append(ServerSpec(str(s["name"]), command=command, url=s.get("url"), env=env, cwd=s.get("cwd"),
+        # ~ in the program's path (as in a shell); everything else is passed as written
+        command = (os.path.expanduser(str(s["command"][0])), *(str(c) for c in s["command"][1:])) if "command" in s else None
+        cwd = os.path.expanduser(s["cwd"]) if s.get("cwd") else None
+        specs.append(ServerSpec(str(s["name"]), command=command, url=s.get("url"), env=env, cwd=cwd,
                                 where=f"{source}: {key} ({s['name']})"))
     return specs
 
