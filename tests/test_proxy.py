@@ -283,27 +283,30 @@ def test_http_proxy_writes_one_trace_per_client_session(tmp_path: Path) -> None:
     assert all(s["transport"] == "http" for s in doc["sessions"])
 
 
-def test_proxy_and_diagnose_refuse_bad_input_in_one_line(tmp_path: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=LIMIT_S, env={**os.environ, **ENV})
+def test_proxy_and_diagnose_refuse_bad_input_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from canarykit.cli import main
 
-    missing = run("proxy", "--trace-dir", str(tmp_path / "t"), "--", "mcp-server-does-not-exist")
-    assert missing.returncode == 2
-    assert missing.stderr.strip().splitlines() == [
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        return code, capsys.readouterr().err
+
+    code, err = run("proxy", "--trace-dir", str(tmp_path / "t"), "--", "mcp-server-does-not-exist")
+    assert code == 2
+    assert err.strip().splitlines() == [
         "canarykit: error: <command line>: server 'mcp-server-does-not-exist': cannot start it: command "
         "'mcp-server-does-not-exist' not found (is it installed and on PATH?)"
     ]
-    none = run("proxy", "--trace-dir", str(tmp_path / "t"))
-    assert none.returncode == 2 and "give the upstream server" in none.stderr
-    bad_type = run("proxy", "--trace-dir", str(tmp_path / "t"), "--types", "semantic", "--", *WEATHER.split())
-    assert bad_type.returncode == 2 and "--types: unknown canary type 'semantic'" in bad_type.stderr
+    code, err = run("proxy", "--trace-dir", str(tmp_path / "t"))
+    assert code == 2 and "give the upstream server" in err
+    code, err = run("proxy", "--trace-dir", str(tmp_path / "t"), "--types", "semantic", "--", *WEATHER.split())
+    assert code == 2 and "--types: unknown canary type 'semantic'" in err
     empty = tmp_path / "empty"
     empty.mkdir()
-    r = run("diagnose", str(empty), "-o", str(tmp_path / "o"))
-    assert r.returncode == 2 and "no proxy traces" in r.stderr
+    code, err = run("diagnose", str(empty), "-o", str(tmp_path / "o"))
+    assert code == 2 and "no proxy traces" in err
     (empty / "x.jsonl").write_text('{"event": "tools/call"}\n')
-    r = run("diagnose", str(empty), "-o", str(tmp_path / "o"))
-    assert r.returncode == 2 and "x.jsonl: line 1: not a canarykit proxy trace" in r.stderr and "Traceback" not in r.stderr
+    code, err = run("diagnose", str(empty), "-o", str(tmp_path / "o"))
+    assert code == 2 and "x.jsonl: line 1: not a canarykit proxy trace" in err and "Traceback" not in err
 
 
 def test_diagnose_skips_an_unfinished_last_line(tmp_path: Path) -> None:
