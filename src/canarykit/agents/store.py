@@ -5,7 +5,9 @@ includes the system message), the model spec minus its labels, the offered tool 
 hash covers every definition and the order), the task (its prompt; plus its plan for
 reference agents, which follow it), ``max_turns`` and the version of the tool environment
 (the source of the real tools and of the canaries' runtime, which decide every tool result
-the model reads). For reference agents the model *is* code: their implementation (and the
+the model reads; with the user's MCP servers, ``environment.kind: mcp``, the hash of their
+exported tool list and versions, the runtime's code and ``environment.revision`` instead:
+see :mod:`canarykit.environments`). For reference agents the model *is* code: their implementation (and the
 scripted answer they compose) is part of the identity too. Editing the environment thus
 re-executes runs, but a model's calls are replayed from the response cache for as long as
 the conversation is unchanged, so only conversations that really differ cost a call. Two
