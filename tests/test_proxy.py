@@ -343,3 +343,27 @@ def test_upstreams_refuse_a_server_that_does_not_answer_in_time(tmp_path: Path) 
     with pytest.raises(ListToolsError, match=r"server 'mute' \(|no answer within 2 s"):
         anyio.run(start)
     assert time.monotonic() - t0 < 30
+
+
+def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
+    """Proxy B fronts proxy A over streamable HTTP (A fronts our weather server over stdio)."""
+    upstream = _Proc(["--trace-dir", str(tmp_path / "a"), "--types", "semantic_decoy", "--", *WEATHER.split()])
+    try:
+        async def body(s: ClientSession) -> None:
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert {"get_weather", "fetch_conditions", "get_weather_v2"} <= names  # A's canary, B's own
+            r = await s.call_tool("get_weather", {"city": "Paris"})
+            assert text(r) == execute("get_weather", {"city": "Paris"}).content
+            r = await s.call_tool("get_weather_v2", {"city": "Paris"})
+            assert r.is_error and "api_key" in text(r)
+
+        anyio.run(with_proxy, ["--trace-dir", str(tmp_path / "b"), "--upstream", f"wx={upstream.url}",
+                               "--shadow", "get_weather", "--types", "parameter_trap"], body)
+    finally:
+        upstream.close()
+    b = [json.loads(line) for line in next((tmp_path / "b").glob("*.jsonl")).read_text().splitlines()]
+    assert b[0]["upstreams"][0]["transport"] == "http" and b[0]["upstreams"][0]["url"] == upstream.url
+    assert [e["class"] for e in b if e["event"] == "tools/call"] == ["real", "canary"]
+    # A saw B's forwarded call (and nothing of the canary's, which never reached it).
+    a = [json.loads(line) for line in next((tmp_path / "a").glob("*.jsonl")).read_text().splitlines()]
+    assert [e["name"] for e in a if e["event"] == "tools/call"] == ["get_weather"]
