@@ -26,7 +26,8 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
 - **Shards.** A litellm call costs ~5 ms of client CPU (litellm's request building, response
   parsing, success logging and cost lookup), so one event loop tops out near 150-200 calls/s
   whatever the latency. On Linux, litellm model runs are therefore spread over
-  ``agent.workers`` processes (default: the CPU count; ``1`` keeps everything in this process),
+  ``agent.workers`` processes (default: the CPU count; ``1`` keeps everything in this process;
+  a study whose tools are MCP servers always runs in one process, one connection per server),
   forked after planning, each with its own event loop and its share of ``concurrency`` and of
   every provider limit (the shares sum to the configured limits; the number of shards never
   exceeds the smallest of them nor the number of runs). Shards claim runs from a shared
@@ -741,7 +742,9 @@ def _run_grid(
     providers = {g[0].model_idx: g[0].provider for g in todo}
     ref_groups = [g for g in todo if backends[g[0].model_idx].kind == "reference"]
     model_groups = [g for g in todo if backends[g[0].model_idx].kind != "reference"]
-    n_shards = _n_shards(agent_cfg, model_groups, backends, provider_limits)
+    # A blocking (MCP) environment keeps one connection per server for the whole invocation:
+    # shards would start their own server instances (and a stateful server would diverge).
+    n_shards = 1 if env.blocking else _n_shards(agent_cfg, model_groups, backends, provider_limits)
     bar = _Progress(summary.total, out if progress else None)
     bar.done = summary.reused
     try:
