@@ -34,7 +34,7 @@ per client name and version. Lines (``event`` discriminates)::
      "tool_list_hash": "...",
      "offered": [{"position", "name", "kind": "real"|"canary"|"control", "server"?,
                   "upstream_name"?, "canary_id"?, "canary_type"?, "shadows"?}, ...]}
-    {"event": "tools/list", "seq", "time", "tools": N, "duration_ms"}
+    {"event": "tools/list", "seq", "time", "tools": N, "tool_list_hash", "duration_ms"}
     {"event": "tools/call", "seq", "time", "name", "arguments", "status", "class",
      "canary_id", "canary_type", "shadows", "upstream": {"server", "name"} | null,
      "result": {"content": [...], "structuredContent"?, "isError"}, "is_error",
@@ -324,6 +324,7 @@ class Proxy:
         result = ListToolsResult(tools=list(self.catalog.tools))
         if self.traces is not None:
             self.traces.for_request(ctx).write({"event": "tools/list", "tools": len(result.tools),
+                                                "tool_list_hash": self.catalog.tool_list_hash,
                                                 "duration_ms": round((time.perf_counter() - t0) * 1000, 3)})
         return result
 
