@@ -8,7 +8,8 @@ rule run_agents:
         unpack(canary_pools),
         unpack(assembly_tables),
         tasks=config["study"]["tasks"],
-        code=package_code("agents", "tools", "canaries", "records.py", "tasks.py"),
+        tools=rules.export_tools.output[0],
+        code=package_code("agents", "tools", "canaries", "records.py", "tasks.py", "upstream.py", "environments.py"),
         retry=retry_gate("results/runs/index.parquet"),
     output:
         index="results/runs/index.parquet",
@@ -19,6 +20,7 @@ rule run_agents:
         grid=GRID,
         seeds=config["study"]["seeds"],
         store=RUN_STORE,
+        environment=config["environment"],
     resources:
         llm_calls=1,
     log:

@@ -3,6 +3,8 @@ rule export_tools:
         code=package_code("tools"),
     output:
         "results/tools.json",
+    params:
+        environment=config["environment"],
     log:
         "results/logs/export_tools.log",
     script:

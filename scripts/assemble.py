@@ -1,18 +1,17 @@
 """Assemble the offered tool list of every (condition, seed, task) for one pool."""
 
-import json
-from pathlib import Path
-
 from canarykit.assembly import build_assemblies, write_assemblies
 from canarykit.canaries import canary_table, load_pool_document
+from canarykit.environments import tools_of
+from canarykit.jsonio import read_json_input
 from canarykit.tasks import load_tasks, tasks_table
 from canarykit.workflow import run_script
 
 
 def main(smk):
-    tasks = load_tasks(smk.input.tasks)
+    tools = tools_of(read_json_input(smk.input.tools, "tools file"), smk.input.tools)
+    tasks = load_tasks(smk.input.tasks, tools=tools)  # checked against the environment's tools
     tasks_table(tasks, smk.input.tasks)  # the TasksTable contract
-    tools = json.loads(Path(smk.input.tools).read_text())
     doc = load_pool_document(smk.input.canaries)
     canary_table(doc["canaries"], smk.input.canaries)
     assemblies = build_assemblies(

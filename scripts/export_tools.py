@@ -1,13 +1,28 @@
-"""Write the MCP definitions of the 12 real tools (results/tools.json)."""
+"""Write the tool environment's tools (results/tools.json): the MCP definitions of the 12
+built-in tools, or, with environment.kind mcp, the tools document of the user's MCP servers
+(listed now; see canarykit.environments)."""
 
+import sys
+from pathlib import Path
+
+from canarykit.environments import export_environment, is_mcp
 from canarykit.jsonio import write_json
 from canarykit.tools import mcp_definitions, tool_table
 from canarykit.workflow import run_script
 
 
 def main(smk):
-    tool_table()  # the ToolsTable contract: unique names, servers, valid descriptions
-    write_json(smk.output[0], mcp_definitions())
+    environment = smk.params.environment
+    if not is_mcp(environment):
+        tool_table()  # the ToolsTable contract: unique names, servers, valid descriptions
+        write_json(smk.output[0], mcp_definitions())
+        return
+    document = export_environment(environment, errlog_dir=Path(smk.log[0]).parent / "mcp-servers",
+                                  warn=lambda m: print(m, file=sys.stderr))
+    write_json(smk.output[0], document)
+    servers = ", ".join(f"{s['name']} ({s['server_info'].get('name', '?')} {s['server_info'].get('version', '')})".rstrip()
+                        for s in document["servers"])
+    print(f"export_tools: {len(document['tools'])} tools from {servers}", file=sys.stderr)
 
 
 run_script(snakemake, main)  # noqa: F821

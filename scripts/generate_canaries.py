@@ -21,7 +21,7 @@ from canarykit.workflow import run_script
 def main(smk):
     source = smk.input.tools
     tools = ingest_tools(read_json_input(source, "tool list"), source, strict=True)
-    tasks = load_tasks(smk.input.tasks)
+    tasks = load_tasks(smk.input.tasks, tools=tools.tools)  # checked against the environment's tools
     suite = suite_from_tasks(tasks, smk.input.tasks, builtin_executor(tools.tools))
     pool = build_pool(
         tools,

@@ -30,6 +30,8 @@ def main(smk):
         smk.output.index,
         smk.output.summary,
         retry_gate=smk.input.retry,
+        environment=smk.params.environment,
+        tools_path=smk.input.tools,
     )
 
 

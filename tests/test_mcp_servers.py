@@ -32,11 +32,13 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def test_weather_server_lists_our_exact_definitions() -> None:
+    """Over the wire, every tool's whole MCP definition: title and annotations included (a
+    proxy or a client that shows titles sees ours, not a bare name)."""
     listed = list_mcp_tools(WEATHER)
-    served = ("name", "description", "inputSchema")
-    assert [{k: t[k] for k in served} for t in listed] == [
-        {k: get_tool(n).to_mcp()[k] for k in served} for n in SERVERS["weather"]
+    assert [{k: v for k, v in t.items() if k != "server"} for t in listed] == [
+        get_tool(n).to_mcp() for n in SERVERS["weather"]
     ]
+    assert all(t["title"] and t["annotations"]["readOnlyHint"] is True for t in listed)
     assert {t["server"] for t in listed} == {"canarykit-weather"}, "the name the server gives itself"
     assert {t["server"] for t in list_mcp_tools(WEATHER, server_name="wx")} == {"wx"}
 
@@ -67,8 +69,8 @@ def test_calls_through_mcp_match_execute() -> None:
 @pytest.mark.parametrize("server", sorted(SERVERS))
 def test_every_server_object_lists_declared_schemas(server: str) -> None:
     tools = anyio.run(ToolServer(server).list_tools)
-    assert [(t.name, t.description, t.input_schema) for t in tools] == [
-        (n, get_tool(n).description, get_tool(n).input_schema) for n in SERVERS[server]
+    assert [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools] == [
+        get_tool(n).to_mcp() for n in SERVERS[server]
     ]
 
 

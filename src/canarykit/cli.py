@@ -133,6 +133,76 @@ def _appended(path: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [t for t in existing if not (isinstance(t, dict) and t.get("server") in servers)] + tools
 
 
+def _upstream_specs(args: argparse.Namespace) -> list[Any]:
+    """The proxy's upstreams: ``--stdio NAME=CMD`` and ``--upstream [NAME=]URL`` in the order
+    given, then the server after ``--`` (named by ``--server``)."""
+    import os
+    import shlex
+
+    from .errors import InputError
+    from .tools.mcp_servers import server_environment
+    from .upstream import ServerSpec
+
+    env = server_environment(args.env or [], inherit=args.inherit_env)
+    specs: list[ServerSpec] = []
+    for i, item in enumerate(args.stdio or []):
+        name, sep, cmd = item.partition("=")
+        if not sep or not name.strip() or not cmd.strip():
+            raise InputError("<command line>", f"--stdio[{i}]", f"expected NAME='COMMAND ARGS', got {item!r}")
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as exc:
+            raise InputError("<command line>", f"--stdio[{i}]", f"cannot split the command: {exc}") from None
+        if argv:
+            argv[0] = os.path.expanduser(argv[0])  # quoted, so the shell left a leading ~ alone
+        specs.append(ServerSpec(name.strip(), command=tuple(argv), env=env, where=f"<command line>: --stdio {name.strip()}"))
+    for item in args.upstream or []:
+        name, sep, url = item.partition("=")
+        if not sep or "://" in name:
+            name, url = "", item
+        if not url.startswith(("http://", "https://")):
+            raise InputError("<command line>", "--upstream", f"expected [NAME=]http(s)://HOST:PORT/PATH, got {item!r}")
+        specs.append(ServerSpec(name.strip() or None, url=url, where=f"<command line>: --upstream {item}"))
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]  # only the first -- separates; later ones belong to the server
+    if command:
+        specs.append(ServerSpec(args.server, command=tuple(command), env=env, where="<command line>"))
+    elif args.server:
+        raise InputError("<command line>", "--server", "names the server given after --; there is none")
+    if not specs:
+        raise InputError("<command line>", "upstream",
+                         "give the upstream server: -- CMD ARGS, --stdio NAME='CMD ARGS' or --upstream [NAME=]URL")
+    return specs
+
+
+def _proxy(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .proxy import parse_types, run_proxy, settings_from_params
+
+    specs = _upstream_specs(args)
+    shadow = tuple(t.strip() for t in args.shadow.split(",") if t.strip()) if args.shadow else None
+    settings = settings_from_params(args.params, args.pool, args.fit, parse_types(args.types), args.controls, args.seed,
+                                    shadow)
+    if args.http is not None and not 0 <= args.http <= 65535:
+        from .errors import InputError
+
+        raise InputError("<command line>", "--http", f"expected a port 0-65535, got {args.http}")
+    import contextlib
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a proxy normally (traces are flushed per line)
+        anyio.run(lambda: run_proxy(specs, settings, trace_dir=args.trace_dir, http_port=args.http,
+                                    timeout_s=args.timeout, call_timeout_s=args.call_timeout))
+    return 0
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from .diagnose import diagnose_command
+
+    return diagnose_command(args.traces, args.output)
+
+
 def _serve_tools(args: argparse.Namespace) -> int:
     from .tools.mcp_servers import serve_stdio
 
@@ -202,6 +272,48 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--append", action="store_true", help="add to the tool list in -o (replacing an earlier export of the same server)")
     ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments (only the first -- separates)")
     ls.set_defaults(func=_list_mcp_tools)
+
+    px = sub.add_parser(
+        "proxy",
+        help="an MCP server in front of your MCP servers that plants canaries and traces every client session",
+        description="Serve the tools of one or more upstream MCP servers plus canaries generated from them (or their "
+        "controls), over stdio or streamable HTTP on 127.0.0.1. Real calls go upstream; canary calls are answered by "
+        "the canary runtime. One JSON-lines trace per client session goes to --trace-dir; read them with "
+        "`canarykit diagnose`.",
+    )
+    px.add_argument("--trace-dir", required=True, metavar="DIR", help="where each client session's trace is written")
+    px.add_argument("--http", type=int, default=None, metavar="PORT",
+                    help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (0: any free port, printed)")
+    px.add_argument("--upstream", action="append", metavar="[NAME=]URL", help="a streamable-HTTP upstream (repeatable)")
+    px.add_argument("--stdio", action="append", metavar="NAME='CMD ARGS'", help="a stdio upstream, shell-quoted (repeatable)")
+    px.add_argument("--server", default=None, metavar="NAME", help="name of the upstream after -- (default: the name it gives itself)")
+    px.add_argument("--pool", choices=["standard", "subtle"], default="standard")
+    px.add_argument("--fit", choices=["paper", "fitted"], default=None, help="default: canaries.fit of --params, else fitted")
+    px.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
+    px.add_argument("--controls", action="store_true",
+                    help="offer each canary's matched-surface control in its place (no granularity controls: they need a task)")
+    px.add_argument("--shadow", default=None, metavar="TOOL1,TOOL2",
+                    help="canaries only for these upstream tools (their names as offered); default: every tool")
+    px.add_argument("--seed", type=int, default=0, help="seed of the offered order (default 0)")
+    px.add_argument("--params", default=None, help="take suffixes, control suffixes, special cases and fit from this params.yaml")
+    px.add_argument("--env", action="append", metavar="KEY", help="pass this variable to stdio upstreams (repeatable; KEY=VALUE sets it)")
+    px.add_argument("--inherit-env", action="store_true", help="pass your whole environment to stdio upstreams")
+    px.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds an upstream has to start and list its tools (default 60)")
+    px.add_argument("--call-timeout", type=float, default=120.0, metavar="S",
+                    help="seconds a forwarded call may take before it is answered as a server failure (default 120)")
+    px.add_argument("command", nargs=argparse.REMAINDER, help="-- the upstream stdio server's command and arguments")
+    px.set_defaults(func=_proxy)
+
+    dg = sub.add_parser(
+        "diagnose",
+        help="the detector and metrics over proxy traces: per session and overall",
+        description="Classify every call in the proxy traces of TRACE_DIR (real, canary, control, unknown) with the "
+        "study's detector, compute csr, trapped, recovered and per-type trap rates per session and overall, write "
+        "OUT/diagnosis.json and OUT/calls.csv and print a summary.",
+    )
+    dg.add_argument("traces", metavar="TRACE_DIR", help="a proxy's --trace-dir (or one trace file)")
+    dg.add_argument("-o", "--output", required=True, metavar="OUT")
+    dg.set_defaults(func=_diagnose)
 
     sv = sub.add_parser("serve-tools", help="serve one of the five tool servers over MCP stdio")
     sv.add_argument("server", choices=["weather", "math", "file", "search", "database"], help="which of the five built-in servers")

@@ -110,6 +110,9 @@ def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
         seen[m["name"]] = i
         if m["backend"] != "reference" and m.get("agent"):
             raise ConfigError(source, f"models[{i}].agent", "only reference agents take an agent kind")
+    from .environments import check_environment
+
+    check_environment(cfg["environment"], source)
     ab = cfg["ablation"]
     if ab["pool"] == "other":
         ab["pool"] = "subtle" if cfg["canaries"]["pool"] == "standard" else "standard"
@@ -158,20 +161,47 @@ def check_max_turns(cfg: dict[str, Any], tasks: Any, source: str = "params.yaml"
         print(message, file=sys.stderr, flush=True)
 
 
+def check_plans_and_rubrics(cfg: dict[str, Any], tasks: Any, tasks_path: str, source: str = "params.yaml") -> None:
+    """Plans and rubrics are optional in a task file, but reference agents follow each task's
+    plan and the rubric judge grades each task's rubric: refuse a study that needs one a
+    task lacks, naming the model or judge key and the task."""
+    tasks = list(tasks)
+    no_plan = next((t for t in tasks if not t.plan), None)
+    if no_plan is not None:
+        for i, m in enumerate(cfg["models"]):
+            if m.get("backend") == "reference":
+                raise ConfigError(source, f"models[{i}]", f"the reference agent {m['name']!r} follows each task's plan, and "
+                                  f"task {no_plan.id!r} of {tasks_path} has none: add a plan to every task, or remove "
+                                  "the reference agents from models")
+    no_rubric = next((t for t in tasks if not t.rubric), None)
+    if no_rubric is not None:
+        for key in ("primary", "cross"):
+            if cfg["judge"][key]["kind"] == "rubric":
+                raise ConfigError(source, f"judge.{key}.kind", f"the rubric judge grades each task's rubric, and task "
+                                  f"{no_rubric.id!r} of {tasks_path} has none: add a rubric to every task, or use kind "
+                                  "llm (or tool-coverage)")
+
+
 def check_study(cfg: dict[str, Any], source: str = "params.yaml", *, warn: Any = None) -> list[Any]:
     """Check what a validated config points at; return the task suite.
 
     ``study.tasks`` must name a readable, valid task file (a missing one is reported against
     ``study.tasks`` in ``source``; a broken one names its own file and field), and
-    ``agent.max_turns`` must fit it (:func:`check_max_turns`).
+    ``agent.max_turns`` must fit it (:func:`check_max_turns`). With the built-in tools the
+    tasks' tool names and plan arguments are checked here; with ``environment.kind: mcp``
+    they are checked against the servers' tools once those are listed (the canary and
+    assembly stages), and only the file's structure here. Models and judges that need plans
+    or rubrics must have them (:func:`check_plans_and_rubrics`).
     """
-    from .tasks import load_tasks
+    from .tasks import ANY_TOOLS, load_tasks
 
     path = Path(cfg["study"]["tasks"])
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
         raise ConfigError(source, "study.tasks", f"the task file {str(path)!r} {what} (relative paths start at the working directory)")
-    tasks = load_tasks(path)  # an invalid suite names its own file and field
+    mcp = cfg.get("environment", {}).get("kind") == "mcp"
+    tasks = load_tasks(path, tools=ANY_TOOLS if mcp else None)  # an invalid suite names its own file and field
+    check_plans_and_rubrics(cfg, tasks, str(path), source)
     check_max_turns(cfg, tasks, source, warn=warn)
     return tasks
 

@@ -46,5 +46,11 @@ class ConfigError(InputError):
     """params.yaml (or an override of it) is invalid."""
 
 
+class ToolEnvironmentError(CanaryKitError):
+    """A tool server failed: it exited, stopped answering or cannot be reached. Not the
+    agent's doing, so never recorded as the tool's answer: a study run that meets one is a
+    failed run (retried by the next invocation); the proxy answers its client an error."""
+
+
 class StageNotBuiltError(CanaryKitError):
     """A pipeline stage was asked for that this version does not implement."""

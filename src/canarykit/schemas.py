@@ -52,7 +52,7 @@ class TasksTable(pa.DataFrameModel):
     id: str = pa.Field(unique=True)
     difficulty: str = pa.Field(isin=list(DIFFICULTIES))
     prompt: str = pa.Field(str_length={"min_value": 1})
-    n_steps: int = pa.Field(ge=1)
+    n_steps: int = pa.Field(ge=0, description="steps of the reference plan (0: the task has none)")
 
     class Config:
         strict = False

@@ -2,9 +2,15 @@
 
 A task file is ``{"version": "1", "tasks": [...]}`` (schema: ``resources/tasks.schema.json``).
 :func:`load_tasks` checks the JSON Schema first and then what a schema cannot say: unique ids,
-tool names that exist, plan arguments valid for each tool, ``correct_tools`` equal to the
-distinct tools of the plan. Every failure is an :class:`~canarykit.errors.InputError` naming
-the file and the JSON path of the field (``tasks[17].plan[1].tool``).
+tool names that exist in the study's tool environment (the built-in tools, or the tool list
+of the user's MCP servers: ``tools=``), plan arguments valid for each tool's input schema,
+``correct_tools`` equal to the distinct tools of the plan. Every failure is an
+:class:`~canarykit.errors.InputError` naming the file and the JSON path of the field
+(``tasks[17].plan[1].tool``).
+
+``plan`` and ``rubric`` are optional: a task without a plan names its ``correct_tools``
+itself (reference agents, which follow plans, then cannot run it: the study check says so),
+and a task without a rubric needs a judge other than ``rubric`` (same).
 """
 
 from __future__ import annotations
@@ -12,12 +18,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import polars as pl
 from jsonschema import Draft202012Validator
@@ -30,7 +36,7 @@ from .schemas import TasksTable, validate
 from .types import CANARY_TYPES, ToolResult
 
 __all__ = [
-    "Fact", "PlanStep", "RubricResult", "Task", "check_rubric", "compose_answer", "execute_plan",
+    "ANY_TOOLS", "Fact", "PlanStep", "RubricResult", "Task", "check_rubric", "compose_answer", "execute_plan",
     "extract_numbers", "load_tasks", "parse_tasks", "task_hash", "tasks_table",
 ]
 
@@ -75,15 +81,18 @@ class Task:
     rubric: tuple[Fact, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "difficulty": self.difficulty,
             "prompt": self.prompt,
             "correct_tools": list(self.correct_tools),
             "declared_types": list(self.declared_types),
-            "plan": [s.to_dict() for s in self.plan],
-            "rubric": [f.to_dict() for f in self.rubric],
         }
+        if self.plan:
+            out["plan"] = [s.to_dict() for s in self.plan]
+        if self.rubric:
+            out["rubric"] = [f.to_dict() for f in self.rubric]
+        return out
 
 
 @dataclass
@@ -127,8 +136,47 @@ def _schema_error_field(err: ValidationError) -> str:
     return _jpath(parts)
 
 
-def parse_tasks(obj: Any, source: str | Path = "<tasks>") -> list[Task]:
-    """Validate a parsed task document and build the :class:`Task` list (see :func:`load_tasks`)."""
+#: ``tools=ANY_TOOLS``: check the task file's structure only, not its tool names (they are
+#: checked where the environment's tool list is known, e.g. after the MCP servers are listed).
+ANY_TOOLS: Final = "any"
+
+
+class _ToolCatalog:
+    """Tool names and argument validation of one tool environment."""
+
+    def __init__(self, definitions: Sequence[Mapping[str, Any]] | None) -> None:
+        self.builtin = definitions is None
+        self.schemas: dict[str, Any] = {}
+        if definitions is not None:
+            for d in definitions:
+                self.schemas[str(d["name"])] = d.get("inputSchema") or {}
+        self.known: tuple[str, ...] = tools.tool_names() if definitions is None else tuple(self.schemas)
+
+    def problem(self, name: str, args: Any) -> str | None:
+        if self.builtin:
+            return tools.validation_error(name, args)
+        schema = self.schemas[name]
+        from .canaries._validate import schema_validator_class
+
+        err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
+        if err is None:
+            return None
+        where = "/".join(str(p) for p in err.absolute_path)
+        return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
+
+    def known_text(self) -> str:
+        names = list(self.known)
+        return ", ".join(names) if len(names) <= 40 else ", ".join(names[:40]) + f", ... ({len(names)} tools)"
+
+
+def parse_tasks(
+    obj: Any, source: str | Path = "<tasks>", tools: Sequence[Mapping[str, Any]] | str | None = None
+) -> list[Task]:
+    """Validate a parsed task document and build the :class:`Task` list (see :func:`load_tasks`).
+
+    ``tools``: the tool environment's definitions (``name``, ``inputSchema``) the tasks must
+    use; ``None`` for the built-in tools; :data:`ANY_TOOLS` to check the structure only.
+    """
     src = str(source)
     errors = sorted(_task_validator().iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
@@ -136,7 +184,11 @@ def parse_tasks(obj: Any, source: str | Path = "<tasks>") -> list[Task]:
         assert err is not None
         raise InputError(src, _schema_error_field(err), err.message)
 
-    known = tools.tool_names()
+    if isinstance(tools, str) and tools != ANY_TOOLS:
+        raise ValueError(f"tools must be a tool list, None or ANY_TOOLS, got {tools!r}")
+    check_tools = tools != ANY_TOOLS
+    catalog = _ToolCatalog(None if tools is None or isinstance(tools, str) else list(tools))
+    known = set(catalog.known)
     seen: dict[str, int] = {}
     out: list[Task] = []
     for i, t in enumerate(obj["tasks"]):
@@ -145,26 +197,27 @@ def parse_tasks(obj: Any, source: str | Path = "<tasks>") -> list[Task]:
             raise InputError(src, f"{where}.id", f"duplicate task id {t['id']!r} (first used by tasks[{seen[t['id']]}])")
         seen[t["id"]] = i
         for j, name in enumerate(t["correct_tools"]):
-            if name not in known:
-                raise InputError(src, f"{where}.correct_tools[{j}]", f"unknown tool {name!r}; known: {', '.join(known)}")
+            if check_tools and name not in known:
+                raise InputError(src, f"{where}.correct_tools[{j}]", f"unknown tool {name!r}; known: {catalog.known_text()}")
         for j, ctype in enumerate(t["declared_types"]):
             if ctype not in CANARY_TYPES:  # pragma: no cover - the schema enum already refuses it
                 raise InputError(src, f"{where}.declared_types[{j}]", f"unknown canary type {ctype!r}")
         plan: list[PlanStep] = []
-        for j, step in enumerate(t["plan"]):
-            if step["tool"] not in known:
-                raise InputError(src, f"{where}.plan[{j}].tool",
-                                 f"unknown tool {step['tool']!r}; known: {', '.join(known)}")
-            problem = tools.validation_error(step["tool"], step["args"])
-            if problem is not None:
-                raise InputError(src, f"{where}.plan[{j}].args", problem)
+        for j, step in enumerate(t.get("plan", [])):
+            if check_tools:
+                if step["tool"] not in known:
+                    raise InputError(src, f"{where}.plan[{j}].tool",
+                                     f"unknown tool {step['tool']!r}; known: {catalog.known_text()}")
+                problem = catalog.problem(step["tool"], step["args"])
+                if problem is not None:
+                    raise InputError(src, f"{where}.plan[{j}].args", problem)
             plan.append(PlanStep(step["tool"], step["args"]))
         distinct = list(dict.fromkeys(s.tool for s in plan))
-        if list(t["correct_tools"]) != distinct:
+        if plan and list(t["correct_tools"]) != distinct:
             raise InputError(src, f"{where}.correct_tools",
                              f"must list the distinct tools of the plan in order: expected {distinct}, got {t['correct_tools']}")
         rubric = []
-        for j, f in enumerate(t["rubric"]):
+        for j, f in enumerate(t.get("rubric", [])):
             value = f["value"]
             if f["kind"] == "number" and not math.isfinite(float(value)):  # pragma: no cover - JSON has no inf
                 raise InputError(src, f"{where}.rubric[{j}].value", "must be a finite number")
@@ -175,10 +228,12 @@ def parse_tasks(obj: Any, source: str | Path = "<tasks>") -> list[Task]:
     return out
 
 
-def load_tasks(path: str | Path) -> list[Task]:
-    """Load and validate a task file; every problem is an :class:`InputError` (file, JSON path)."""
+def load_tasks(path: str | Path, tools: Sequence[Mapping[str, Any]] | str | None = None) -> list[Task]:
+    """Load and validate a task file; every problem is an :class:`InputError` (file, JSON path).
+
+    ``tools``: see :func:`parse_tasks` (default: the built-in tools)."""
     p = Path(path)
-    return parse_tasks(read_json_input(p, "task file"), p)
+    return parse_tasks(read_json_input(p, "task file"), p, tools)
 
 
 def tasks_table(tasks: Sequence[Task], source: str | Path = "tasks") -> pl.DataFrame:

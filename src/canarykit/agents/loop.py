@@ -23,6 +23,7 @@ what the model read and at most :data:`MAX_RECORDED_ARGUMENT_CHARS` of raw argum
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import subprocess
 import time
@@ -34,7 +35,7 @@ from typing import Any
 
 import jsonschema
 
-from ..errors import clip
+from ..errors import ToolEnvironmentError, clip
 from ..jsonio import canonical_json, content_hash, safe_json_loads
 from ..records import Event, OfferedTool, RunRecord, Usage
 from ..tools._common import cap_result
@@ -67,11 +68,22 @@ Evidence = list[tuple[str, dict[str, Any], ToolResult]]
 
 @dataclass(frozen=True)
 class Environment:
-    """Where tool calls go: real tools, canary runtimes, and the scripted answer composer."""
+    """Where tool calls go: real tools, canary runtimes, and the scripted answer composer.
+
+    ``identity`` is the environment's part of every run identity (``None``: the built-in
+    tools' code version, :func:`~.store.environment_version`). ``blocking`` environments
+    (MCP servers, :mod:`canarykit.environments`) wait on I/O in ``execute``: their calls run
+    in a worker thread so the event loop keeps serving other runs. ``close`` ends what the
+    environment started; ``check`` starts it ahead of the first call (failing early).
+    """
 
     execute: Callable[[str, Any], ToolResult]
     run_canary: Callable[[Mapping[str, Any], Any, Callable[[str, Any], ToolResult]], ToolResult]
     compose_answer: Callable[[Sequence[tuple[str, dict[str, Any], ToolResult]]], str]
+    identity: Any = None
+    blocking: bool = False
+    close: Callable[[], None] | None = None
+    check: Callable[[], None] | None = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -172,12 +184,15 @@ class RunSpec:
     toolset: ToolSet
     max_turns: int = 12
     model_ident: Mapping[str, Any] | None = None
+    #: the environment's identity (Environment.identity); None: the built-in tools
+    environment: Any = None
     identity: dict[str, Any] = field(init=False)
     identity_hash: str = field(init=False)
     run_id: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.identity = run_identity(LOOP_VERSION, self.model, self.task, self.toolset.tool_list_hash, self.max_turns, self.model_ident)
+        self.identity = run_identity(LOOP_VERSION, self.model, self.task, self.toolset.tool_list_hash, self.max_turns,
+                                     self.model_ident, environment=self.environment)
         self.identity_hash = identity_hash(self.identity)
         self.run_id = run_id_for(
             self.identity_hash, str(self.model["name"]), str(self.model.get("group", "")),
@@ -233,6 +248,8 @@ def _safe_call(fn: Callable[..., ToolResult], *args: Any) -> ToolResult:
     """Run a tool or a canary; never raises, and the result is capped in bytes."""
     try:
         res = fn(*args)
+    except ToolEnvironmentError:  # the tool's server failed: the run fails (run_one), not the tool
+        raise
     except Exception as exc:  # tools and canaries never raise by contract; guard the loop anyway
         return ToolResult(content=_error_text(f"tool failed: {type(exc).__name__}: {exc}"), is_error=True)
     if not isinstance(res, ToolResult):
@@ -342,9 +359,19 @@ async def run_one(
                 for cid, c in zip(ids, resp.tool_calls, strict=True)
             ],
         })
-        for cid, c in zip(ids, resp.tool_calls, strict=True):
-            answer = execute_call(ts, env, turn, cid, c.name, c.arguments, events, evidence)
-            messages.append({"role": "tool", "tool_call_id": cid, "content": answer})
+        try:
+            for cid, c in zip(ids, resp.tool_calls, strict=True):
+                if env.blocking:
+                    answer = await asyncio.to_thread(execute_call, ts, env, turn, cid, c.name, c.arguments, events, evidence)
+                else:
+                    answer = execute_call(ts, env, turn, cid, c.name, c.arguments, events, evidence)
+                messages.append({"role": "tool", "tool_call_id": cid, "content": answer})
+        except ToolEnvironmentError as exc:
+            # Not the agent's doing and not the tool's answer: the run fails and is retried.
+            events.append(Event(kind="backend_error", turn=turn, message=clip(str(exc)), error_type="ToolServerError",
+                                attempts=1))
+            status, error = "error", True
+            break
     known = [c for c in costs if c is not None]
     if backend.kind == "reference":
         cost: float | None = 0.0

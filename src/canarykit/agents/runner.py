@@ -26,7 +26,8 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
 - **Shards.** A litellm call costs ~5 ms of client CPU (litellm's request building, response
   parsing, success logging and cost lookup), so one event loop tops out near 150-200 calls/s
   whatever the latency. On Linux, litellm model runs are therefore spread over
-  ``agent.workers`` processes (default: the CPU count; ``1`` keeps everything in this process),
+  ``agent.workers`` processes (default: the CPU count; ``1`` keeps everything in this process;
+  a study whose tools are MCP servers always runs in one process, one connection per server),
   forked after planning, each with its own event loop and its share of ``concurrency`` and of
   every provider limit (the shares sum to the configured limits; the number of shards never
   exceeds the smallest of them nor the number of runs). Shards claim runs from a shared
@@ -179,8 +180,10 @@ def plan_grid(
     pools: Mapping[str, Mapping[str, Any]],
     seeds: Sequence[int],
     max_turns: int,
+    environment: Any = None,
 ) -> list[_Planned]:
-    """Every run of the grid, in (model, pool, condition, seed, task) order."""
+    """Every run of the grid, in (model, pool, condition, seed, task) order. ``environment``:
+    the tool environment's identity (``None``: the built-in tools)."""
     from ..assembly import load_assemblies
     from .backends import provider_of
 
@@ -204,7 +207,7 @@ def plan_grid(
         ident = model_identity(spec)
         provider = provider_of(spec)
         for pool, cond, seed, task, ts in prepared:
-            rs = RunSpec(spec, task, cond, pool, seed, ts, max_turns, model_ident=ident)
+            rs = RunSpec(spec, task, cond, pool, seed, ts, max_turns, model_ident=ident, environment=environment)
             planned.append(_Planned(rs, mi, provider))
     return planned
 
@@ -628,22 +631,63 @@ def run_grid(
     tasks: Sequence[Any] | None = None,
     log: TextIO | None = None,
     retry_gate: str | Path | None = None,
+    environment: Mapping[str, Any] | None = None,
+    tools_path: str | Path | None = None,
 ) -> RunSummary:
     """Run (or reuse) every run of the grid; write the index and the summary. See the module doc.
 
     ``retry_gate``: the index's retry gate (:func:`~.store.retry_gate_path`), marked when runs
-    failed so that the run rule is out of date until none do.
+    failed so that the run rule is out of date until none do. ``environment`` (params.yaml
+    ``environment``) and ``tools_path`` (the exported tools, ``results/tools.json``): with
+    ``kind: mcp`` the real tools are the user's MCP servers (:mod:`canarykit.environments`),
+    started only if a run has to be executed, and stopped at the end.
     """
     t0 = time.monotonic()
     out = log if log is not None else sys.stderr
     check_api_keys(models)
+    tool_defs: list[dict[str, Any]] | None = None
+    if environment is not None and environment.get("kind") == "mcp":
+        from ..environments import make_environment, tools_of
+        from ..jsonio import read_json_input
+
+        if tools_path is None:
+            raise InputError("params.yaml", "environment", "an MCP environment needs its exported tools (results/tools.json)")
+        document = read_json_input(tools_path, "tools file")
+        tool_defs = tools_of(document, str(tools_path))
+        if env is None:
+            errlogs = Path(summary_out).parent / "mcp-servers"
+            env = make_environment(environment, document, tools_source=str(tools_path), errlog_dir=errlogs)
     if tasks is None:
         from ..tasks import load_tasks
 
-        tasks = load_tasks(tasks_path)
+        tasks = load_tasks(tasks_path, tools=tool_defs)
     env = env or default_environment()
+    try:
+        return _run_grid(models, tasks, pools, seeds, agent_cfg, store_dir, index_out, summary_out, progress=progress,
+                         env=env, out=out, retry_gate=retry_gate, t0=t0)
+    finally:
+        if env.close is not None:
+            env.close()
+
+
+def _run_grid(
+    models: list[dict[str, Any]],
+    tasks: Sequence[Any],
+    pools: dict[str, dict[str, Any]],
+    seeds: list[int],
+    agent_cfg: dict[str, Any],
+    store_dir: str | Path,
+    index_out: str | Path,
+    summary_out: str | Path,
+    *,
+    progress: bool,
+    env: Environment,
+    out: TextIO,
+    retry_gate: str | Path | None,
+    t0: float,
+) -> RunSummary:
     max_turns = int(agent_cfg.get("max_turns", 12))
-    planned = plan_grid(models, tasks, pools, seeds, max_turns)
+    planned = plan_grid(models, tasks, pools, seeds, max_turns, env.identity)
     register_secret_envs(m.get("api_key_env") for m in models)
     store = RunStore(store_dir)
     summary = RunSummary(total=len(planned), budget_usd=agent_cfg.get("budget_usd"))
@@ -684,6 +728,8 @@ def run_grid(
             groups[key] = [p]
             todo.append(groups[key])
 
+    if todo and env.check is not None:
+        env.check()  # start the tool servers now: a server that cannot start stops the job in one line
     needed = sorted({g[0].model_idx for g in todo})
     backends: dict[int, Backend] = {mi: make_backend(models[mi], agent_cfg) for mi in needed}
     cache = ResponseCache(agent_cfg.get("cache_dir") or Path(store_dir).parent / "cache" / "responses")
@@ -698,7 +744,9 @@ def run_grid(
     providers = {g[0].model_idx: g[0].provider for g in todo}
     ref_groups = [g for g in todo if backends[g[0].model_idx].kind == "reference"]
     model_groups = [g for g in todo if backends[g[0].model_idx].kind != "reference"]
-    n_shards = _n_shards(agent_cfg, model_groups, backends, provider_limits)
+    # A blocking (MCP) environment keeps one connection per server for the whole invocation:
+    # shards would start their own server instances (and a stateful server would diverge).
+    n_shards = 1 if env.blocking else _n_shards(agent_cfg, model_groups, backends, provider_limits)
     bar = _Progress(summary.total, out if progress else None)
     bar.done = summary.reused
     try:

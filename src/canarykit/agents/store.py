@@ -5,7 +5,9 @@ includes the system message), the model spec minus its labels, the offered tool 
 hash covers every definition and the order), the task (its prompt; plus its plan for
 reference agents, which follow it), ``max_turns`` and the version of the tool environment
 (the source of the real tools and of the canaries' runtime, which decide every tool result
-the model reads). For reference agents the model *is* code: their implementation (and the
+the model reads; with the user's MCP servers, ``environment.kind: mcp``, the hash of their
+exported tool list and versions, the runtime's code and ``environment.revision`` instead:
+see :mod:`canarykit.environments`). For reference agents the model *is* code: their implementation (and the
 scripted answer they compose) is part of the identity too. Editing the environment thus
 re-executes runs, but a model's calls are replayed from the response cache for as long as
 the conversation is unchanged, so only conversations that really differ cost a call. Two
@@ -90,7 +92,12 @@ def run_identity(
     tool_list_hash: str,
     max_turns: int,
     model_ident: Mapping[str, Any] | None = None,
+    *,
+    environment: Any = None,
 ) -> dict[str, Any]:
+    """What decides a run (see the module docstring). ``environment``: the tool environment's
+    identity (an MCP environment's, :func:`canarykit.environments.environment_identity`);
+    ``None`` for the built-in tools (:func:`environment_version`)."""
     task_ident: dict[str, Any] = {"prompt": task.prompt}
     if spec.get("backend") == "reference":
         task_ident["plan"] = [[step.tool, dict(step.args)] for step in task.plan]
@@ -99,7 +106,7 @@ def run_identity(
         model["implementation"] = reference_version()
     return {
         "loop_version": loop_version,
-        "environment": environment_version(),
+        "environment": environment if environment is not None else environment_version(),
         "model": model,
         "tool_list_hash": tool_list_hash,
         "task": task_ident,

@@ -456,6 +456,57 @@ def _cut_longest_text(payload: Any, cut: Callable[[str], str | None]) -> Any:
     return payload if new is None else _replace_at(payload, path, new)
 
 
+_WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _weekday_form(value: str) -> tuple[int, str] | None:
+    """(weekday index, form) of a weekday name: full or 3-letter, in its case; else None."""
+    for i, day in enumerate(_WEEKDAYS):
+        for form in (day, day[:3]):
+            for cased, kind in ((form, "title"), (form.lower(), "lower"), (form.upper(), "upper")):
+                if value == cased:
+                    return i, f"{'full' if form == day else 'short'}:{kind}"
+    return None
+
+
+def _weekday_name(index: int, form: str) -> str:
+    length, case = form.split(":")
+    name = _WEEKDAYS[index] if length == "full" else _WEEKDAYS[index][:3]
+    return name.lower() if case == "lower" else name.upper() if case == "upper" else name
+
+
+def _first_date(text: str) -> datetime | None:
+    m = _ISO_DATETIME.search(text)
+    return _parse(m) if m else None
+
+
+def sync_weekdays(new: Any, old: Any) -> Any:
+    """A weekday name beside a date that moved (``{"date": ..., "weekday": "Monday"}``) moves
+    with it, so a stale or snapshot copy stays self-consistent (no give-away but its defect)."""
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [sync_weekdays(n, o) for n, o in zip(new, old, strict=True)]
+    if not (isinstance(new, dict) and isinstance(old, dict)):
+        return new
+    out = {k: sync_weekdays(v, old.get(k)) for k, v in new.items()}
+    moved = []
+    for k, v in out.items():
+        before = old.get(k)
+        if isinstance(v, str) and isinstance(before, str) and v != before:
+            was, now = _first_date(before), _first_date(v)
+            if was is not None and now is not None and was != now:
+                moved.append((was, now))
+    if not moved:
+        return out
+    for k, v in out.items():
+        day = _weekday_form(v) if isinstance(v, str) and v == old.get(k) else None
+        if day is None:
+            continue
+        match = next((now for was, now in moved if was.weekday() == day[0]), None)
+        if match is not None:
+            out[k] = _weekday_name(match.weekday(), day[1])
+    return out
+
+
 def lag_hours(canary_id: str, args: Any, lo: int, hi: int) -> int:
     """The cache's lag for this call, in hours (deterministic per canary and arguments)."""
     digest = hashlib.sha256(f"lag\x1f{canary_id}\x1f{canonical_json(args)}".encode()).digest()
@@ -484,6 +535,8 @@ def degrade(
         out = map_text(out, lambda k, t: snapshot_dates(t))
     elif dates == "round_to_hour":
         out = map_text(out, lambda k, t: round_times(t))
+    if dates:
+        out = sync_weekdays(out, real)
     lists = ops.get("lists")
     if lists == "drop_last":
         out = map_outer_lists(out, lambda xs: xs[:-1])

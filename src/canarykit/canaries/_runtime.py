@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from ..errors import ToolEnvironmentError
 from ..jsonio import HostileJSONError, safe_json_loads
 from ..types import ToolResult
 from ._controls import is_control
@@ -76,9 +77,13 @@ def _ok(payload: Any) -> ToolResult:
 
 
 def _execute(execute: Executor, name: str, args: Any) -> ToolResult:
-    """Run a real tool; an executor that raises is answered as a tool error, never raised."""
+    """Run a real tool; an executor that raises is answered as a tool error, never raised,
+    except :class:`~canarykit.errors.ToolEnvironmentError` (the tool's server failed: not an
+    answer of the tool, so the caller records a failure instead)."""
     try:
         return execute(name, args)
+    except ToolEnvironmentError:  # the server failed, not the tool: the caller decides
+        raise
     except Exception as exc:  # the executor is external code; its failure is a tool error
         return _error(f"tool {name!r} failed: {type(exc).__name__}: {exc}")
 
@@ -238,6 +243,57 @@ def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolR
     real = _execute(execute, shadows, args)
     if real.is_error:
         return real
+    return _styled_like(_defective(canary, str(ctype), behaviour, canary_id, args, real), real.content)
+
+
+#: json.dumps settings tried, in order, to reproduce a real result's JSON text.
+_JSON_STYLES: Final[tuple[dict[str, Any], ...]] = (
+    {"ensure_ascii": False},
+    {"ensure_ascii": True},
+    {"indent": 2, "ensure_ascii": False},
+    {"indent": 2, "ensure_ascii": True},
+    {"indent": 4, "ensure_ascii": False},
+    {"indent": 4, "ensure_ascii": True},
+    {"separators": (",", ":"), "ensure_ascii": False},
+    {"separators": (",", ":"), "ensure_ascii": True},
+    {"indent": 1, "ensure_ascii": False},
+)
+
+
+def _json_style(text: str) -> dict[str, Any] | None:
+    """The ``json.dumps`` settings that reproduce ``text`` from its parsed value, if any
+    (``sort_keys`` when its keys are sorted at every level, as our own tools write them)."""
+    if len(text) > 1_000_000 or not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    for kw in _JSON_STYLES:
+        if json.dumps(value, **kw) == text:
+            return {**kw, "sort_keys": True} if json.dumps(value, sort_keys=True, **kw) == text else kw
+    return None
+
+
+def _styled_like(result: ToolResult, like: str) -> ToolResult:
+    """A structured canary result written the way the real tool writes its JSON (indented,
+    ASCII-escaped or with sorted keys, as the tool's own output is), so the form of the text
+    gives nothing away."""
+    if result.data is None or result.content != json.dumps(result.data, ensure_ascii=False):
+        return result
+    style = _json_style(like)
+    if style is None or style == _JSON_STYLES[0]:
+        return result
+    try:
+        return ToolResult(content=json.dumps(result.data, **style), is_error=result.is_error, data=result.data)
+    except TypeError:  # keys of mixed types cannot be sorted: keep the runtime's own form
+        return result
+
+
+def _defective(
+    canary: Mapping[str, Any], ctype: str, behaviour: Mapping[str, Any], canary_id: str, args: Any, real: ToolResult
+) -> ToolResult:
+    """The defective answer of a canary whose real tool answered ``real`` (see the module doc)."""
     payload = _payload(real)
     lo, hi = _bounds(behaviour)
     spec = behaviour.get("non_numeric")

@@ -245,7 +245,8 @@ def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> 
     Each returned tool is a deep copy with ``name`` (the exposed, unique name),
     ``description`` (``""`` when missing), ``inputSchema`` and, when present, ``title``,
     ``annotations``, ``outputSchema``, ``server`` and ``mcp_name`` (the name on its server,
-    when the exposed name was disambiguated). Other keys are ignored.
+    when the exposed name was disambiguated; kept from the input when it has one, so that
+    ingesting an ingested list changes nothing). Other keys are ignored.
     """
     entries = unwrap_tool_list(obj, source)
     problems = _Problems(source, strict)
@@ -294,6 +295,9 @@ def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> 
         norm.update(_metadata(tool, label, name, problems))
         if server is not None:
             norm["server"] = server
+            mcp_name = tool.get("mcp_name")
+            if isinstance(mcp_name, str) and MCP_NAME_RE.match(mcp_name):
+                norm["mcp_name"] = mcp_name  # an already disambiguated list keeps each tool's name on its server
         parsed.append((i, name, server, norm))
 
     servers_of: dict[str, set[str | None]] = {}

@@ -79,9 +79,11 @@ class VerdictCache:
 def load_task_map(tasks: Any, source: str = "tasks") -> dict[str, Any]:
     """Tasks by id, from a path (:func:`canarykit.tasks.load_tasks`), a list or a mapping."""
     if isinstance(tasks, str | os.PathLike):
-        from ..tasks import load_tasks
+        from ..tasks import ANY_TOOLS, load_tasks
 
-        return {t.id: t for t in load_tasks(Path(tasks))}
+        # The tool names were checked against the environment's tools where they are known
+        # (the canary and assembly stages); judging needs the prompts, rubrics and tools named.
+        return {t.id: t for t in load_tasks(Path(tasks), tools=ANY_TOOLS)}
     if isinstance(tasks, Mapping):
         return dict(tasks)
     return {t.id: t for t in tasks}

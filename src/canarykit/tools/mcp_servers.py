@@ -1,8 +1,8 @@
 """The five tool servers as real MCP servers, and an MCP client that exports any server's tools.
 
 Each server is an :class:`mcp.server.mcpserver.MCPServer` whose ``tools/list`` answers the
-exact definitions of :data:`canarykit.tools.REAL_TOOLS` (same names, descriptions and input
-schemas; nothing is re-derived from Python signatures) and whose ``tools/call`` runs
+exact definitions of :data:`canarykit.tools.REAL_TOOLS` (same names, titles, descriptions,
+input schemas, output schemas and annotations; nothing is re-derived from Python signatures) and whose ``tools/call`` runs
 :func:`canarykit.tools.execute`, so an MCP client sees byte-identical results, bounded as
 in-process: at most :data:`~canarykit.tools.MAX_RESULT_BYTES` of text with a visible
 truncation marker (a cut result carries no structured content).
@@ -62,10 +62,9 @@ class ToolServer(MCPServer[Any]):
         self.tool_names: tuple[str, ...] = SERVERS[server]
 
     async def list_tools(self) -> list[MCPTool]:
-        return [
-            MCPTool(name=t.name, description=t.description, input_schema=t.input_schema)
-            for t in (get_tool(n) for n in self.tool_names)
-        ]
+        """Each tool's full MCP definition: name, title, description, input schema, output
+        schema and annotations, exactly as :meth:`~canarykit.types.ToolDef.to_mcp` gives it."""
+        return [MCPTool.model_validate(get_tool(n).to_mcp()) for n in self.tool_names]
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         return get_tool(name).input_schema if name in self.tool_names else None

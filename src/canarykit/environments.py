@@ -1,0 +1,309 @@
+"""The tool environment of a study: canarykit's built-in tools, or the user's MCP servers.
+
+``environment.kind: builtin`` (the default) is the 12 built-in tools, run in-process.
+
+``environment.kind: mcp`` is a list of MCP servers (``environment.servers``: stdio commands
+with their environment, or streamable-HTTP URLs):
+
+- **listed at the start** (:func:`export_environment`, the ``export_tools`` rule): the
+  servers are started, their tools listed and joined (names repeated across servers exposed
+  as ``<server>___<name>``; names a model API would refuse skipped with a warning), and
+  ``results/tools.json`` written as a tools document::
+
+      {"format": "canarykit-tools", "environment": "mcp",
+       "servers": [{"name", "transport", "server_info": {"name", "version", ...}, "tools"}],
+       "tools": [<tool-list entries: name, title, description, inputSchema, outputSchema,
+                  annotations, server, mcp_name (when renamed)>]}
+
+  The canary generator and the assembler read its ``tools`` as any tool list.
+- **called during the runs** (:class:`McpExecutor`): real calls go to the servers over MCP
+  (from a worker thread, so the runner's event loop keeps serving other runs), canary calls
+  to the canary runtime, whose real-tool calls go to the servers too. The results are
+  recorded in the run record (its ``tool_result`` events), as for the built-in tools. A
+  server that fails (exits, gives no answer within ``call_timeout_s``) fails the run (status
+  ``error``, retried by the next invocation), never recorded as the tool's answer.
+- **identity** (:func:`environment_identity`): every run's identity holds the content hash of
+  the tools document (every definition, and each server's name and version from its MCP
+  handshake), the canary runtime's code version and ``environment.revision``. The servers
+  themselves are not code canarykit can hash: a server whose behaviour changes behind an
+  unchanged tool list and version (new data, a fixed bug, the clock) does not re-run stored
+  runs. At the start of the run stage the servers are listed again and compared with
+  ``results/tools.json``: a changed tool list or server version is an error that says to
+  re-export (``snakemake --forcerun export_tools``); bump ``environment.revision`` to
+  re-execute everything against an environment that changed in a way nothing shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from .errors import CanaryKitError, ConfigError, InputError, ToolEnvironmentError
+from .jsonio import content_hash
+from .types import ToolResult
+
+if TYPE_CHECKING:
+    from .upstream import ServerSpec, Upstreams
+
+__all__ = [
+    "TOOLS_FORMAT", "McpExecutor", "environment_identity", "export_environment", "is_mcp", "make_environment",
+    "server_specs", "tools_of",
+]
+
+TOOLS_FORMAT: Final = "canarykit-tools"
+#: Tool names every model API accepts for function calling (OpenAI, Anthropic, Gemini, ...).
+FUNCTION_NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def is_mcp(env_cfg: Mapping[str, Any] | None) -> bool:
+    return bool(env_cfg) and env_cfg.get("kind") == "mcp"  # type: ignore[union-attr]
+
+
+def check_environment(env_cfg: Mapping[str, Any], source: str = "params.yaml") -> None:
+    """What the schema cannot say about ``environment`` (each problem names its key)."""
+    servers = env_cfg.get("servers") or []
+    if env_cfg.get("kind") != "mcp":
+        if servers:
+            raise ConfigError(source, "environment.servers", "servers are used only with environment.kind: mcp "
+                                                            "(set it, or remove the servers)")
+        return
+    if not servers:
+        raise ConfigError(source, "environment.servers", "environment.kind mcp needs at least one server "
+                                                        "({name, command: [...]} or {name, url: ...})")
+    seen: dict[str, int] = {}
+    for i, s in enumerate(servers):
+        key = f"environment.servers[{i}]"
+        if ("command" in s) == ("url" in s):
+            raise ConfigError(source, key, "give command (a stdio server) or url (a streamable-HTTP server), one of them")
+        if "url" in s:
+            for k in ("env", "pass_env", "cwd"):
+                if s.get(k):
+                    raise ConfigError(source, f"{key}.{k}", "only a stdio server (command) takes it; this one has a url")
+        if s["name"] in seen:
+            raise ConfigError(source, f"{key}.name", f"duplicate server name {s['name']!r} (also environment.servers[{seen[s['name']]}])")
+        seen[s["name"]] = i
+
+
+def server_specs(env_cfg: Mapping[str, Any], source: str = "params.yaml") -> list[ServerSpec]:
+    """The servers of ``environment`` as :class:`~canarykit.upstream.ServerSpec` (``pass_env``
+    resolved from this process's environment: a variable that is not set names its key)."""
+    from .upstream import ServerSpec
+
+    check_environment(env_cfg, source)
+    specs = []
+    for i, s in enumerate(env_cfg.get("servers") or []):
+        key = f"environment.servers[{i}]"
+        env = {str(k): str(v) for k, v in (s.get("env") or {}).items()}
+        for j, var in enumerate(s.get("pass_env") or []):
+            if var not in os.environ:
+                raise ConfigError(source, f"{key}.pass_env[{j}]", f"environment variable {var} is not set in this shell "
+                                                                  f"(server {s['name']!r} needs it)")
+            env[var] = os.environ[var]
+        # ~ in the program's path (as in a shell); everything else is passed as written
+        command = (os.path.expanduser(str(s["command"][0])), *(str(c) for c in s["command"][1:])) if "command" in s else None
+        cwd = os.path.expanduser(s["cwd"]) if s.get("cwd") else None
+        specs.append(ServerSpec(str(s["name"]), command=command, url=s.get("url"), env=env, cwd=cwd,
+                                where=f"{source}: {key} ({s['name']})"))
+    return specs
+
+
+def _document(up: Upstreams, warn: Any) -> dict[str, Any]:
+    tools = []
+    for t in up.tools:
+        if not FUNCTION_NAME_RE.match(str(t["name"])):
+            warn(f"environment: tool {t['name']!r} of server {t.get('server')!r} skipped: model APIs accept only "
+                 "tool names of 1-64 characters of A-Z a-z 0-9 _ - (a task that needs it cannot be run)")
+            continue
+        tools.append(t)
+    return {
+        "format": TOOLS_FORMAT,
+        "environment": "mcp",
+        "servers": [{"name": s.name, "transport": s.spec.transport, "server_info": dict(s.info), "tools": len(s.tools)}
+                    for s in up.servers],
+        "tools": tools,
+    }
+
+
+def export_environment(env_cfg: Mapping[str, Any], *, source: str = "params.yaml", errlog_dir: str | Path | None = None,
+                       warn: Any = None) -> dict[str, Any]:
+    """Start the servers of an ``mcp`` environment, list their tools, and return the tools
+    document (see the module docstring); every skipped tool is reported through ``warn``."""
+    import anyio
+
+    from .upstream import Upstreams
+
+    say = warn if warn is not None else (lambda m: print(m, file=sys.stderr))
+    specs = server_specs(env_cfg, source)
+
+    async def listed() -> dict[str, Any]:
+        async with Upstreams(specs, timeout_s=float(env_cfg["timeout_s"]), call_timeout_s=float(env_cfg["call_timeout_s"]),
+                             errlog_dir=errlog_dir, source="environment.servers") as up:
+            for skip in up.skipped:
+                say(f"environment: warning: {skip.line()}")
+            return _document(up, say)
+
+    return anyio.run(listed)
+
+
+def tools_of(document: Any, source: str = "results/tools.json") -> list[dict[str, Any]]:
+    """The tool list of a tools file: a plain list (the built-in environment) or the ``tools``
+    of a tools document."""
+    from .canaries._validate import unwrap_tool_list
+
+    return [dict(t) for t in unwrap_tool_list(document, source)]
+
+
+def _runtime_version() -> str:
+    """Hash of the code that answers tool calls in an MCP environment: the canary runtime and
+    the MCP client that forwards real calls (the servers themselves are not ours to hash)."""
+    from .agents.store import _source_hash
+
+    pkg = Path(__file__).resolve().parent
+    return _source_hash(pkg / "canaries", pkg / "upstream.py", pkg / "environments.py")
+
+
+def environment_identity(document: Mapping[str, Any], revision: str = "") -> dict[str, Any]:
+    """The ``environment`` part of a run's identity in an MCP environment (module docstring)."""
+    return {"kind": "mcp", "runtime": _runtime_version(), "tools": content_hash(dict(document)), "revision": revision}
+
+
+def _comparable(document: Mapping[str, Any]) -> dict[str, Any]:
+    return {"servers": [{"name": s.get("name"), "server_info": s.get("server_info")} for s in document.get("servers", [])],
+            "tools": document.get("tools")}
+
+
+def _changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    before = {s.get("name"): s.get("server_info", {}) for s in old.get("servers", [])}
+    parts = []
+    for s in new.get("servers", []):
+        was = before.get(s.get("name"))
+        if was is not None and was != s.get("server_info"):
+            parts.append(f"server {s.get('name')!r}: {was.get('version')!r} -> {s.get('server_info', {}).get('version')!r}")
+    old_tools = {t["name"]: t for t in old.get("tools", [])}
+    new_tools = {t["name"]: t for t in new.get("tools", [])}
+    added, gone = sorted(set(new_tools) - set(old_tools)), sorted(set(old_tools) - set(new_tools))
+    changed = sorted(n for n in set(old_tools) & set(new_tools) if old_tools[n] != new_tools[n])
+    for label, names in (("new tools", added), ("tools gone", gone), ("changed definitions", changed)):
+        if names:
+            parts.append(f"{label}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    return "; ".join(parts) or "the tool list differs"
+
+
+class McpExecutor:
+    """``execute(name, args) -> ToolResult`` over live MCP connections, callable from any thread.
+
+    The connections run in a blocking portal (an event loop in a thread of its own), started
+    on the first call in each process (a forked shard starts its own servers). A server's
+    refusal (a JSON-RPC error) is answered as a tool error; a server failure raises
+    :class:`~canarykit.errors.ToolEnvironmentError` (the runner records a failed run).
+    """
+
+    def __init__(self, env_cfg: Mapping[str, Any], document: Mapping[str, Any], *, source: str = "params.yaml",
+                 tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None) -> None:
+        self.env_cfg = dict(env_cfg)
+        self.document = dict(document)
+        self.source, self.tools_source = source, tools_source
+        self.errlog_dir = errlog_dir
+        self.names = {str(t["name"]) for t in self.document.get("tools", [])}
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+        self._portal: Any = None
+        self._portal_cm: Any = None
+        self._future: Any = None
+        self._up: Upstreams | None = None
+        self._closing: Any = None
+
+    def _ensure(self) -> Any:
+        with self._lock:
+            if self._pid == os.getpid() and self._portal is not None:
+                return self._portal
+            from anyio.from_thread import start_blocking_portal
+
+            specs = server_specs(self.env_cfg, self.source)
+            self._portal_cm = start_blocking_portal()
+            portal = self._portal_cm.__enter__()
+            try:
+                self._future, self._up = portal.start_task(self._hold, specs)
+            except BaseException:
+                self._portal_cm.__exit__(*sys.exc_info())
+                self._portal_cm = None
+                raise
+            self._portal, self._pid = portal, os.getpid()
+            return portal
+
+    async def _hold(self, specs: Sequence[ServerSpec], *, task_status: Any) -> None:
+        import anyio
+
+        from .upstream import Upstreams
+
+        async with Upstreams(specs, timeout_s=float(self.env_cfg["timeout_s"]),
+                             call_timeout_s=float(self.env_cfg["call_timeout_s"]), errlog_dir=self.errlog_dir,
+                             source="environment.servers") as up:
+            now = _document(up, lambda m: None)
+            if _comparable(now) != _comparable(self.document):
+                raise InputError(self.tools_source, "tools", "the MCP servers now differ from this export ("
+                                 f"{_changes(self.document, now)}); list them again: snakemake --forcerun "
+                                 "export_tools (or dvc repro -f tools)")
+            self._closing = anyio.Event()
+            task_status.started(up)
+            await self._closing.wait()
+
+    async def _call(self, name: str, args: Any) -> ToolResult:
+        import json
+
+        from mcp.shared.exceptions import MCPError
+
+        from .upstream import tool_result
+
+        assert self._up is not None
+        try:
+            return tool_result(await self._up.call(name, args if isinstance(args, dict) else {}))
+        except MCPError as exc:
+            return ToolResult(content=json.dumps({"error": exc.message}, ensure_ascii=False), is_error=True)
+
+    def check(self) -> None:
+        """Start the servers now (and compare their tools with the export): fail early."""
+        self._ensure()
+
+    def __call__(self, name: str, args: Any) -> ToolResult:
+        if name not in self.names:
+            import json
+
+            return ToolResult(content=json.dumps({"error": f"unknown tool {name!r}"}), is_error=True)
+        try:
+            portal = self._ensure()
+        except CanaryKitError as exc:  # a server that no longer starts (e.g. in a forked shard): the run fails
+            raise ToolEnvironmentError(str(exc)) from None
+        result: ToolResult = portal.call(self._call, name, args)  # a ToolEnvironmentError propagates
+        return result
+
+    def close(self) -> None:
+        with self._lock:
+            if self._portal is None or self._pid != os.getpid():
+                return
+            portal, self._portal = self._portal, None
+            try:
+                if self._closing is not None:
+                    portal.call(self._closing.set)
+                if self._future is not None:
+                    self._future.result(timeout=60)
+            finally:
+                self._portal_cm.__exit__(None, None, None)
+                self._portal_cm = None
+
+
+def make_environment(env_cfg: Mapping[str, Any], document: Mapping[str, Any], *, source: str = "params.yaml",
+                     tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None) -> Any:
+    """The agent loop's :class:`~canarykit.agents.loop.Environment` for an MCP environment."""
+    from . import canaries, tasks
+    from .agents.loop import Environment
+
+    executor = McpExecutor(env_cfg, document, source=source, tools_source=tools_source, errlog_dir=errlog_dir)
+    return Environment(execute=executor, run_canary=canaries.run_canary, compose_answer=tasks.compose_answer,
+                       identity=environment_identity(document, str(env_cfg.get("revision") or "")), blocking=True,
+                       close=executor.close, check=executor.check)
