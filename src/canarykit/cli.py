@@ -287,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     px.add_argument("--upstream", action="append", metavar="[NAME=]URL", help="a streamable-HTTP upstream (repeatable)")
     px.add_argument("--stdio", action="append", metavar="NAME='CMD ARGS'", help="a stdio upstream, shell-quoted (repeatable)")
     px.add_argument("--server", default=None, metavar="NAME", help="name of the upstream after -- (default: the name it gives itself)")
-    px.add_argument("--pool", choices=["standard", "subtle"], default="standard")
+    px.add_argument("--pool", choices=["standard", "subtle"], default="standard",
+                    help="which give-away suffixes the canaries carry: standard, or the softened subtle tells (default standard)")
     px.add_argument("--fit", choices=["paper", "fitted"], default=None, help="default: canaries.fit of --params, else fitted")
     px.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
     px.add_argument("--controls", action="store_true",
@@ -312,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
         "OUT/diagnosis.json and OUT/calls.csv and print a summary.",
     )
     dg.add_argument("traces", metavar="TRACE_DIR", help="a proxy's --trace-dir (or one trace file)")
-    dg.add_argument("-o", "--output", required=True, metavar="OUT")
+    dg.add_argument("-o", "--output", required=True, metavar="OUT",
+                    help="directory for diagnosis.json and calls.csv (created if missing)")
     dg.set_defaults(func=_diagnose)
 
     sv = sub.add_parser("serve-tools", help="serve one of the five tool servers over MCP stdio")
