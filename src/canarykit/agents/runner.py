@@ -75,7 +75,7 @@ from ..errors import ConfigError, InputError
 from ..jsonio import atomic_write_bytes, write_json
 from ..records import RunRecord, normalise_status
 from .cache import ResponseCache
-from .calls import CallStats, ModelCaller, RetryPolicy
+from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
 from .protocol import Backend, make_backend
 from .secrets import register_secret_envs
@@ -449,6 +449,7 @@ class _ShardJob:
     concurrency: int
     provider_limits: dict[str, int]
     budget: float | None
+    ledger: SpendLedger | None
     shared: _Shared
     n: int
     parent_pid: int
@@ -469,7 +470,10 @@ def _shard_main(job: _ShardJob, k: int, conn: Any) -> None:
             return sum(s.cost_usd for s in stats.values())
 
         def over_budget() -> bool:
-            return job.budget is not None and shared.spend.value - reported + local_spend() >= job.budget
+            if job.budget is None:
+                return False
+            others = job.ledger.others() if job.ledger is not None else 0.0
+            return shared.spend.value - reported + local_spend() + others >= job.budget
 
         def on_done(g: list[_Planned], rec: RunRecord | None, how: str) -> None:
             nonlocal reported
@@ -541,6 +545,8 @@ async def _run_sharded(
         def sync_progress() -> None:
             done, errors = int(job.shared.done.value), int(job.shared.errors.value)
             progress.spend = float(job.shared.spend.value)
+            if job.ledger is not None:
+                job.ledger.report(progress.spend)
             progress.tick(done - seen[0], errors=errors - seen[1])
             seen[0], seen[1] = done, errors
 
@@ -626,11 +632,14 @@ def run_grid(
     tasks: Sequence[Any] | None = None,
     log: TextIO | None = None,
     retry_gate: str | Path | None = None,
+    ledger: SpendLedger | None = None,
 ) -> RunSummary:
     """Run (or reuse) every run of the grid; write the index and the summary. See the module doc.
 
     ``retry_gate``: the index's retry gate (:func:`~.store.retry_gate_path`), marked when runs
-    failed so that the run rule is out of date until none do.
+    failed so that the run rule is out of date until none do. ``ledger``: the invocation's
+    spend ledger when the grid is one of many jobs (the workflow runs one per cell), so that
+    ``agent.budget_usd`` bounds the spend of all of them together.
     """
     t0 = time.monotonic()
     out = log if log is not None else sys.stderr
@@ -707,7 +716,8 @@ def run_grid(
                 import_litellm()  # once, here: the shards inherit it (each import costs seconds)
             model_backends = {g[0].model_idx: backends[g[0].model_idx] for g in model_groups}
             job = _ShardJob(model_groups, model_backends, {mi: providers[mi] for mi in model_backends}, cache, retry, store, env,
-                            timeout_s, concurrency, provider_limits, budget_f, _Shared(mp.get_context("fork")), n_shards, os.getpid())
+                            timeout_s, concurrency, provider_limits, budget_f, ledger, _Shared(mp.get_context("fork")), n_shards,
+                            os.getpid())
             asyncio.run(_run_sharded(job, ref_groups, backends, callers, stats, bar, summary))
         elif todo:
             cursor = itertools.count()
@@ -717,12 +727,19 @@ def run_grid(
 
             def on_done(g: list[_Planned], rec: RunRecord | None, how: str) -> None:
                 bar.spend = spent()
+                if ledger is not None:
+                    ledger.report(bar.spend)
                 bar.tick(len(g), error=rec is not None and rec.error)
+
+            def over_budget() -> bool:
+                if budget_f is None:
+                    return False
+                return spent() + (ledger.others() if ledger is not None else 0.0) >= budget_f
 
             async def main() -> None:
                 _limit_callers(callers, providers, provider_limits)
                 lane = _model_lane(model_groups, lambda: next(cursor), concurrency, backends, callers, store, env, timeout_s,
-                                   lambda: budget_f is not None and spent() >= budget_f, on_done)
+                                   over_budget, on_done)
                 _, exhausted = await asyncio.gather(_reference_lane(ref_groups, backends, callers, store, env, timeout_s, bar), lane)
                 summary.budget_exhausted = exhausted
 
