@@ -1,35 +1,27 @@
-"""Run every agent over the grid; reuse each run whose identity already has a finished record."""
+"""Run one cell of the grid (one model, pool, condition, seed); reuse every run whose
+identity already has a finished record."""
 
-from pathlib import Path
-
-from canarykit.agents.runner import exit_with_parent, run_grid
+from canarykit.agents.runner import exit_with_parent
+from canarykit.layout import LLM_CALLS
+from canarykit.pipeline import run_cell
+from canarykit.tasks import load_tasks, select_tasks
 from canarykit.workflow import run_script
 
 
 def main(smk):
     exit_with_parent()  # a killed snakemake must not leave this job spending on model calls
-    # Both directories are DVC outputs that persist between reproductions: they must exist
-    # even when no model response is cached (reference agents).
-    Path(smk.params.agent["cache_dir"]).mkdir(parents=True, exist_ok=True)
-    Path(smk.params.store).mkdir(parents=True, exist_ok=True)
-    pools = {
-        pool: {
-            "canaries": smk.input[f"canaries_{pool}"],
-            "assembly": smk.input[f"assembly_{pool}"],
-            "conditions": conditions,
-        }
-        for pool, conditions in smk.params.grid.items()
-    }
-    run_grid(
-        smk.params.models,
-        smk.input.tasks,
-        pools,
-        smk.params.seeds,
-        smk.params.agent,
-        smk.params.store,
-        smk.output.index,
-        smk.output.summary,
+    agent = dict(smk.params.agent)
+    agent["workers"] = smk.threads  # the processes Snakemake gave this job
+    tasks = select_tasks(load_tasks(smk.input.tasks), smk.params.limit_tasks)
+    w = smk.wildcards
+    run_cell(
+        smk.params.model, tasks, smk.input.tasks, w.pool, w.condition, int(w.seed),
+        smk.input.canaries, smk.input.assembly, agent, smk.params.store,
+        smk.output.index, smk.output.summary,
         retry_gate=smk.input.retry,
+        # the runs in flight Snakemake granted (lowered to --resources when that is smaller)
+        concurrency=smk.resources.get(LLM_CALLS) or None,
+        job=f"run_agents-{w.model}-{w.pool}-{w.condition}-{w.seed}",
     )
 
 

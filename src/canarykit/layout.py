@@ -89,3 +89,64 @@ def metric_cells(cfg: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     if ab["enabled"]:
         out[ABLATION] = (str(ab["condition"]), str(ab["pool"]))
     return out
+
+
+# --------------------------------------------------------------------------- job resources
+
+#: Snakemake global resource bounding the agent runs in flight over every job at once
+#: (``agent.concurrency``); each provider also has ``llm_<provider>`` (``agent.provider_concurrency``).
+LLM_CALLS = "llm_calls"
+
+
+def resource_name(provider: str) -> str:
+    """The Snakemake resource of a provider's concurrency: ``llm_<provider>``."""
+    return "llm_" + re.sub(r"\W+", "_", provider.lower()).strip("_")
+
+
+def agent_job_resources(model: Mapping[str, Any], agent_cfg: Mapping[str, Any], runs: int) -> dict[str, int]:
+    """What one agent job (one cell: ``runs`` runs of ``model``) declares to Snakemake.
+
+    - ``llm_calls`` and ``llm_<provider>``: the runs it keeps in flight (``agent.concurrency``,
+      capped by ``agent.provider_concurrency``); 0 for reference agents, which call no model.
+      The workflow registers the configured limits as global resources, so they hold over
+      every job at once; Snakemake lowers a job's share to the global value when that is
+      smaller, and the job runs with the share it was given.
+    - ``_threads``: processes (LiteLLM runs are spread over ``agent.workers`` processes, at most
+      the job's share of calls; other backends run in one process).
+    - ``gpu``: 1 for models served on the job's node (``local``, ``ollama``), else 0.
+    - ``mem_mb`` and ``runtime`` (minutes): measured for reference agents; for models an upper
+      estimate from the number of runs (a few minutes per run per slot; override with
+      ``--set-resources run_agents:runtime=...``).
+    """
+    from .agents.backends import provider_of
+
+    backend = str(model.get("backend", ""))
+    provider = provider_of(model)
+    if backend == "reference":
+        return {"_threads": 1, LLM_CALLS: 0, resource_name(provider): 0, "gpu": 0, "mem_mb": 1000, "runtime": 30}
+    limits = {str(k): int(v) for k, v in (agent_cfg.get("provider_concurrency") or {}).items()}
+    slots = max(1, min(int(agent_cfg.get("concurrency", 8)), limits.get(provider, 1 << 30)))
+    threads = 1
+    if backend == "litellm":
+        workers = agent_cfg.get("workers")
+        threads = max(1, min(slots, int(workers) if workers is not None else 2))
+    minutes_per_run = 2 if backend == "litellm" else 4
+    return {
+        "_threads": threads,
+        LLM_CALLS: slots,
+        resource_name(provider): slots,
+        "gpu": 1 if backend in ("local", "ollama") else 0,
+        "mem_mb": 1000 + 500 * threads + (3000 if backend == "local" else 0),
+        "runtime": 30 + -(-runs * minutes_per_run // slots),
+    }
+
+
+def judge_job_resources(judge: Mapping[str, Any] | None, judge_cfg: Mapping[str, Any]) -> dict[str, int | str]:
+    """What one judging job declares: an LLM judge holds ``judge.concurrency`` of its
+    provider's resource (``llm_<provider>``; the workflow registers ``judge.concurrency`` as
+    its global limit, so the judging jobs together keep that many verdicts in flight)."""
+    if not judge or judge.get("kind") != "llm":
+        return {"provider": "", "slots": 0}
+    from .agents.backends import provider_of
+
+    return {"provider": resource_name(provider_of({"backend": "litellm", **judge})), "slots": int(judge_cfg.get("concurrency") or 8)}
