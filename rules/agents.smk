@@ -1,4 +1,5 @@
-# One job per cell (model, pool, condition, seed). Inside it, a run is executed only when its
+# One job per cell (model, pool, condition, seed) of a model; one job for the whole grid of a
+# reference agent (free, milliseconds per run: a job per cell would only add start-up). Inside it, a run is executed only when its
 # identity (what it sends: model and decoding, tool list, task, loop version) has no finished
 # record, so an invalidated input re-executes exactly the runs it changes (README, "Reruns");
 # runs of one identity in two cells are executed once (claims in the run store). The retry
@@ -6,16 +7,17 @@
 # (or `dvc repro`) retries exactly those (README, "Failures").
 rule run_agents:
     input:
-        canaries=rules.generate_canaries.output[0],
-        assembly=rules.assemble.output[0],
+        unpack(job_inputs),
         tasks=config["study"]["tasks"],
         code=code("run_agents"),
-        retry=retry_gate(CELL_INDEX),
+        retry=retry_gate(JOB_INDEX),
     output:
-        index=CELL_INDEX,
-        summary=CELL_SUMMARY,
+        index=JOB_INDEX,
+        summary=JOB_SUMMARY,
     params:
-        model=cell_model,
+        model=job_model,
+        pools=job_pools,
+        seeds=job_seeds,
         agent=config["agent"],
         limit_tasks=config["study"]["limit_tasks"],
         store=RUN_STORE,
@@ -23,18 +25,18 @@ rule run_agents:
     resources:
         **AGENT_RESOURCES,
     log:
-        out("logs/run_agents/{model}/{pool}-{condition}-{seed}.log"),
+        out("logs/run_agents/{model}/{job}.log"),
     benchmark:
-        out("benchmarks/run_agents/{model}/{pool}-{condition}-{seed}.tsv")
+        out("benchmarks/run_agents/{model}/{job}.tsv")
     script:
         "../scripts/run_agents.py"
 
 
-# The study's run index and run summary (results/logs/run-summary.json): every cell's, joined.
+# The study's run index and run summary (results/logs/run-summary.json): every agent job's, joined.
 rule run_index:
     input:
-        indexes=all_cells(CELL_INDEX),
-        summaries=all_cells(CELL_SUMMARY),
+        indexes=all_jobs(JOB_INDEX),
+        summaries=all_jobs(JOB_SUMMARY),
         code=code("run_index"),
     output:
         index=out("runs/index.parquet"),

@@ -17,7 +17,7 @@ from canarykit.errors import CanaryKitError
 from canarykit.layout import (
     LLM_CALLS,
     agent_job_resources,
-    cells,
+    agent_jobs,
     judge_job_resources,
     metric_cells,
     model_slugs,
@@ -69,8 +69,8 @@ SEEDS = [int(s) for s in config["study"]["seeds"]]
 MODELS = {m["name"]: m for m in config["models"]}
 SLUGS = model_slugs(config["models"])  # model name -> its slug in paths and wildcards
 MODEL_OF = {s: n for n, s in SLUGS.items()}
-#: one agent job per (model, pool, condition, seed)
-CELLS = cells(config["models"], GRID, SEEDS)
+#: one agent job per cell (model, pool, condition, seed) of a model; one per reference agent
+AGENT_JOBS = {(j.slug, j.name): j for j in agent_jobs(config["models"], GRID, SEEDS)}
 N_TASKS = len(select_tasks(_TASKS, config["study"]["limit_tasks"]))
 JUDGES = [role for role in ("primary", "cross") if config["judge"].get(role)]
 
@@ -89,10 +89,11 @@ wildcard_constraints:
     pool=_alternatives(POOLS),
     condition=_alternatives(c for cs in GRID.values() for c in cs),
     seed=r"\d+",
+    job=_alternatives(name for _, name in AGENT_JOBS),
 
 
-CELL_INDEX = out("runs/cells/{model}/{pool}-{condition}-{seed}.parquet")
-CELL_SUMMARY = out("runs/cells/{model}/{pool}-{condition}-{seed}.json")
+JOB_INDEX = out("runs/jobs/{model}/{job}.parquet")
+JOB_SUMMARY = out("runs/jobs/{model}/{job}.json")
 
 ALL_TARGETS = [
     *[out(f"{t}.csv") for t in TABLES],
@@ -125,7 +126,7 @@ def retry_gate(index):
     the index): it is newer than the index, so the rule is out of date and a plain
     `snakemake` re-executes exactly the failed runs; for `dvc repro` the marked gate is a
     change of the run stage's store. Any run rule takes it as an input:
-    ``retry=retry_gate(CELL_INDEX)``.
+    ``retry=retry_gate(JOB_INDEX)``.
     """
 
     def gate(wildcards):
@@ -146,18 +147,36 @@ def pool_conditions(wildcards):
     return GRID.get(wildcards.pool, [])
 
 
-def cell_model(wildcards):
+def job_model(wildcards):
     return MODELS[MODEL_OF[wildcards.model]]
 
 
-def model_cell_indexes(wildcards):
-    """The run indexes of one model's cells."""
-    return [CELL_INDEX.format(model=c.slug, pool=c.pool, condition=c.condition, seed=c.seed)
-            for c in CELLS if c.slug == wildcards.model]
+def job_pools(wildcards):
+    """Pool -> conditions of an agent job's cells."""
+    return AGENT_JOBS[(wildcards.model, wildcards.job)].pools()
 
 
-def all_cells(pattern):
-    return [pattern.format(model=c.slug, pool=c.pool, condition=c.condition, seed=c.seed) for c in CELLS]
+def job_seeds(wildcards):
+    return AGENT_JOBS[(wildcards.model, wildcards.job)].seeds()
+
+
+def job_inputs(wildcards):
+    """An agent job's canary pools and assemblies: ``canaries_<pool>``, ``assembly_<pool>``."""
+    job = AGENT_JOBS[(wildcards.model, wildcards.job)]
+    inputs = {}
+    for pool in job.pools():
+        inputs[f"canaries_{pool}"] = out(f"canaries/{pool}.json")
+        inputs[f"assembly_{pool}"] = [out(f"assembly/{pool}/seed-{seed}.parquet") for seed in job.seeds()]
+    return inputs
+
+
+def model_job_indexes(wildcards):
+    """The run indexes of one model's agent jobs."""
+    return [JOB_INDEX.format(model=s, job=name) for s, name in AGENT_JOBS if s == wildcards.model]
+
+
+def all_jobs(pattern):
+    return [pattern.format(model=s, job=name) for s, name in AGENT_JOBS]
 
 
 def per_model(pattern):
@@ -185,22 +204,21 @@ _JUDGE_RES = {role: judge_job_resources(config["judge"].get(role), config["judge
 for _r in _JUDGE_RES.values():
     if _r["provider"]:
         _register(_r["provider"], _r["slots"])
-_RUNS_PER_CELL = N_TASKS
-_AGENT_RES = {s: agent_job_resources(MODELS[n], config["agent"], _RUNS_PER_CELL) for n, s in SLUGS.items()}
+_AGENT_RES = {key: agent_job_resources(MODELS[j.model], config["agent"], N_TASKS * len(j.cells)) for key, j in AGENT_JOBS.items()}
 #: every provider resource any agent job holds (0 for the others)
 _AGENT_RESOURCE_NAMES = sorted({k for r in _AGENT_RES.values() for k in r if k.startswith("llm_") and k != LLM_CALLS})
 
 
 def _agent_resource(name):
     def value(wildcards):
-        return _AGENT_RES[wildcards.model].get(name, 0)
+        return _AGENT_RES[(wildcards.model, wildcards.job)].get(name, 0)
 
     value.__name__ = f"agent_{name}"
     return value
 
 
 def agent_threads(wildcards):
-    return _AGENT_RES[wildcards.model]["_threads"]
+    return _AGENT_RES[(wildcards.model, wildcards.job)]["_threads"]
 
 
 AGENT_RESOURCES = {name: _agent_resource(name) for name in [LLM_CALLS, *_AGENT_RESOURCE_NAMES, "gpu", "mem_mb", "runtime"]}

@@ -4,7 +4,7 @@
 # runs whose inputs changed. LLM judges use the same model layer as the agents.
 rule detect:
     input:
-        indexes=model_cell_indexes,
+        indexes=model_job_indexes,
         code=code("detect"),
     output:
         metrics=out("detect/{model}.parquet"),
@@ -22,7 +22,7 @@ rule detect:
 
 rule judge_primary:
     input:
-        indexes=model_cell_indexes,
+        indexes=model_job_indexes,
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
         code=code("judge_primary"),
@@ -48,7 +48,7 @@ rule judge_primary:
 
 rule judge_cross:
     input:
-        indexes=model_cell_indexes,
+        indexes=model_job_indexes,
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
         code=code("judge_cross"),

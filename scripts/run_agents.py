@@ -1,9 +1,9 @@
-"""Run one cell of the grid (one model, pool, condition, seed); reuse every run whose
-identity already has a finished record."""
+"""Run one agent job (one model's cell, or a reference agent's whole grid); reuse every run
+whose identity already has a finished record."""
 
 from canarykit.agents.runner import exit_with_parent
 from canarykit.layout import LLM_CALLS
-from canarykit.pipeline import run_cell
+from canarykit.pipeline import run_job
 from canarykit.tasks import load_tasks, select_tasks
 from canarykit.workflow import run_script
 
@@ -14,15 +14,17 @@ def main(smk):
     agent["workers"] = smk.threads  # the processes Snakemake gave this job
     tasks = select_tasks(load_tasks(smk.input.tasks), smk.params.limit_tasks)
     w = smk.wildcards
-    run_cell(
-        smk.params.model, tasks, smk.input.tasks, w.pool, w.condition, int(w.seed),
-        smk.input.canaries, smk.input.assembly, agent, smk.params.store,
+    pools = {
+        pool: {"canaries": smk.input[f"canaries_{pool}"], "assembly": list(smk.input[f"assembly_{pool}"]), "conditions": conds}
+        for pool, conds in smk.params.pools.items()
+    }
+    run_job(
+        smk.params.model, tasks, smk.input.tasks, pools, smk.params.seeds, agent, smk.params.store,
         smk.output.index, smk.output.summary,
         retry_gate=smk.input.retry,
         # the runs in flight Snakemake granted (lowered to --resources when that is smaller)
         concurrency=smk.resources.get(LLM_CALLS) or None,
-        job=f"run_agents-{w.model}-{w.pool}-{w.condition}-{w.seed}",
+        job=f"run_agents-{w.model}-{w.job}",
     )
-
 
 run_script(snakemake, main)  # noqa: F821

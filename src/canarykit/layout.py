@@ -80,6 +80,51 @@ def cells(models: Sequence[Mapping[str, Any]], grid: Mapping[str, Sequence[str]]
     ]
 
 
+@dataclass(frozen=True)
+class AgentJob:
+    """One agent job: one model's runs in ``cells`` (all of one pool's cells are of the
+    conditions and seeds listed, so the job plans a (condition, seed, task) product per pool)."""
+
+    model: str
+    slug: str
+    name: str
+    cells: tuple[Cell, ...]
+
+    def pools(self) -> dict[str, list[str]]:
+        """Pool -> conditions of this job's cells."""
+        out: dict[str, list[str]] = {}
+        for c in self.cells:
+            conds = out.setdefault(c.pool, [])
+            if c.condition not in conds:
+                conds.append(c.condition)
+        return out
+
+    def seeds(self) -> list[int]:
+        return sorted({c.seed for c in self.cells})
+
+
+#: Name of the job that runs every cell of a reference agent.
+ALL_CELLS = "all"
+
+
+def agent_jobs(models: Sequence[Mapping[str, Any]], grid: Mapping[str, Sequence[str]], seeds: Iterable[int]) -> list[AgentJob]:
+    """The agent jobs of a study: one per cell (model, pool, condition, seed) for a model, so
+    a grid of hosted or local models spreads over as many jobs (and cluster nodes) as it has
+    cells; one per reference agent for its whole grid (named ``all``): its runs take
+    milliseconds and cost nothing, so a job per cell would only add seconds of start-up each."""
+    jobs: list[AgentJob] = []
+    every = cells(models, grid, seeds)
+    for m in models:
+        mine = tuple(c for c in every if c.model == str(m["name"]))
+        if not mine:
+            continue
+        if m.get("backend") == "reference":
+            jobs.append(AgentJob(mine[0].model, mine[0].slug, ALL_CELLS, mine))
+        else:
+            jobs += [AgentJob(c.model, c.slug, c.name, (c,)) for c in mine]
+    return jobs
+
+
 def metric_cells(cfg: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     """Metrics cell name -> (condition, pool): each main-grid condition under its own name,
     the ablation grid as ``ablation``."""

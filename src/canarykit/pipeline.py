@@ -42,15 +42,12 @@ def ledger(store_dir: str | os.PathLike[str], job: str) -> SpendLedger | None:
 # --------------------------------------------------------------------------- agents
 
 
-def run_cell(
+def run_job(
     model: Mapping[str, Any],
     tasks: Sequence[Any],
     tasks_path: str,
-    pool: str,
-    condition: str,
-    seed: int,
-    canaries: str,
-    assembly: str,
+    pools: Mapping[str, Mapping[str, Any]],
+    seeds: Sequence[int],
     agent_cfg: Mapping[str, Any],
     store_dir: str,
     index_out: str,
@@ -60,11 +57,12 @@ def run_cell(
     concurrency: int | None = None,
     job: str,
 ) -> None:
-    """Run (or reuse) the runs of one cell and write its index and its summary.
+    """Run (or reuse) the runs of one agent job (one model; ``pools``: pool -> ``{canaries,
+    assembly: [files], conditions}``) and write its index and its summary.
 
-    ``concurrency`` is the job's share of the provider's calls (its Snakemake resource), in
-    place of ``agent.concurrency``; the summary also records the cell and the invocation, for
-    :func:`gather_runs`.
+    ``concurrency`` is the job's share of the calls in flight (its Snakemake resource), in
+    place of ``agent.concurrency``; the summary also records the job's cells and the
+    invocation, for :func:`gather_runs`.
     """
     from .agents.runner import run_grid
 
@@ -77,13 +75,13 @@ def run_cell(
     # even when no model response is cached (reference agents).
     Path(cfg.get("cache_dir") or Path(store_dir).parent / "cache" / "responses").mkdir(parents=True, exist_ok=True)
     Path(store_dir).mkdir(parents=True, exist_ok=True)
-    pools = {pool: {"canaries": canaries, "assembly": assembly, "conditions": [condition]}}
     summary = run_grid(
-        [dict(model)], tasks_path, pools, [int(seed)], cfg, store_dir, index_out, summary_out,
-        tasks=tasks, retry_gate=retry_gate, ledger=ledger(store_dir, job),
+        [dict(model)], tasks_path, {p: dict(v) for p, v in pools.items()}, [int(s) for s in seeds], cfg, store_dir,
+        index_out, summary_out, tasks=tasks, retry_gate=retry_gate, ledger=ledger(store_dir, job),
     )
     doc = summary.to_dict()
-    doc["cell"] = {"model": str(model["name"]), "pool": pool, "condition": condition, "seed": int(seed)}
+    doc["job"] = {"model": str(model["name"]), "pools": {p: list(v["conditions"]) for p, v in pools.items()},
+                  "seeds": [int(s) for s in seeds]}
     doc["invocation"] = invocation()
     write_json(summary_out, doc)
 
@@ -102,10 +100,10 @@ def gather_runs(
 ) -> dict[str, Any]:
     """The study's run index (every cell's, concatenated) and its run summary.
 
-    The summary sums the cells' job summaries. A cell whose agent job did not run in this
-    invocation (its inputs did not change) counts its runs as reused: this invocation executed
-    none of them. ``elapsed_s`` is summed over the jobs that ran (job-seconds, not wall clock);
-    ``cells`` and ``jobs`` say how many cells the study has and how many of their jobs ran.
+    The summary sums the agent jobs' summaries. A job that did not run in this invocation (its
+    inputs did not change) counts its runs as reused: this invocation executed none of them.
+    ``elapsed_s`` is summed over the jobs that ran (job-seconds, not wall clock); ``jobs`` and
+    ``jobs_run`` say how many agent jobs the study has and how many of them ran now.
     Failed runs are printed grouped by model and reason, and their cells' retry gates marked.
     """
     from .agents.runner import INDEX_SCHEMA, ModelTally, RunSummary, failure_lines
@@ -121,7 +119,7 @@ def gather_runs(
     total = RunSummary()
     jobs = 0
     for path in summary_paths:
-        doc = read_json_input(Path(path), "cell run summary")
+        doc = read_json_input(Path(path), "agent job summary")
         current = me is not None and doc.get("invocation") == me
         jobs += current
         for name, t in (doc.get("per_model") or {}).items():
@@ -140,13 +138,13 @@ def gather_runs(
             total.budget_exhausted = total.budget_exhausted or bool(doc.get("budget_exhausted"))
             total.budget_usd = doc.get("budget_usd")
     doc_out = total.to_dict()
-    doc_out["cells"] = len(summary_paths)
-    doc_out["jobs"] = jobs
+    doc_out["jobs"] = len(summary_paths)
+    doc_out["jobs_run"] = jobs
     write_json(summary_out, doc_out)
     for p in index_paths:
         mark_failed_runs_for_retry(p, store_dir)
     if jobs:
-        print(f"[canarykit runs] study: {total.total} runs in {len(summary_paths)} cells ({jobs} jobs ran): "
+        print(f"[canarykit runs] study: {total.total} runs in {len(summary_paths)} agent jobs ({jobs} ran now): "
               f"{total.executed} executed, {total.reused} reused, {total.failed} failed, {total.skipped} not started; "
               f"${total.cost_usd:.4f}", file=out, flush=True)
     for line in failure_lines(total):

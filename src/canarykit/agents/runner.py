@@ -185,13 +185,15 @@ def plan_grid(
     prepared: list[tuple[str, str, int, Any, Any]] = []
     for pool, cfg in pools.items():
         canaries = _load_pool_records(cfg["canaries"])
-        assemblies = load_assemblies(cfg["assembly"])
+        # one assembly file, or several (the workflow assembles one file per pool and seed)
+        sources = [cfg["assembly"]] if isinstance(cfg["assembly"], str | Path) else list(cfg["assembly"])
+        assemblies = {k: a for src in sources for k, a in load_assemblies(src).items()}
         for cond in cfg["conditions"]:
             for seed in seeds:
                 for task in tasks:
                     a = assemblies.get((cond, int(seed), task.id))
                     if a is None:
-                        raise InputError(str(cfg["assembly"]), f"{cond}/{seed}/{task.id}", f"no assembly for this run (pool {pool!r}); re-run the assembly stage")
+                        raise InputError(", ".join(map(str, sources)), f"{cond}/{seed}/{task.id}", f"no assembly for this run (pool {pool!r}); re-run the assembly stage")
                     try:
                         ts = toolset_from_assembly(a, canaries, scope=pool)
                     except KeyError as exc:
