@@ -153,7 +153,7 @@ def gather_runs(
 
 
 def _cell_counts(t: Mapping[str, Any], current: bool) -> dict[str, Any]:
-    part = {k: int(t.get(k) or 0) for k in _COUNTS}
+    part: dict[str, Any] = {k: int(t.get(k) or 0) for k in _COUNTS}
     part["cost_usd"] = float(t.get("cost_usd") or 0.0)
     if not current:  # nothing of this cell ran now: its finished runs were reused as they are
         part.update(executed=0, deduplicated=0, backend_calls=0, cached_calls=0, retries=0, cost_usd=0.0,
@@ -207,7 +207,14 @@ def judge_model(
     ``counts_out`` (``{judged, reused, skipped, ok, unparseable, error, model_calls}``)."""
     from .agents.secrets import config_secret_envs, register_secret_envs
     from .detect import load_records
-    from .judging import VerdictCache, judge_all, judge_inputs, judge_options, load_task_map, make_judge
+    from .judging import (
+        VerdictCache,
+        judge_all,
+        judge_inputs,
+        judge_options,
+        load_task_map,
+        make_judge,
+    )
     from .runs_table import verdict_failure_lines
 
     out = log if log is not None else sys.stderr
