@@ -385,7 +385,7 @@ def offline_plots_template(vl_version: str = "5.21") -> str:
     ``{scripts}`` placeholder is left out on purpose: DVC would fill it with CDN tags."""
     import vl_convert as vlc
 
-    bundle = vlc.javascript_bundle(None, vl_version=vl_version).replace("</script", "<\\/script")
+    bundle = vlc.javascript_bundle(vl_version=vl_version)  # type: ignore[call-arg]  # snippet defaults to None.replace("</script", "<\\/script")
     return (
         "<!DOCTYPE html>\n<html>\n<head>\n    {refresh_tag}\n    <meta charset=\"utf-8\">\n"
         "    <title>DVC Plot (offline)</title>\n"
