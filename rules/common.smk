@@ -92,6 +92,8 @@ wildcard_constraints:
     job=_alternatives(name for _, name in AGENT_JOBS),
 
 
+#: the DVC metrics: one file per (model, grid cell), the cell named by its role in the grid
+METRICS = [out(f"metrics/{s}/{cell}.json") for s in SLUGS.values() for cell in metric_cells(config)]
 JOB_INDEX = out("runs/jobs/{model}/{job}.parquet")
 JOB_SUMMARY = out("runs/jobs/{model}/{job}.json")
 
@@ -100,7 +102,7 @@ ALL_TARGETS = [
     out("stats.json"),
     out("judge/validation.json"),
     out("params.resolved.yaml"),
-    out("metrics"),
+    *METRICS,
     out("plots/vega-offline.html"),
     *[out(f"figures/{f}.{fmt}") for f in FIGURES for fmt in config["figures"]["formats"]],
 ]

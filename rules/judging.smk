@@ -131,17 +131,18 @@ rule judge_report:
 
 
 # The DVC metrics: <out>/metrics/<model>/<cell>.json (cell: a main-grid condition, or
-# `ablation`). The directory is rewritten whole: models and cells no longer in the study
-# leave nothing behind.
+# `ablation`). The script rewrites the directory whole: models and cells no longer in the
+# study leave nothing behind.
 rule metrics:
     input:
         runs=rules.runs_table.output.runs,
         code=code("metrics"),
     output:
-        directory(out("metrics")),
+        METRICS,
     params:
         cells=metric_cells(config),
         slugs=SLUGS,
+        directory=out("metrics"),
     log:
         out("logs/metrics.log"),
     script:

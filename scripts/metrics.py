@@ -5,7 +5,7 @@ from canarykit.workflow import run_script
 
 
 def main(smk):
-    write_metrics(smk.input.runs, smk.params.cells, smk.params.slugs, smk.output[0])
+    write_metrics(smk.input.runs, smk.params.cells, smk.params.slugs, smk.params.directory)
 
 
 run_script(snakemake, main)  # noqa: F821
