@@ -30,8 +30,9 @@ from typing import Any
 import yaml
 
 STAGES_FILE = "rules/stages.yaml"
-#: The Snakemake command every stage runs (quiet: no banner, no job table; errors still show).
-SMK = "snakemake --cores all --quiet all --allowed-rules"
+#: The Snakemake command every stage runs: quiet (no rule blocks, no progress, no job table:
+#: a few lines per stage), errors still shown (`--quiet all` would hide a configuration error).
+SMK = "snakemake --cores all --quiet rules progress host reason --allowed-rules"
 HEADER = """\
 # GENERATED from rules/stages.yaml and the rules' code by `make dvc-yaml`: do not edit.
 # DVC owns versioning, remotes, experiments and params/metrics/plots diffs; Snakemake owns the
