@@ -3,14 +3,12 @@ rule's code deps cover what its script really imports."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from canarykit.dvcyaml import code_closure, dvc_yaml, load_stages, rule_code, script_of
@@ -47,15 +45,40 @@ def test_code_deps_name_the_modules_the_issue_found_missing() -> None:
     assert not any("agents/" in f for f in rule_code("stats", SPEC, ROOT))
 
 
-@pytest.mark.parametrize("rule", RULES)
-def test_code_deps_cover_what_the_script_imports_when_it_runs(rule: str) -> None:
-    """Execute the script's imports in a fresh interpreter; every canarykit module loaded
-    must be in the rule's code deps (the static closure also follows lazy imports)."""
-    script = ROOT / script_of(rule, SPEC)
-    tree = ast.parse(script.read_text())
-    imports = "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
-    probe = imports + "\nimport json, sys\nprint(json.dumps(sorted(getattr(m, '__file__', None) or '' for n, m in sys.modules.items() if n.startswith('canarykit'))))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=ROOT, check=True).stdout
-    loaded = {str(Path(f).resolve().relative_to(ROOT)) for f in json.loads(out.splitlines()[-1]) if f}
-    deps = set(code_closure(script, ROOT))
-    assert loaded <= deps, sorted(loaded - deps)
+PROBE = r"""
+import ast, json, os, sys
+import numpy, polars, pandera.polars, yaml, jsonschema  # third-party, loaded once before forking
+out = {}
+for script in sys.argv[1:]:
+    tree = ast.parse(open(script).read())
+    code = "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a fresh child per script: only the canarykit modules it imports get loaded
+        os.close(r)
+        exec(code, {})
+        files = sorted(getattr(m, "__file__", None) or "" for n, m in sys.modules.items() if n.startswith("canarykit"))
+        os.write(w, json.dumps(files).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.waitpid(pid, 0)
+    out[script] = json.loads(data)
+print(json.dumps(out))
+"""
+
+
+def test_code_deps_cover_what_each_script_imports_when_it_runs() -> None:
+    """Execute each script's imports in a fresh (forked) interpreter; every canarykit module
+    loaded must be in the rule's code deps (the static closure also follows lazy imports)."""
+    scripts = {rule: str(ROOT / script_of(rule, SPEC)) for rule in RULES}
+    proc = subprocess.run([sys.executable, "-c", PROBE, *scripts.values()], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT, check=True)
+    loaded_by = json.loads(proc.stdout.splitlines()[-1])
+    for rule, script in scripts.items():
+        loaded = {str(Path(f).resolve().relative_to(ROOT)) for f in loaded_by[script] if f}
+        assert loaded, rule
+        deps = set(code_closure(script, ROOT))
+        assert loaded <= deps, (rule, sorted(loaded - deps))
