@@ -24,6 +24,7 @@ from canarykit.layout import (
     resource_name,
 )
 from canarykit.tasks import select_tasks
+from canarykit.types import POOLS as ALL_POOLS
 
 # Everything `canarykit validate-config` checks is checked here, when Snakemake (and so
 # `dvc repro`) parses the workflow: the schema and cross-key checks, the task suite that
@@ -86,7 +87,7 @@ def _alternatives(values):
 
 wildcard_constraints:
     model=_alternatives(SLUGS.values()),
-    pool=_alternatives(POOLS),
+    pool=_alternatives(ALL_POOLS),
     condition=_alternatives(c for cs in GRID.values() for c in cs),
     seed=r"\d+",
     job=_alternatives(name for _, name in AGENT_JOBS),
