@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run resume test test-slow check bench report clean-results
+.PHONY: install install-local run resume test test-slow check bench report clean-results dvc-yaml
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ install-local: $(BIN)/.installed-local
 run: install
 	$(BIN)/snakemake --cores $(CORES) --scheduler greedy
 
+# dvc.yaml is generated from rules/stages.yaml and the rules' code (tests/test_dvc_yaml.py checks it).
+dvc-yaml: install
+	$(BIN)/python -m canarykit.dvcyaml > dvc.yaml.new && mv dvc.yaml.new dvc.yaml
+
 # After a crash or a kill -9 of snakemake: drop its stale lock, then finish the study. Runs with
 # a finished record are reused, model calls already answered come from the response cache, and
 # runs still claimed by a live process are waited for, never executed twice. Pass your own
@@ -55,13 +59,15 @@ resume: install
 test: install
 	$(BIN)/python -m pytest
 
-# Slow tests: the embedded Gemma model and the end-to-end DVC study.
+# Slow tests: the embedded Gemma model, the end-to-end DVC study, the single-node SLURM cluster
+# (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root).
 test-slow: install-local
 	$(BIN)/python -m pytest -m slow
 
 check: install
 	$(BIN)/ruff check src tests scripts benchmarks
 	$(BIN)/mypy
+	$(BIN)/python -m canarykit.dvcyaml --check
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -34,7 +34,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-COPY = ["Snakefile", "rules", "scripts", "report", "src", "data", "dvc.yaml", ".dvcignore", ".gitignore", "params.yaml"]
+COPY = ["Snakefile", "rules", "scripts", "report", "src", "profiles", "data", "dvc.yaml", ".dvcignore", ".gitignore", "params.yaml"]
 
 
 def run(cwd: Path, *args: str) -> tuple[float, str]:

@@ -1,31 +1,51 @@
-# One coarse job runs the whole grid: inside it, a run is executed only when its identity
-# (what it sends: model and decoding, tool list, task, loop version) has no finished record,
-# so an invalidated input re-executes exactly the runs it changes (see README, "Reruns").
-# The retry gate keeps the rule out of date while the index records failed runs, so a plain
-# `snakemake` (or `dvc repro`) retries exactly those (README, "Failures").
+# One job per cell (model, pool, condition, seed) of a model; one job for the whole grid of a
+# reference agent (free, milliseconds per run: a job per cell would only add start-up). Inside it, a run is executed only when its
+# identity (what it sends: model and decoding, tool list, task, loop version) has no finished
+# record, so an invalidated input re-executes exactly the runs it changes (README, "Reruns");
+# runs of one identity in two cells are executed once (claims in the run store). The retry
+# gate keeps a cell out of date while its index records failed runs, so a plain `snakemake`
+# (or `dvc repro`) retries exactly those (README, "Failures").
 rule run_agents:
     input:
-        unpack(canary_pools),
-        unpack(assembly_tables),
+        unpack(job_inputs),
         tasks=config["study"]["tasks"],
         tools=rules.export_tools.output[0],
-        code=package_code("agents", "tools", "canaries", "records.py", "tasks.py", "upstream.py", "environments.py"),
-        retry=retry_gate("results/runs/index.parquet"),
+        code=code("run_agents"),
+        retry=retry_gate(JOB_INDEX),
     output:
-        index="results/runs/index.parquet",
-        summary="results/logs/run-summary.json",
+        index=JOB_INDEX,
+        summary=JOB_SUMMARY,
     params:
-        models=config["models"],
+        model=job_model,
+        pools=job_pools,
+        seeds=job_seeds,
         agent=config["agent"],
-        grid=GRID,
-        seeds=config["study"]["seeds"],
+        limit_tasks=config["study"]["limit_tasks"],
         store=RUN_STORE,
         environment=config["environment"],
+    threads: agent_threads
     resources:
-        llm_calls=1,
+        **AGENT_RESOURCES,
     log:
-        "results/logs/run_agents.log",
+        out("logs/run_agents/{model}/{job}.log"),
     benchmark:
-        "results/benchmarks/run_agents.tsv"
+        out("benchmarks/run_agents/{model}/{job}.tsv")
     script:
         "../scripts/run_agents.py"
+
+
+# The study's run index and run summary (results/logs/run-summary.json): every agent job's, joined.
+rule run_index:
+    input:
+        indexes=all_jobs(JOB_INDEX),
+        summaries=all_jobs(JOB_SUMMARY),
+        code=code("run_index"),
+    output:
+        index=out("runs/index.parquet"),
+        summary=out("logs/run-summary.json"),
+    params:
+        store=RUN_STORE,
+    log:
+        out("logs/run_index.log"),
+    script:
+        "../scripts/run_index.py"

@@ -1,12 +1,15 @@
 rule export_tools:
     input:
-        code=package_code("tools"),
+        code=code("export_tools"),
     output:
-        "results/tools.json",
+        out("tools.json"),
     params:
         environment=config["environment"],
     log:
-        "results/logs/export_tools.log",
+        out("logs/export_tools.log"),
+    resources:
+        mem_mb=500,
+        runtime=5,
     script:
         "../scripts/export_tools.py"
 
@@ -15,9 +18,9 @@ rule generate_canaries:
     input:
         tools=rules.export_tools.output[0],
         tasks=config["study"]["tasks"],
-        code=package_code("canaries", "tasks.py"),
+        code=code("generate_canaries"),
     output:
-        "results/canaries/{pool}.json",
+        out("canaries/{pool}.json"),
     params:
         fit=config["canaries"]["fit"],
         suffixes=pool_suffixes,
@@ -26,6 +29,9 @@ rule generate_canaries:
         generator=config["canaries"]["generator"],
         llm=config["canaries"]["llm"],
     log:
-        "results/logs/generate_canaries/{pool}.log",
+        out("logs/generate_canaries/{pool}.log"),
+    resources:
+        mem_mb=1000,
+        runtime=30,
     script:
         "../scripts/generate_canaries.py"

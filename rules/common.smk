@@ -1,13 +1,30 @@
-# Shared Python of the workflow: config validation, the grid, input functions.
+# Shared Python of the workflow: config validation, the study's layout and grid, input
+# functions, code dependencies and job resources.
 
-import json
+import os
+import re
+import uuid
 from pathlib import Path
 
+import yaml
+
+from canarykit.agents.calls import INVOCATION_ENV
 from canarykit.agents.secrets import export_secret_envs
 from canarykit.agents.store import ensure_retry_gate, retry_gate_path
 from canarykit.config import blame, check_study, read_yaml_config, run_grid, validate_params
+from canarykit.dvcyaml import STAGES_FILE, rule_code
 from canarykit.errors import CanaryKitError, ConfigError
-from canarykit.types import CANARY_TYPES, CONDITIONS
+from canarykit.layout import (
+    LLM_CALLS,
+    agent_job_resources,
+    agent_jobs,
+    judge_job_resources,
+    metric_cells,
+    model_slugs,
+    resource_name,
+)
+from canarykit.tasks import select_tasks
+from canarykit.types import POOLS as ALL_POOLS
 
 # Everything `canarykit validate-config` checks is checked here, when Snakemake (and so
 # `dvc repro`) parses the workflow: the schema and cross-key checks, the task suite that
@@ -16,7 +33,7 @@ from canarykit.types import CANARY_TYPES, CONDITIONS
 # must stop it before Snakemake deletes the canary pools that take the suite as input).
 try:
     _validated = validate_params(config, "params.yaml")
-    check_study(_validated, "params.yaml")
+    _TASKS = check_study(_validated, "params.yaml")
 except CanaryKitError as exc:
     if isinstance(exc, ConfigError):  # name the profile when the bad value came from one
         _files = ["params.yaml", *map(str, workflow.overwrite_configfiles or [])]
@@ -27,6 +44,10 @@ config.update(_validated)
 # Every api_key_env the configuration names: their values are scrubbed from every error text
 # of every script (they inherit the variable), not only the calling model's own key.
 export_secret_envs(config)
+# One id per invocation, inherited by every job it starts (cluster jobs included): the run
+# summary tells the cells this invocation ran from the others, and budgets hold over all jobs.
+if workflow.is_main_process or INVOCATION_ENV not in os.environ:
+    os.environ[INVOCATION_ENV] = uuid.uuid4().hex
 
 # A fresh clone after `dvc pull`: DVC checks outputs out in no particular mtime order, so
 # restore the pipeline order (only when DVC confirms every output matches dvc.lock).
@@ -35,55 +56,83 @@ if not Path(".snakemake/metadata").exists() and Path("dvc.lock").exists():
 
     align_mtimes_with_dvc_lock(".")
 
+#: rules/stages.yaml: the study's named outputs and the rules' scripts (dvc.yaml comes from it too)
+STAGES = yaml.safe_load((Path(workflow.basedir) / STAGES_FILE).read_text(encoding="utf-8"))
+TABLES = STAGES["outputs"]["tables"]
+FIGURE_DATA = STAGES["outputs"]["figure_data"]
+FIGURES = STAGES["outputs"]["figures"]
+
+#: every output of this study goes under OUT (study.output_dir); the run store and the caches
+#: are shared by all studies (content-addressed)
+OUT = os.path.normpath(config["study"]["output_dir"])
+RUN_STORE = "results/runs/store"
 #: pool -> conditions run against it (main grid plus the subtlety ablation)
 GRID = run_grid(config)
 POOLS = sorted(GRID)
-#: the run store: one record per run, content-addressed by run identity
-RUN_STORE = "results/runs/store"
-FIGURES = ["fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10"]
-#: the tidy data behind each figure (written by the stats rule; DVC plots point at them)
-FIGURE_DATA = ["fig2_csr", "fig4_csr_by_difficulty", "fig5_trap_rates", "fig6_profiles", "fig7_tsr_delta", "fig8_ablation", "fig9_recovery_outcome", "fig10_controls"]
-METRICS = [f"results/metrics/{c}-{p}.json" for p in POOLS for c in GRID[p]]
+SEEDS = [int(s) for s in config["study"]["seeds"]]
+MODELS = {m["name"]: m for m in config["models"]}
+SLUGS = model_slugs(config["models"])  # model name -> its slug in paths and wildcards
+MODEL_OF = {s: n for n, s in SLUGS.items()}
+#: one agent job per cell (model, pool, condition, seed) of a model; one per reference agent
+AGENT_JOBS = {(j.slug, j.name): j for j in agent_jobs(config["models"], GRID, SEEDS)}
+N_TASKS = len(select_tasks(_TASKS, config["study"]["limit_tasks"]))
+JUDGES = [role for role in ("primary", "cross") if config["judge"].get(role)]
+
+
+def out(path):
+    """``path`` under the study's output directory."""
+    return f"{OUT}/{path}"
+
+
+def _alternatives(values):
+    return "|".join(re.escape(str(v)) for v in sorted(set(values), key=len, reverse=True)) or "(?!)"
+
 
 wildcard_constraints:
-    pool="standard|subtle",
-    condition="baseline|declared|full|control|mirrored",
-    fig="fig[0-9]+",
-    fmt="svg|png|html",
+    model=_alternatives(SLUGS.values()),
+    pool=_alternatives(ALL_POOLS),
+    condition=_alternatives(c for cs in GRID.values() for c in cs),
+    seed=r"\d+",
+    job=_alternatives(name for _, name in AGENT_JOBS),
+
+
+#: the DVC metrics: one file per (model, grid cell), the cell named by its role in the grid
+METRICS = [out(f"metrics/{s}/{cell}.json") for s in SLUGS.values() for cell in metric_cells(config)]
+JOB_INDEX = out("runs/jobs/{model}/{job}.parquet")
+JOB_SUMMARY = out("runs/jobs/{model}/{job}.json")
 
 ALL_TARGETS = [
-    "results/table1.csv",
-    "results/table2.csv",
-    "results/table3.csv",
-    "results/table_controls.csv",
-    "results/stats.json",
-    "results/judge/validation.json",
-    "results/params.resolved.yaml",
+    *[out(f"{t}.csv") for t in TABLES],
+    out("stats.json"),
+    out("judge/validation.json"),
+    out("params.resolved.yaml"),
     *METRICS,
-    *[f"results/figures/{f}.{fmt}" for f in FIGURES for fmt in config["figures"]["formats"]],
+    out("plots/vega-offline.html"),
+    *[out(f"figures/{f}.{fmt}") for f in FIGURES for fmt in config["figures"]["formats"]],
 ]
 
 
-def package_code(*parts):
-    """The library's source files behind a rule, as inputs: editing them re-runs the rule
-    (inside the run rule, only runs whose identity changed re-execute)."""
-    files = []
-    for part in parts:
-        path = Path(workflow.basedir) / "src" / "canarykit" / part
-        files += sorted(str(p) for p in path.rglob("*.py")) if path.is_dir() else [str(path)]
-    return files
+# ---------------------------------------------------------------------------- code
 
+def code(rule):
+    """A rule's code inputs: its script and every canarykit module the script imports,
+    transitively (canarykit.dvcyaml.code_closure; dvc.yaml lists the same files). Editing
+    one re-runs the rule; inside the run rule only runs whose identity changed re-execute."""
+    return rule_code(rule, STAGES, workflow.basedir)[1:]
+
+
+# ---------------------------------------------------------------------------- input functions
 
 def retry_gate(index):
     """Input function of a run rule whose run index is ``index`` (a pattern: wildcards allowed).
 
     Returns the index's retry gate, a small file in the run store (created, dated to the
     epoch, when missing). When the rule's last run left failed runs in the index, the gate was
-    marked after the index was written (by the run script, and again by the judging script
-    that reads the index): it is newer than the index, so the rule is out of date and a plain
+    marked after the index was written (by the run script, and again by every job that reads
+    the index): it is newer than the index, so the rule is out of date and a plain
     `snakemake` re-executes exactly the failed runs; for `dvc repro` the marked gate is a
     change of the run stage's store. Any run rule takes it as an input:
-    ``retry=retry_gate("results/runs/index/{model}.parquet")``.
+    ``retry=retry_gate(JOB_INDEX)``.
     """
 
     def gate(wildcards):
@@ -104,9 +153,86 @@ def pool_conditions(wildcards):
     return GRID.get(wildcards.pool, [])
 
 
-def canary_pools(wildcards):
-    return {f"canaries_{p}": f"results/canaries/{p}.json" for p in POOLS}
+def job_model(wildcards):
+    return MODELS[MODEL_OF[wildcards.model]]
 
 
-def assembly_tables(wildcards):
-    return {f"assembly_{p}": f"results/assembly/{p}.parquet" for p in POOLS}
+def job_pools(wildcards):
+    """Pool -> conditions of an agent job's cells."""
+    return AGENT_JOBS[(wildcards.model, wildcards.job)].pools()
+
+
+def job_seeds(wildcards):
+    return AGENT_JOBS[(wildcards.model, wildcards.job)].seeds()
+
+
+def job_inputs(wildcards):
+    """An agent job's canary pools and assemblies: ``canaries_<pool>``, ``assembly_<pool>``."""
+    job = AGENT_JOBS[(wildcards.model, wildcards.job)]
+    inputs = {}
+    for pool in job.pools():
+        inputs[f"canaries_{pool}"] = out(f"canaries/{pool}.json")
+        inputs[f"assembly_{pool}"] = [out(f"assembly/{pool}/seed-{seed}.parquet") for seed in job.seeds()]
+    return inputs
+
+
+def model_job_indexes(wildcards):
+    """The run indexes of one model's agent jobs."""
+    return [JOB_INDEX.format(model=s, job=name) for s, name in AGENT_JOBS if s == wildcards.model]
+
+
+def all_jobs(pattern):
+    return [pattern.format(model=s, job=name) for s, name in AGENT_JOBS]
+
+
+def per_model(pattern):
+    return [pattern.format(model=s) for s in SLUGS.values()]
+
+
+# ---------------------------------------------------------------------------- resources
+# Concurrency against rate-limited services is a declared resource. The configured limits are
+# registered as global resources unless given on the command line (`--resources llm_openai=8`
+# wins), so they hold over every job at once, on one machine or a cluster:
+#   llm_calls        agent.concurrency: agent runs in flight over all agent jobs
+#   llm_<provider>   agent.provider_concurrency.<provider>, or judge.concurrency for a judge's provider
+# A job holds as many units as it keeps calls in flight; Snakemake lowers a job's share to the
+# global value when that is smaller, and the job runs with what it was granted.
+
+def _register(name, value):
+    if name not in workflow.global_resources:
+        workflow.register_resource(name, int(value))
+
+
+_register(LLM_CALLS, config["agent"]["concurrency"])
+for _p, _n in (config["agent"].get("provider_concurrency") or {}).items():
+    _register(resource_name(_p), _n)
+_JUDGE_RES = {role: judge_job_resources(config["judge"].get(role), config["judge"]) for role in JUDGES}
+for _r in _JUDGE_RES.values():
+    if _r["provider"]:
+        _register(_r["provider"], _r["slots"])
+_AGENT_RES = {key: agent_job_resources(MODELS[j.model], config["agent"], N_TASKS * len(j.cells)) for key, j in AGENT_JOBS.items()}
+#: every provider resource any agent job holds (0 for the others)
+_AGENT_RESOURCE_NAMES = sorted({k for r in _AGENT_RES.values() for k in r if k.startswith("llm_") and k != LLM_CALLS})
+
+
+def _agent_resource(name):
+    def value(wildcards):
+        return _AGENT_RES[(wildcards.model, wildcards.job)].get(name, 0)
+
+    value.__name__ = f"agent_{name}"
+    return value
+
+
+def agent_threads(wildcards):
+    return _AGENT_RES[(wildcards.model, wildcards.job)]["_threads"]
+
+
+AGENT_RESOURCES = {name: _agent_resource(name) for name in [LLM_CALLS, *_AGENT_RESOURCE_NAMES, "gpu", "mem_mb", "runtime"]}
+
+
+def judge_resources(role):
+    r = _JUDGE_RES.get(role) or {"provider": "", "slots": 0}
+    res = {"mem_mb": 1500, "runtime": 60 if r["provider"] else 15}
+    if r["provider"]:
+        res[r["provider"]] = r["slots"]
+    return res

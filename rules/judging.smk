@@ -1,32 +1,149 @@
-# Trap detection and judging read the run records; verdicts are cached by identity, so a
-# rerun judges only runs whose inputs changed. LLM judges use the same model layer as the
-# agents (the retry policy's delays come from agent.retries).
-rule detect_and_judge:
+# Per model: trap detection, primary judging and cross-judging are separate jobs (an LLM judge
+# is a provider of its own: scheduled, limited and re-run on its own, e.g.
+# `snakemake --forcerun judge_cross`). Verdicts are cached by content, so a rerun judges only
+# runs whose inputs changed. LLM judges use the same model layer as the agents.
+rule detect:
     input:
-        index=rules.run_agents.output.index,
+        indexes=model_job_indexes,
+        code=code("detect"),
+    output:
+        metrics=out("detect/{model}.parquet"),
+        calls=out("detect/{model}.calls.parquet"),
+    params:
+        store=RUN_STORE,
+    resources:
+        mem_mb=1500,
+        runtime=15,
+    log:
+        out("logs/detect/{model}.log"),
+    script:
+        "../scripts/detect.py"
+
+
+rule judge_primary:
+    input:
+        indexes=model_job_indexes,
         tasks=config["study"]["tasks"],
         template=config["judge"]["template"],
-        code=package_code(
-            "detect.py", "judging", "runs_table.py", "tasks.py", "records.py",
-            # the model layer LLM judges call through
-            "agents/backends.py", "agents/cache.py", "agents/calls.py", "agents/protocol.py", "agents/secrets.py",
-        ),
+        code=code("judge_primary"),
     output:
-        runs="results/runs.parquet",
-        calls="results/judge/calls.parquet",
-        primary="results/judge/verdicts/primary.parquet",
-        cross="results/judge/verdicts/cross.parquet",
-        counts="results/judge/verdicts/counts.json",
-        validation="results/judge/validation.json",
-        metrics=METRICS,
+        verdicts=out("judge/primary/{model}.parquet"),
+        counts=out("judge/primary/{model}.json"),
+    params:
+        role="primary",
+        judge=config["judge"],
+        models=config["models"],
+        retries=config["agent"]["retries"],
+        store=RUN_STORE,
+        resource=_JUDGE_RES.get("primary", {}).get("provider"),
+    resources:
+        **judge_resources("primary"),
+    log:
+        out("logs/judge_primary/{model}.log"),
+    benchmark:
+        out("benchmarks/judge_primary/{model}.tsv")
+    script:
+        "../scripts/judge.py"
+
+
+rule judge_cross:
+    input:
+        indexes=model_job_indexes,
+        tasks=config["study"]["tasks"],
+        template=config["judge"]["template"],
+        code=code("judge_cross"),
+    output:
+        verdicts=out("judge/cross/{model}.parquet"),
+        counts=out("judge/cross/{model}.json"),
+    params:
+        role="cross",
+        judge=config["judge"],
+        models=config["models"],
+        retries=config["agent"]["retries"],
+        store=RUN_STORE,
+        resource=_JUDGE_RES.get("cross", {}).get("provider"),
+    resources:
+        **judge_resources("cross"),
+    log:
+        out("logs/judge_cross/{model}.log"),
+    benchmark:
+        out("benchmarks/judge_cross/{model}.tsv")
+    script:
+        "../scripts/judge.py"
+
+
+def cross_verdicts(wildcards):
+    return {"cross": per_model(rules.judge_cross.output.verdicts)} if "cross" in JUDGES else {}
+
+
+def cross_counts(wildcards):
+    return {"cross_counts": per_model(rules.judge_cross.output.counts)} if "cross" in JUDGES else {}
+
+
+# The per-run table: the index, the detector's per-run metrics and both judges' verdicts.
+rule runs_table:
+    input:
+        unpack(cross_verdicts),
+        index=rules.run_index.output.index,
+        metrics=per_model(rules.detect.output.metrics),
+        calls=per_model(rules.detect.output.calls),
+        primary=per_model(rules.judge_primary.output.verdicts),
+        code=code("runs_table"),
+    output:
+        runs=out("runs.parquet"),
+        calls=out("judge/calls.parquet"),
+        primary=out("judge/verdicts/primary.parquet"),
+        cross=[out("judge/verdicts/cross.parquet")] if "cross" in JUDGES else [],
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    log:
+        out("logs/runs_table.log"),
+    script:
+        "../scripts/runs_table.py"
+
+
+# The judges' validation: oracle check, cross-judge agreement, the primary judge's stability
+# re-grading (its own model calls), the human sheet; and the judging counts.
+rule judge_report:
+    input:
+        unpack(cross_counts),
+        runs=rules.runs_table.output.runs,
+        primary=rules.runs_table.output.primary,
+        index=rules.run_index.output.index,
+        primary_counts=per_model(rules.judge_primary.output.counts),
+        tasks=config["study"]["tasks"],
+        code=code("judge_report"),
+    output:
+        validation=out("judge/validation.json"),
+        counts=out("judge/verdicts/counts.json"),
     params:
         judge=config["judge"],
         models=config["models"],
         retries=config["agent"]["retries"],
         store=RUN_STORE,
+    resources:
+        **judge_resources("primary"),
     log:
-        "results/logs/detect_and_judge.log",
-    benchmark:
-        "results/benchmarks/detect_and_judge.tsv"
+        out("logs/judge_report.log"),
     script:
-        "../scripts/detect_and_judge.py"
+        "../scripts/judge_report.py"
+
+
+# The DVC metrics: <out>/metrics/<model>/<cell>.json (cell: a main-grid condition, or
+# `ablation`). The script rewrites the directory whole: models and cells no longer in the
+# study leave nothing behind.
+rule metrics:
+    input:
+        runs=rules.runs_table.output.runs,
+        code=code("metrics"),
+    output:
+        METRICS,
+    params:
+        cells=metric_cells(config),
+        slugs=SLUGS,
+        directory=out("metrics"),
+    log:
+        out("logs/metrics.log"),
+    script:
+        "../scripts/metrics.py"

@@ -1,57 +1,72 @@
+def reported(path, category, name):
+    """``path`` wrapped for the Snakemake report, with report/<name>.rst as caption when it exists."""
+    caption = Path(workflow.basedir) / "report" / f"{name}.rst"
+    return report(path, category=category, caption=f"../report/{name}.rst") if caption.exists() else report(path, category=category)
+
+
+# Every statistic, the tables (rules/stages.yaml `outputs.tables`) and the figure data.
 rule stats:
     input:
-        runs="results/runs.parquet",
-        code=package_code("stats"),
+        runs=rules.runs_table.output.runs,
+        code=code("stats"),
     output:
-        table1=report("results/table1.csv", category="Tables", caption="../report/table1.rst"),
-        table2=report("results/table2.csv", category="Tables", caption="../report/table2.rst"),
-        table3=report("results/table3.csv", category="Tables", caption="../report/table3.rst"),
-        stability=report("results/table_stability.csv", category="Tables", caption="../report/table_stability.rst"),
-        controls=report("results/table_controls.csv", category="Tables", caption="../report/table_controls.rst"),
-        markdown=expand("results/{name}.md", name=["table1", "table2", "table3", "table_stability", "table_controls"]),
-        stats=report("results/stats.json", category="Tests and intervals", caption="../report/stats.rst"),
-        figure_data=expand("results/{name}.csv", name=FIGURE_DATA),
+        **{t: reported(out(f"{t}.csv"), "Tables", t) for t in TABLES},
+        markdown=[out(f"{t}.md") for t in TABLES],
+        stats=report(out("stats.json"), category="Tests and intervals", caption="../report/stats.rst"),
+        figure_data=[out(f"{name}.csv") for name in FIGURE_DATA],
     params:
         stats=config["stats"],
         primary_pool=config["canaries"]["pool"],
         ablation_condition=config["ablation"]["condition"],
+    resources:
+        mem_mb=3000,
+        runtime=30,
     log:
-        "results/logs/stats.log",
+        out("logs/stats.log"),
     benchmark:
-        "results/benchmarks/stats.tsv"
+        out("benchmarks/stats.tsv")
     script:
         "../scripts/stats.py"
 
 
 rule figures:
     input:
-        stats="results/stats.json",
-        code=package_code("figures.py", "stats"),
+        stats=rules.stats.output.stats,
+        code=code("figures"),
     output:
-        [
-            report(
-                f"results/figures/{fig}.{fmt}",
-                category="Figures",
-                caption=f"../report/{fig}.rst",
-            )
-            for fig in FIGURES
-            for fmt in config["figures"]["formats"]
-        ],
+        [reported(out(f"figures/{fig}.{fmt}"), "Figures", fig) for fig in FIGURES for fmt in config["figures"]["formats"]],
     params:
         formats=config["figures"]["formats"],
+    resources:
+        mem_mb=2000,
+        runtime=15,
     log:
-        "results/logs/figures.log",
+        out("logs/figures.log"),
     script:
         "../scripts/figures.py"
 
 
+# The page template `dvc plots show/diff --html-template` renders into: Vega inlined, no CDN.
+rule plots_template:
+    input:
+        code=code("plots_template"),
+    output:
+        out("plots/vega-offline.html"),
+    log:
+        out("logs/plots_template.log"),
+    script:
+        "../scripts/plots_template.py"
+
+
 # The parameters of the study as run (params.yaml with every default filled in), for the report.
 rule study_parameters:
+    input:
+        code=code("study_parameters"),
     output:
-        report("results/params.resolved.yaml", category="Configuration", caption="../report/params.rst"),
+        report(out("params.resolved.yaml"), category="Configuration", caption="../report/params.rst"),
     params:
         config=config,
     log:
-        "results/logs/study_parameters.log",
+        out("logs/study_parameters.log"),
     script:
         "../scripts/study_parameters.py"

@@ -1,37 +1,36 @@
-"""Run every agent over the grid; reuse each run whose identity already has a finished record."""
+"""Run one agent job (one model's cell, or a reference agent's whole grid); reuse every run
+whose identity already has a finished record."""
 
-from pathlib import Path
-
-from canarykit.agents.runner import exit_with_parent, run_grid
+from canarykit.agents.runner import exit_with_parent
+from canarykit.environments import tools_of
+from canarykit.jsonio import read_json_input
+from canarykit.layout import LLM_CALLS
+from canarykit.pipeline import run_job
+from canarykit.tasks import load_tasks, select_tasks
 from canarykit.workflow import run_script
 
 
 def main(smk):
     exit_with_parent()  # a killed snakemake must not leave this job spending on model calls
-    # Both directories are DVC outputs that persist between reproductions: they must exist
-    # even when no model response is cached (reference agents).
-    Path(smk.params.agent["cache_dir"]).mkdir(parents=True, exist_ok=True)
-    Path(smk.params.store).mkdir(parents=True, exist_ok=True)
+    agent = dict(smk.params.agent)
+    agent["workers"] = smk.threads  # the processes Snakemake gave this job
+    tools = tools_of(read_json_input(smk.input.tools, "tools file"), smk.input.tools)
+    # checked against the environment's tools (an MCP environment's, or the built-in ones)
+    tasks = select_tasks(load_tasks(smk.input.tasks, tools=tools), smk.params.limit_tasks)
+    w = smk.wildcards
     pools = {
-        pool: {
-            "canaries": smk.input[f"canaries_{pool}"],
-            "assembly": smk.input[f"assembly_{pool}"],
-            "conditions": conditions,
-        }
-        for pool, conditions in smk.params.grid.items()
+        pool: {"canaries": smk.input[f"canaries_{pool}"], "assembly": list(smk.input[f"assembly_{pool}"]), "conditions": conds}
+        for pool, conds in smk.params.pools.items()
     }
-    run_grid(
-        smk.params.models,
-        smk.input.tasks,
-        pools,
-        smk.params.seeds,
-        smk.params.agent,
-        smk.params.store,
-        smk.output.index,
-        smk.output.summary,
+    run_job(
+        smk.params.model, tasks, smk.input.tasks, pools, smk.params.seeds, agent, smk.params.store,
+        smk.output.index, smk.output.summary,
         retry_gate=smk.input.retry,
         environment=smk.params.environment,
         tools_path=smk.input.tools,
+        # the runs in flight Snakemake granted (lowered to --resources when that is smaller)
+        concurrency=smk.resources.get(LLM_CALLS) or None,
+        job=f"run_agents-{w.model}-{w.job}",
     )
 
 

@@ -15,10 +15,34 @@ def repo(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path / "repo", per_difficulty=2, models=("oracle",))
 
 
-def test_whole_dag_is_declared(repo: Path) -> None:
+def test_whole_dag_is_declared_one_rule_per_stage(repo: Path) -> None:
+    set_param(repo, ["models"], [
+        {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"},
+        {"name": "gw/one", "backend": "litellm", "model": "openai/x", "api_base": "http://127.0.0.1:9/v1", "group": "hosted"},
+    ])
     out = run(repo, "snakemake", "-n", "results/table1.csv", "--quiet", "rules").stdout
-    for rule in ("export_tools", "generate_canaries", "assemble", "run_agents", "detect_and_judge", "stats"):
-        assert rule in out
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].isdigit()}
+    # one agent job per (model, pool, condition, seed) cell of a model: 1 seed x (3 conditions + ablation);
+    # a reference agent's whole grid is one job
+    assert counts["run_agents"] == 4 + 1
+    # detection, primary judging and cross-judging are separate jobs, one per model
+    assert counts["detect"] == counts["judge_primary"] == counts["judge_cross"] == 2
+    for rule in ("export_tools", "generate_canaries", "assemble", "run_index", "runs_table", "stats"):
+        assert counts[rule] >= 1
+    assert "detect_and_judge" not in out
+    model_jobs = run(repo, "snakemake", "-n", "results/runs/index.parquet").stdout
+    assert "results/runs/jobs/gw_one/standard-declared-0.parquet" in model_jobs
+    assert "results/runs/jobs/gw_one/subtle-declared-0.parquet" in model_jobs
+    assert "results/runs/jobs/oracle/all.parquet" in model_jobs
+
+
+def test_a_study_lives_under_its_output_dir(repo: Path) -> None:
+    (repo / "alt.yaml").write_text("study: {output_dir: results/alt, limit_tasks: 2}\n")
+    # the target before --configfile (which takes several files and would swallow it)
+    out = run(repo, "snakemake", "-n", "results/alt/table1.csv", "--configfile", "alt.yaml").stdout
+    assert "results/alt/table1.csv" in out and "results/alt/runs/jobs/oracle/all.parquet" in out
+    assert "results/alt/assembly/standard/seed-0.parquet" in out
+    assert "results/table1.csv" not in out.replace("results/alt/", "")
 
 
 def test_invalid_params_stop_before_anything_runs(repo: Path) -> None:
@@ -52,6 +76,13 @@ def test_full_small_study_runs_and_oracle_is_perfect(repo: Path) -> None:
     assert oracle["model"] == "oracle" and float(oracle["csr"]) == 0.0 and float(oracle["tsr"]) == 1.0
     for fig in ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"):
         assert (repo / f"results/figures/{fig}.svg").stat().st_size > 1000
+    # DVC metrics: one file per (model, grid cell), the ablation cell named by its role
+    assert sorted(p.name for p in (repo / "results/metrics/oracle").iterdir()) == [
+        "ablation.json", "baseline.json", "declared.json", "full.json"]
+    assert set(json.loads((repo / "results/metrics/oracle/declared.json").read_text())) == {"csr", "tsr", "recovery", "runs"}
+    # dvc plots render offline: the template inlines Vega (no CDN)
+    page = (repo / "results/plots/vega-offline.html").read_text()
+    assert "{plot_divs}" in page and "cdn.jsdelivr" not in page and "vegaEmbed" in page
     # A second invocation has nothing to do.
     again = run(repo, "snakemake", "--cores", "2", "-n").stdout
     assert "Nothing to be done" in again

@@ -418,3 +418,20 @@ def make_figures(
     for name, chart in build_charts(result).items():
         written += render(chart, out / name, formats)
     return written
+
+
+def offline_plots_template(vl_version: str = "5.21") -> str:
+    """An HTML template for ``dvc plots show/diff --html-template``: DVC's page with Vega,
+    Vega-Lite (``vl_version``; DVC's plot templates are Vega-Lite 5) and vega-embed inlined
+    from vl-convert's bundle instead of loaded from a CDN, so the page renders offline. The
+    ``{scripts}`` placeholder is left out on purpose: DVC would fill it with CDN tags."""
+    import vl_convert as vlc
+
+    bundle = vlc.javascript_bundle(vl_version=vl_version)  # type: ignore[call-arg]  # snippet defaults to None.replace("</script", "<\\/script")
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n    {refresh_tag}\n    <meta charset=\"utf-8\">\n"
+        "    <title>DVC Plot (offline)</title>\n"
+        f"    <script>\n{bundle}\n</script>\n"
+        "    <style>\n        table {\n            border-spacing: 15px;\n        }\n    </style>\n"
+        "</head>\n<body>\n    {plot_divs}\n</body>\n</html>\n"
+    )

@@ -293,17 +293,12 @@ def detect_and_judge(
     from .judging import (
         VerdictCache,
         check_judge_independence,
-        cross_judge_report,
-        human_validation,
         judge_all,
         judge_inputs,
         judge_options,
         load_task_map,
         make_judge,
-        read_human_sheet,
-        stability,
     )
-    from .judging._base import Verdict
 
     primary_cfg = judge_cfg.get("primary") or {"kind": "rubric"}
     cross_cfg = judge_cfg.get("cross")
@@ -349,9 +344,6 @@ def detect_and_judge(
 
     calls, metrics = detect(records)
     runs = assemble_runs_table(index_df, records, primary_df, cross_df, str(runs_out), metrics)
-    oracle = oracle_check(runs, models, inputs, primary_cfg, cross_cfg, primary_df, cross_df)
-    for line in oracle_lines(oracle):
-        print(line, file=out)
     Path(runs_out).parent.mkdir(parents=True, exist_ok=True)
     runs.write_parquet(Path(runs_out))
     if calls_out is not None:
@@ -359,43 +351,105 @@ def detect_and_judge(
         validate(calls, CallsTable, str(calls_out)).write_parquet(Path(calls_out))
     if metrics_out is not None:
         write_json(metrics_out, metrics_json(runs))
+    by_id = {i.run_id: i for i in inputs}
+    report = validation_report(
+        runs, primary_df, cross_df, lambda ids: [by_id[r] for r in sorted(ids) if r in by_id],
+        judge_cfg, models, options, judge_stats, cache, counts,
+        human_sheet if human_sheet is not None else judge_cfg.get("human_sheet"),
+        source=source, judges={"primary": primary_judge, "cross": cross_judge}, log=out,
+    )
+    write_json(out_dir / "counts.json", counts)
+    write_json(validation_out, report)
+    return report
+
+
+def stability_sample(runs: pl.DataFrame, sample: int, seed: int) -> set[str]:
+    """Run ids of the stability re-grading's sample: exactly those :func:`~canarykit.judging.stability`
+    draws from the judge inputs of every non-error run of ``runs`` (same order, same seed),
+    so a caller loads only these records."""
+    import random
+
+    eligible = sorted(runs.filter(~pl.col("error"))["run_id"].to_list())
+    return set(random.Random(seed).sample(eligible, min(sample, len(eligible))))
+
+
+def validation_report(
+    runs: pl.DataFrame,
+    primary_df: pl.DataFrame,
+    cross_df: pl.DataFrame | None,
+    inputs_for: Callable[[set[str]], list[Any]],
+    judge_cfg: Mapping[str, Any],
+    models: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any],
+    judge_stats: Mapping[str, CallStats],
+    cache: Any,
+    counts: dict[str, Any],
+    human_sheet: str | os.PathLike[str] | None,
+    *,
+    source: str = "params.yaml",
+    judges: Mapping[str, Any] | None = None,
+    log: Any = None,
+) -> dict[str, Any]:
+    """``validation.json``: the oracle check, cross-judge agreement, the primary judge's
+    stability re-grading and the human-sheet comparison, from the per-run table and both
+    verdict tables. ``inputs_for(run_ids)`` returns the judge inputs of those runs (only the
+    oracle runs, when no judge is the rubric, and the stability sample are asked for).
+    Adds ``model_calls`` (per role: requests, cached, retries, cost) to ``counts``."""
+    from .judging import (
+        cross_judge_report,
+        human_validation,
+        make_judge,
+        read_human_sheet,
+        stability,
+    )
+    from .judging._base import Verdict
+
+    out = log if log is not None else sys.stderr
+    primary_cfg = judge_cfg.get("primary") or {"kind": "rubric"}
+    cross_cfg = judge_cfg.get("cross")
+    needs_inputs = primary_cfg.get("kind") != "rubric" and not (cross_cfg and cross_cfg.get("kind") == "rubric")
+    oracle_ids = set(runs.filter(pl.col("model").is_in(oracle_names(models)))["run_id"].to_list()) if needs_inputs else set()
+    oracle = oracle_check(runs, models, inputs_for(oracle_ids) if oracle_ids else [], primary_cfg, cross_cfg, primary_df, cross_df)
+    for line in oracle_lines(oracle):
+        print(line, file=out)
 
     stab_cfg = judge_cfg.get("stability") or {}
-    base = {
-        row["run_id"]: Verdict(
-            row["success"], row["reason"] or "", row["status"], row["attempts"] or 0
-        )
-        for row in primary_df.filter(pl.col("status") != "skipped").iter_rows(named=True)
-    }
     stab = None
-    if int(stab_cfg.get("sample", 300)) > 0:
+    n_sample = int(stab_cfg.get("sample", 300))
+    if n_sample > 0:
+        base = {
+            row["run_id"]: Verdict(row["success"], row["reason"] or "", row["status"], row["attempts"] or 0)
+            for row in primary_df.filter(pl.col("status") != "skipped").iter_rows(named=True)
+        }
+        seed = int(stab_cfg.get("seed", 0))
+        chosen = inputs_for(stability_sample(runs, n_sample, seed))
         stab = stability(
             lambda t: make_judge(
-                dict(primary_cfg),
-                source=source,
-                key="judge.primary",
+                dict(primary_cfg), source=source, key="judge.primary",
                 **{**options, "temperature": t, "stats": judge_stats["stability"]},
             ),
-            inputs,
-            sample=int(stab_cfg.get("sample", 300)),
+            chosen,
+            sample=n_sample,
             repeats=int(stab_cfg.get("repeats", 3)),
             temperature=float(stab_cfg.get("temperature", 0.7)),
-            seed=int(stab_cfg.get("seed", 0)),
+            seed=seed,
             base_verdicts=base,
             cache=cache,
         )
     human = None
-    sheet = human_sheet if human_sheet is not None else judge_cfg.get("human_sheet")
-    if sheet:
+    if human_sheet:
         judged = {"primary": dict(zip(runs["run_id"], runs["success"], strict=True))}
         if cross_df is not None:
             judged["cross"] = dict(zip(runs["run_id"], runs["success_cross"], strict=True))
-        human = human_validation(read_human_sheet(Path(sheet)), judged, str(sheet))
+        human = human_validation(read_human_sheet(Path(human_sheet)), judged, str(human_sheet))
+    identities = {role: (None if j is None else j.identity()) for role, j in (judges or {}).items()}
+    if not judges:
+        identities = {
+            "primary": make_judge(dict(primary_cfg), source=source, key="judge.primary", **options).identity(),
+            "cross": None if not cross_cfg else make_judge(dict(cross_cfg), source=source, key="judge.cross", **options).identity(),
+        }
     report = {
-        "judges": {
-            "primary": primary_judge.identity(),
-            "cross": None if cross_judge is None else cross_judge.identity(),
-        },
+        "judges": identities,
         "counts": counts,
         "cross": cross_judge_report(runs, **(judge_cfg.get("agreement") or {})) if cross_df is not None else None,
         "stability": stab,
@@ -406,12 +460,13 @@ def detect_and_judge(
         "truncated_runs": int(runs["truncated"].sum()),
         "oracle_check": oracle,
     }
-    counts["model_calls"] = {
-        role: {"requests": s.backend_calls, "cached": s.cached_calls, "retries": s.retries, "cost_usd": round(s.cost_usd, 8)}
-        for role, s in judge_stats.items()
-    }
-    write_json(out_dir / "counts.json", counts)
-    write_json(validation_out, report)
+    model_calls = counts.setdefault("model_calls", {})
+    for role, st in judge_stats.items():
+        prev = model_calls.get(role) or {"requests": 0, "cached": 0, "retries": 0, "cost_usd": 0.0}
+        model_calls[role] = {
+            "requests": prev["requests"] + st.backend_calls, "cached": prev["cached"] + st.cached_calls,
+            "retries": prev["retries"] + st.retries, "cost_usd": round(prev["cost_usd"] + st.cost_usd, 8),
+        }
     return report
 
 

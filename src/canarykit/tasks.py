@@ -37,7 +37,7 @@ from .types import CANARY_TYPES, ToolResult
 
 __all__ = [
     "ANY_TOOLS", "Fact", "PlanStep", "RubricResult", "Task", "check_rubric", "compose_answer", "execute_plan",
-    "extract_numbers", "load_tasks", "parse_tasks", "task_hash", "tasks_table",
+    "extract_numbers", "load_tasks", "parse_tasks", "select_tasks", "task_hash", "tasks_table",
 ]
 
 TASK_FILE_VERSION = "1"
@@ -234,6 +234,24 @@ def load_tasks(path: str | Path, tools: Sequence[Mapping[str, Any]] | str | None
     ``tools``: see :func:`parse_tasks` (default: the built-in tools)."""
     p = Path(path)
     return parse_tasks(read_json_input(p, "task file"), p, tools)
+
+
+def select_tasks(tasks: Sequence[Task], limit: int | None) -> list[Task]:
+    """The tasks a study runs: all of them (``limit`` None), else the first ``limit`` taken in
+    turn from each difficulty (in the order difficulties first appear, each in suite order), so
+    a smoke study (``study.limit_tasks``) keeps every difficulty. Returned in suite order."""
+    if limit is None or limit >= len(tasks):
+        return list(tasks)
+    by: dict[str, list[int]] = {}
+    for i, t in enumerate(tasks):
+        by.setdefault(t.difficulty, []).append(i)
+    chosen: list[int] = []
+    queues = [list(v) for v in by.values()]
+    while len(chosen) < limit:
+        for q in queues:
+            if q and len(chosen) < limit:
+                chosen.append(q.pop(0))
+    return [tasks[i] for i in sorted(chosen)]
 
 
 def tasks_table(tasks: Sequence[Task], source: str | Path = "tasks") -> pl.DataFrame:

@@ -87,3 +87,4 @@ def align_mtimes_with_dvc_lock(root: str | Path = ".") -> bool:
             for p in paths:
                 os.utime(p, (stamp, stamp))
     return True
+

@@ -14,7 +14,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-COPY = ["Snakefile", "rules", "scripts", "report", "src", "dvc.yaml", ".dvcignore", ".gitignore", "data/prompts"]
+COPY = ["Snakefile", "rules", "scripts", "report", "src", "profiles", "dvc.yaml", ".dvcignore", ".gitignore", "data/prompts"]
 
 
 def env() -> dict[str, str]:

@@ -19,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import os
 import random
 import threading
 import time
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .cache import ResponseCache, response_key
@@ -80,24 +82,85 @@ class CallStats:
     cost_usd: float = 0.0
 
 
+INVOCATION_ENV = "CANARYKIT_INVOCATION"
+
+
+class SpendLedger:
+    """What the other jobs of one invocation have spent, so that a budget holds across jobs.
+
+    The workflow runs the grid as many jobs (one per cell, on one machine or a cluster); a
+    budget is the *invocation's*. Each job keeps its spend in its own small file,
+    ``root/<invocation>/<job>.json`` (atomic rename, so no lock is needed: one writer per
+    file), and reads the others' at most every ``refresh_s`` seconds. The invocation id comes
+    from the workflow (``CANARYKIT_INVOCATION``, set when Snakemake parses the workflow and
+    inherited by every job it starts, cluster jobs included). On a shared filesystem the files
+    are seen across nodes as soon as the filesystem shows a renamed file (attribute caching
+    can delay that by a few seconds on NFS): a budget can be overshot by what jobs spend
+    meanwhile, as by the calls already in flight.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], invocation: str, job: str, refresh_s: float = 0.5) -> None:
+        self.dir = Path(root) / invocation
+        self.own = self.dir / f"{job}.json"
+        self.refresh_s = refresh_s
+        self._others = 0.0
+        self._read_at = -1e9
+        self._reported: float | None = None
+
+    def others(self) -> float:
+        now = time.monotonic()
+        if now - self._read_at >= self.refresh_s:
+            self._read_at = now
+            total = 0.0
+            with contextlib.suppress(OSError):
+                for f in self.dir.glob("*.json"):
+                    if f == self.own:
+                        continue
+                    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+                        total += float(json.loads(f.read_text(encoding="utf-8"))["spent_usd"])
+            self._others = total
+        return self._others
+
+    def report(self, spent_usd: float) -> None:
+        if self._reported == spent_usd:
+            return
+        from ..jsonio import write_json
+
+        write_json(self.own, {"spent_usd": float(spent_usd)})
+        self._reported = spent_usd
+
+    @classmethod
+    def for_job(cls, root: str | os.PathLike[str], job: str) -> SpendLedger | None:
+        """The ledger of this invocation (``None`` outside a workflow invocation)."""
+        invocation = os.environ.get(INVOCATION_ENV)
+        return cls(root, invocation, job) if invocation else None
+
+
 class Budget:
     """A spending limit (US dollars, as LiteLLM prices calls; unknown prices count 0).
 
     Shared by the callers of one role (e.g. both judges); :class:`ModelCaller` sends no new
     request once it is exhausted (the call fails with ``BudgetExhausted``, never retried).
+    With a :class:`SpendLedger` the limit holds for the whole invocation, over all its jobs.
     """
 
-    def __init__(self, limit_usd: float | None) -> None:
+    def __init__(self, limit_usd: float | None, ledger: SpendLedger | None = None) -> None:
         self.limit_usd = None if limit_usd is None else float(limit_usd)
         self.spent_usd = 0.0
+        self.ledger = ledger if self.limit_usd is not None else None
 
     def add(self, cost: float | None) -> None:
         if cost:
             self.spent_usd += float(cost)
+            if self.ledger is not None:
+                self.ledger.report(self.spent_usd)
 
     @property
     def exhausted(self) -> bool:
-        return self.limit_usd is not None and self.spent_usd >= self.limit_usd
+        if self.limit_usd is None:
+            return False
+        others = self.ledger.others() if self.ledger is not None else 0.0
+        return self.spent_usd + others >= self.limit_usd
 
 
 def budget_exhausted_error(budget: Budget) -> BackendError:

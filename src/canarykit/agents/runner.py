@@ -76,7 +76,7 @@ from ..errors import ConfigError, InputError
 from ..jsonio import atomic_write_bytes, write_json
 from ..records import RunRecord, normalise_status
 from .cache import ResponseCache
-from .calls import CallStats, ModelCaller, RetryPolicy
+from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
 from .protocol import Backend, make_backend
 from .secrets import register_secret_envs
@@ -190,13 +190,15 @@ def plan_grid(
     prepared: list[tuple[str, str, int, Any, Any]] = []
     for pool, cfg in pools.items():
         canaries = _load_pool_records(cfg["canaries"])
-        assemblies = load_assemblies(cfg["assembly"])
+        # one assembly file, or several (the workflow assembles one file per pool and seed)
+        sources = [cfg["assembly"]] if isinstance(cfg["assembly"], str | Path) else list(cfg["assembly"])
+        assemblies = {k: a for src in sources for k, a in load_assemblies(src).items()}
         for cond in cfg["conditions"]:
             for seed in seeds:
                 for task in tasks:
                     a = assemblies.get((cond, int(seed), task.id))
                     if a is None:
-                        raise InputError(str(cfg["assembly"]), f"{cond}/{seed}/{task.id}", f"no assembly for this run (pool {pool!r}); re-run the assembly stage")
+                        raise InputError(", ".join(map(str, sources)), f"{cond}/{seed}/{task.id}", f"no assembly for this run (pool {pool!r}); re-run the assembly stage")
                     try:
                         ts = toolset_from_assembly(a, canaries, scope=pool)
                     except KeyError as exc:
@@ -454,6 +456,7 @@ class _ShardJob:
     concurrency: int
     provider_limits: dict[str, int]
     budget: float | None
+    ledger: SpendLedger | None
     shared: _Shared
     n: int
     parent_pid: int
@@ -474,7 +477,10 @@ def _shard_main(job: _ShardJob, k: int, conn: Any) -> None:
             return sum(s.cost_usd for s in stats.values())
 
         def over_budget() -> bool:
-            return job.budget is not None and shared.spend.value - reported + local_spend() >= job.budget
+            if job.budget is None:
+                return False
+            others = job.ledger.others() if job.ledger is not None else 0.0
+            return shared.spend.value - reported + local_spend() + others >= job.budget
 
         def on_done(g: list[_Planned], rec: RunRecord | None, how: str) -> None:
             nonlocal reported
@@ -546,6 +552,8 @@ async def _run_sharded(
         def sync_progress() -> None:
             done, errors = int(job.shared.done.value), int(job.shared.errors.value)
             progress.spend = float(job.shared.spend.value)
+            if job.ledger is not None:
+                job.ledger.report(progress.spend)
             progress.tick(done - seen[0], errors=errors - seen[1])
             seen[0], seen[1] = done, errors
 
@@ -633,6 +641,7 @@ def run_grid(
     retry_gate: str | Path | None = None,
     environment: Mapping[str, Any] | None = None,
     tools_path: str | Path | None = None,
+    ledger: SpendLedger | None = None,
 ) -> RunSummary:
     """Run (or reuse) every run of the grid; write the index and the summary. See the module doc.
 
@@ -640,7 +649,9 @@ def run_grid(
     failed so that the run rule is out of date until none do. ``environment`` (params.yaml
     ``environment``) and ``tools_path`` (the exported tools, ``results/tools.json``): with
     ``kind: mcp`` the real tools are the user's MCP servers (:mod:`canarykit.environments`),
-    started only if a run has to be executed, and stopped at the end.
+    started only if a run has to be executed, and stopped at the end. ``ledger``: the invocation's
+    spend ledger when the grid is one of many jobs (the workflow runs one per cell), so that
+    ``agent.budget_usd`` bounds the spend of all of them together.
     """
     t0 = time.monotonic()
     out = log if log is not None else sys.stderr
@@ -664,7 +675,7 @@ def run_grid(
     env = env or default_environment()
     try:
         return _run_grid(models, tasks, pools, seeds, agent_cfg, store_dir, index_out, summary_out, progress=progress,
-                         env=env, out=out, retry_gate=retry_gate, t0=t0)
+                         env=env, out=out, retry_gate=retry_gate, t0=t0, ledger=ledger)
     finally:
         if env.close is not None:
             env.close()
@@ -685,6 +696,7 @@ def _run_grid(
     out: TextIO,
     retry_gate: str | Path | None,
     t0: float,
+    ledger: SpendLedger | None,
 ) -> RunSummary:
     max_turns = int(agent_cfg.get("max_turns", 12))
     planned = plan_grid(models, tasks, pools, seeds, max_turns, env.identity)
@@ -757,7 +769,8 @@ def _run_grid(
                 import_litellm()  # once, here: the shards inherit it (each import costs seconds)
             model_backends = {g[0].model_idx: backends[g[0].model_idx] for g in model_groups}
             job = _ShardJob(model_groups, model_backends, {mi: providers[mi] for mi in model_backends}, cache, retry, store, env,
-                            timeout_s, concurrency, provider_limits, budget_f, _Shared(mp.get_context("fork")), n_shards, os.getpid())
+                            timeout_s, concurrency, provider_limits, budget_f, ledger, _Shared(mp.get_context("fork")), n_shards,
+                            os.getpid())
             asyncio.run(_run_sharded(job, ref_groups, backends, callers, stats, bar, summary))
         elif todo:
             cursor = itertools.count()
@@ -767,12 +780,19 @@ def _run_grid(
 
             def on_done(g: list[_Planned], rec: RunRecord | None, how: str) -> None:
                 bar.spend = spent()
+                if ledger is not None:
+                    ledger.report(bar.spend)
                 bar.tick(len(g), error=rec is not None and rec.error)
+
+            def over_budget() -> bool:
+                if budget_f is None:
+                    return False
+                return spent() + (ledger.others() if ledger is not None else 0.0) >= budget_f
 
             async def main() -> None:
                 _limit_callers(callers, providers, provider_limits)
                 lane = _model_lane(model_groups, lambda: next(cursor), concurrency, backends, callers, store, env, timeout_s,
-                                   lambda: budget_f is not None and spent() >= budget_f, on_done)
+                                   over_budget, on_done)
                 _, exhausted = await asyncio.gather(_reference_lane(ref_groups, backends, callers, store, env, timeout_s, bar), lane)
                 summary.budget_exhausted = exhausted
 

@@ -241,12 +241,14 @@ def _judge_missing(
 
 def judge_options(
     judge_block: Mapping[str, Any], retries: Mapping[str, Any] | None = None, *, model_layer: bool = False,
+    ledger: Any = None,
 ) -> dict[str, Any]:
     """Options of :func:`make_judge` taken from the whole ``judge:`` block of params.yaml.
 
     ``retries`` is ``agent.retries`` (the one retry policy's delays). With ``model_layer`` the
     options also carry what LLM judges share: the response cache (``<judge.cache_dir>/responses``),
-    one budget (``judge.budget_usd``) and the concurrency (``judge.concurrency``).
+    one budget (``judge.budget_usd``; with ``ledger``, a :class:`~canarykit.agents.calls.SpendLedger`,
+    it bounds every judging job of the invocation together) and the concurrency (``judge.concurrency``).
     """
     opts: dict[str, Any] = {
         "template_path": judge_block.get("template") or "data/prompts/judge_appendix_b.txt",
@@ -263,7 +265,7 @@ def judge_options(
 
         cache_dir = judge_block.get("cache_dir")
         opts["response_cache"] = ResponseCache(Path(cache_dir) / "responses") if cache_dir else None
-        opts["budget"] = Budget(judge_block.get("budget_usd"))
+        opts["budget"] = Budget(judge_block.get("budget_usd"), ledger)
     return opts
 
 

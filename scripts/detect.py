@@ -1,0 +1,11 @@
+"""Classify every tool call of one model's runs (real, canary, unknown): per-run trap metrics."""
+
+from canarykit.pipeline import detect_model
+from canarykit.workflow import run_script
+
+
+def main(smk):
+    detect_model(smk.input.indexes, smk.params.store, smk.output.metrics, smk.output.calls)
+
+
+run_script(snakemake, main)  # noqa: F821

@@ -1,0 +1,13 @@
+"""The HTML template `dvc plots` renders into, with Vega, Vega-Lite and vega-embed inlined
+(from vl-convert's bundle), so a plots page renders offline."""
+
+from canarykit.figures import offline_plots_template
+from canarykit.jsonio import atomic_write_text
+from canarykit.workflow import run_script
+
+
+def main(smk):
+    atomic_write_text(smk.output[0], offline_plots_template())
+
+
+run_script(snakemake, main)  # noqa: F821

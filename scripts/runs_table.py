@@ -1,0 +1,16 @@
+"""The per-run table (runs.parquet): the index, the detector's metrics, both judges' verdicts."""
+
+from pathlib import Path
+
+from canarykit.pipeline import build_runs
+from canarykit.workflow import run_script
+
+
+def main(smk):
+    build_runs(
+        smk.input.index, smk.input.metrics, smk.input.calls, smk.input.primary, smk.input.get("cross", []),
+        smk.output.runs, smk.output.calls, str(Path(smk.output.primary).parent),
+    )
+
+
+run_script(snakemake, main)  # noqa: F821
