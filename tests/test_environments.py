@@ -176,7 +176,7 @@ def test_an_mcp_environment_plans_the_whole_study(tmp_path: Path) -> None:
         {"name": s, "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", s]} for s in SERVERS]}
     (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = run(repo, "snakemake", "-n", "results/table1.csv", "--quiet", "rules").stdout
-    for rule in ("export_tools", "generate_canaries", "assemble", "run_agents", "detect_and_judge", "stats"):
+    for rule in ("export_tools", "generate_canaries", "assemble", "run_agents", "detect", "judge_primary", "runs_table", "stats"):
         assert rule in out
 
 

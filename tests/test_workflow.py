@@ -22,9 +22,9 @@ def test_whole_dag_is_declared_one_rule_per_stage(repo: Path) -> None:
     ])
     out = run(repo, "snakemake", "-n", "results/table1.csv", "--quiet", "rules").stdout
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].isdigit()}
-    # one agent job per (model, pool, condition, seed) cell of a model: 1 seed x (3 conditions + ablation);
-    # a reference agent's whole grid is one job
-    assert counts["run_agents"] == 4 + 1
+    # one agent job per (model, pool, condition, seed) cell of a model: 1 seed x (5 conditions
+    # (baseline, declared, full, control, mirrored) + the ablation); a reference agent's whole grid is one job
+    assert counts["run_agents"] == 6 + 1
     # detection, primary judging and cross-judging are separate jobs, one per model
     assert counts["detect"] == counts["judge_primary"] == counts["judge_cross"] == 2
     for rule in ("export_tools", "generate_canaries", "assemble", "run_index", "runs_table", "stats"):
@@ -74,11 +74,11 @@ def test_full_small_study_runs_and_oracle_is_perfect(repo: Path) -> None:
     assert table[0].startswith("model,tier,csr,csr_lo,csr_hi,tsr,recovery,recovery_n")
     oracle = dict(zip(table[0].split(","), table[1].split(","), strict=True))
     assert oracle["model"] == "oracle" and float(oracle["csr"]) == 0.0 and float(oracle["tsr"]) == 1.0
-    for fig in ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9"):
+    for fig in ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10"):
         assert (repo / f"results/figures/{fig}.svg").stat().st_size > 1000
     # DVC metrics: one file per (model, grid cell), the ablation cell named by its role
     assert sorted(p.name for p in (repo / "results/metrics/oracle").iterdir()) == [
-        "ablation.json", "baseline.json", "declared.json", "full.json"]
+        "ablation.json", "baseline.json", "control.json", "declared.json", "full.json", "mirrored.json"]
     assert set(json.loads((repo / "results/metrics/oracle/declared.json").read_text())) == {"csr", "tsr", "recovery", "runs"}
     # dvc plots render offline: the template inlines Vega (no CDN)
     page = (repo / "results/plots/vega-offline.html").read_text()
