@@ -75,14 +75,35 @@ def test_error_records_are_re_executed(tmp_path: Path) -> None:
     assert s2.executed == 2 and s2.failed == 0 and not idx2["error"].any()
 
 
-def test_renamed_model_reuses_nothing_but_pays_nothing(tmp_path: Path) -> None:
+def test_renamed_or_regrouped_model_reuses_its_runs_under_the_new_labels(tmp_path: Path) -> None:
+    """Labels are not part of a run's identity: renaming a model re-executes nothing."""
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=2, pools={"standard": ["baseline"]})
+    with FakeOpenAIServer(simple_agent) as server:
+        s1, idx1, _ = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
+        n = len(server.requests)
+        s2, idx2, summ2 = grid(tmp_path, [gateway_model(server.url, name="gw-renamed", group="other")], tasks_path, pools)
+        assert len(server.requests) == n and summ2["backend_calls"] == 0 and summ2["cached_calls"] == 0
+        assert s2.executed == 0 and s2.reused == s2.total == s1.total
+        assert idx2["model"].unique().to_list() == ["gw-renamed"] and idx2["group"].unique().to_list() == ["other"]
+        assert idx2["identity_hash"].sort().to_list() == idx1["identity_hash"].sort().to_list()
+        recs = {r.run_id: r for r in all_records(tmp_path / "store")}
+        for row in idx2.iter_rows(named=True):  # each copy carries its own labels
+            assert (recs[row["run_id"]].model, recs[row["run_id"]].group) == ("gw-renamed", "other")
+        # a changed request (decoding) is a new identity: executed, not copied
+        s3, _, _ = grid(tmp_path, [gateway_model(server.url, name="gw-renamed", decoding={"temperature": 0.3})], tasks_path, pools)
+        assert s3.executed == s3.total and len(server.requests) > n
+
+
+def test_switching_pools_reuses_runs_whose_tool_lists_the_pools_share(tmp_path: Path) -> None:
+    """Baseline lists hold no canary, so the standard and subtle pools offer the same lists."""
+    tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=3, pools={"standard": ["baseline"]})
+    _, subtle_pools, _ = make_study(tmp_path / "study", n_tasks=3, pools={"subtle": ["baseline"]})
     with FakeOpenAIServer(simple_agent) as server:
         grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
         n = len(server.requests)
-        s2, idx2, summ2 = grid(tmp_path, [gateway_model(server.url, name="gw-renamed")], tasks_path, pools)
-        assert len(server.requests) == n and summ2["backend_calls"] == 0 and summ2["cached_calls"] > 0
-        assert idx2["model"].unique().to_list() == ["gw-renamed"]
+        s2, idx2, _ = grid(tmp_path, [gateway_model(server.url)], tasks_path, subtle_pools)
+    assert len(server.requests) == n and s2.executed == 0 and s2.reused == s2.total > 0
+    assert idx2["pool"].unique().to_list() == ["subtle"]
 
 
 def test_identical_runs_across_pools_are_executed_once(tmp_path: Path) -> None:

@@ -722,18 +722,20 @@ def _run_grid(
             continue
         key = (p.model_idx, p.spec.identity_hash)
         src = done_by_identity.get(key)
-        if src is not None:  # an identical run of this grid is stored: copy it
-            rec = store.load(src.spec.run_id)
-            if rec is not None and not rec.error:
-                clone = _relabel(rec, p.spec)
-                store.save(clone)
-                p.status, p.error = clone.status, clone.error
-                summary.reused += 1
-                summary.deduplicated += 1
-                tally = summary.per_model[str(models[p.model_idx]["name"])]
-                tally.reused += 1
-                tally.deduplicated += 1
-                continue
+        # An identical run is stored: one of this grid, or any finished run of this identity
+        # (labels are not part of it: a renamed model, a list both pools share). Copy it.
+        rec = store.load(src.spec.run_id) if src is not None else store.finished_by_identity(p.spec.identity_hash)
+        if rec is not None and not rec.error:
+            clone = _relabel(rec, p.spec)
+            store.save(clone)
+            p.status, p.error = clone.status, clone.error
+            done_by_identity.setdefault(key, p)
+            summary.reused += 1
+            summary.deduplicated += 1
+            tally = summary.per_model[str(models[p.model_idx]["name"])]
+            tally.reused += 1
+            tally.deduplicated += 1
+            continue
         if key in groups:
             groups[key].append(p)
         else:

@@ -275,13 +275,43 @@ class RunStore:
 
     def save(self, record: RunRecord) -> Path:
         """Write atomically, byte for byte what :func:`~canarykit.records.write_record` writes
-        (with any configured key value a reply may have echoed replaced by ``***``)."""
+        (with any configured key value a reply may have echoed replaced by ``***``).
+
+        A finished record (no backend error) is also indexed by its identity
+        (:meth:`finished_by_identity`), so a run whose labels changed (a renamed model, the
+        same list under the other pool) reuses it instead of executing again.
+        """
         p = self.path(record.run_id)
         text = pretty_json(record_dict(record))
         if self._secrets:
             text = scrub_values(text, self._secrets)
         atomic_write_text(p, text)
+        if not record.error and record.identity:
+            pointer = self.identity_path(identity_hash(record.identity))
+            if not pointer.exists():
+                atomic_write_text(pointer, record.run_id + "\n")
         return p
+
+    def identity_path(self, ident_hash: str) -> Path:
+        """Where the run id of a finished record of identity ``ident_hash`` is noted."""
+        return self.dir / IDENTITY_DIR / ident_hash[:2] / ident_hash
+
+    def finished_by_identity(self, ident_hash: str) -> RunRecord | None:
+        """A finished record with this identity, whatever its labels (model name, group,
+        condition, pool, seed, task id), or ``None``. The identity is what the run sends and
+        what answers it (see the module doc): two runs with one identity are one experiment."""
+        try:
+            run_id = self.identity_path(ident_hash).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        rec = self.load(run_id) if run_id else None
+        if rec is None or rec.error or identity_hash(rec.identity) != ident_hash:
+            return None
+        return rec
+
+
+#: Under the store: one small file per identity naming a finished record of it.
+IDENTITY_DIR = ".identities"
 
 
 # --------------------------------------------------------------------------- retry gate
