@@ -153,7 +153,8 @@ def test_study_in_a_user_environment_of_mcp_server_time(tmp_path: Path, time_exe
 
     runs = pl.read_parquet(repo / "results/runs.parquet")
     oracle = runs.filter(pl.col("model") == "oracle")
-    assert oracle.height == 3 * 4 and oracle["success"].all(), "the oracle solves every task through the real server"
+    n_cells = len(cfg["study"]["conditions"]) + 1  # the study's conditions + the ablation cell
+    assert oracle.height == 3 * n_cells and oracle["success"].all(), "the oracle solves every task through the real server"
     assert (oracle["csr"] == 0).all()
     planted = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("present_semantic_decoy"))
     assert planted.height > 0 and planted["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever offered"
@@ -191,7 +192,7 @@ def test_tasks_naming_tools_the_environment_lacks_are_refused(tmp_path: Path, ti
     cfg["environment"] = {"kind": "mcp", "servers": [{"name": "time", "command": [str(time_exe)]}]}
     cfg["canaries"]["special_cases"] = {}
     (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    proc = run(repo, "snakemake", "--cores", "1", "results/assembly/standard.parquet", check=False)
+    proc = run(repo, "snakemake", "--cores", "1", "assemblies", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "data/time_tasks.json: tasks[1].correct_tools[1]: unknown tool 'get_time'; known: get_current_time, convert_time" in out

@@ -202,7 +202,8 @@ def test_our_servers_as_an_mcp_environment_reproduce_the_builtin_study(tmp_path:
         b = json.loads((mcp / f"results/canaries/{pool}.json").read_text())["canaries"]
         assert [(c["id"], c["name"], c["description"]) for c in a] == [(c["id"], c["name"], c["description"]) for c in b]
     ra, rb = _records(builtin), _records(mcp)
-    assert ra.keys() == rb.keys() and len(ra) == 3 * 4 * 2  # tasks x (3 conditions + the ablation) x agents
+    n_cells = len(cfg["study"]["conditions"]) + 1  # the study's conditions + the ablation cell
+    assert ra.keys() == rb.keys() and len(ra) == 3 * n_cells * 2  # tasks x cells x agents
     assert ra == rb
     results = [e for events in rb.values() for e in events if e["kind"] == "tool_result"]
     assert len(results) > 24 and any('"cached": true' in e["content"] for e in results), "real and canary results alike"
