@@ -9,7 +9,7 @@ arguments (:func:`lit`), so every plan replays without chaining.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +97,9 @@ def calc(d: Draft, expression: str) -> float:
 
 # Spec of one task: (prompt, draft, primary canary type)
 Spec = tuple[str, Draft, str]
+
+#: A task family: yields the specs of its tasks in suite order.
+Family = Callable[[], Iterator[Spec]]
 
 RATES = {  # currency -> (search query, url fragment, regex, currency name)
     "JPY": ("USD to JPY exchange rate", "To=JPY", r"1 USD = ([\d.]+) JPY", "Japanese yen"),
