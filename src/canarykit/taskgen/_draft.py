@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tools
+from ..tasks import Fact
 
 
 def lit(x: float) -> str:
@@ -36,11 +37,11 @@ def tol(value: float, exact: bool = False) -> float:
 
 @dataclass
 class Draft:
-    """A task under construction: runs its steps for real and collects facts."""
+    """A task under construction: runs its steps for real and collects the rubric's facts."""
 
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     results: list[tools.ToolResult] = field(default_factory=list)
-    facts: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
 
     def call(self, tool: str, **args: Any) -> Any:
         result = tools.execute(tool, args)
@@ -52,11 +53,11 @@ class Draft:
 
     def num(self, label: str, value: float, exact: bool = False) -> None:
         v = float(value)
-        self.facts.append({"kind": "number", "label": label, "value": int(v) if v.is_integer() else v,
-                           "tolerance": tol(v, exact)})
+        # A whole figure stays an int, so the task file says 42 where the tool said 42.
+        self.facts.append(Fact("number", label, int(v) if v.is_integer() else v, tol(v, exact)))
 
     def text(self, label: str, value: str) -> None:
-        self.facts.append({"kind": "text", "label": label, "value": value})
+        self.facts.append(Fact("text", label, value))
 
 
 def figure(text: str, pattern: str) -> float:

@@ -7,9 +7,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import tools
 from ..jsonio import write_json
-from ..tasks import TASK_FILE_VERSION, check_rubric, compose_answer, extract_numbers, parse_tasks
+from ..tasks import (
+    TASK_FILE_VERSION,
+    PlanStep,
+    Task,
+    check_rubric,
+    compose_answer,
+    execute_plan,
+    extract_numbers,
+    parse_tasks,
+)
 from ..types import CANARY_TYPES
 from ._draft import Draft
 from .easy import easy
@@ -38,39 +46,46 @@ def _choose_key_fact(task_id: str, prompt: str, d: Draft) -> None:
     context = extract_numbers(prompt + "\n" + "\n".join(r.content for r in d.results[:-1]))
     last = extract_numbers(d.results[-1].content)
     for i, fact in enumerate(d.facts):
-        if fact["kind"] != "number":
+        if fact.kind != "number":
             continue
-        v, t = fact["value"], fact["tolerance"]
+        v, t = float(fact.value), fact.tolerance
         if any(abs(n - v) <= t for n in last) and not any(abs(n - v) <= t for n in context):
             d.facts.insert(0, d.facts.pop(i))
             return
     raise RuntimeError(f"{task_id}: no number fact comes only from the last step: {d.facts}")
 
 
+def _task(task_id: str, level: str, prompt: str, d: Draft, declared: list[str]) -> Task:
+    """The drafted task; its plan's arguments as they read back from JSON."""
+    steps = json.loads(json.dumps(d.steps))
+    return Task(task_id, level, prompt, tuple(dict.fromkeys(t for t, _ in steps)), tuple(declared),
+                tuple(PlanStep(t, a) for t, a in steps), tuple(d.facts))
+
+
+def check_suite(suite: dict[str, Any]) -> list[Task]:
+    """The suite read back by the task loader (:func:`canarykit.tasks.parse_tasks`), every
+    task's plan replayed (:func:`canarykit.tasks.execute_plan`) and its composed answer graded
+    by its own rubric. A generator defect is a ``RuntimeError`` (or an ``InputError`` from the
+    loader) naming the task."""
+    tasks = parse_tasks(suite, "<generated suite>")
+    for task in tasks:
+        steps = [(s.tool, s.args, result) for s, result in execute_plan(task)]
+        if not check_rubric(task, compose_answer(steps)).passed:
+            raise RuntimeError(f"{task.id}: the reference plan does not satisfy the rubric")
+    return tasks
+
+
 def build_suite() -> dict[str, Any]:
+    """The task document (``{"version", "tasks"}``), checked by :func:`check_suite`."""
     counts = dict.fromkeys(CANARY_TYPES, 0)
-    tasks: list[dict[str, Any]] = []
-    index = 0
+    tasks: list[Task] = []
     for level, gen in (("easy", easy), ("medium", medium), ("hard", hard)):
         for n, (prompt, d, primary) in enumerate(gen(), start=1):
             task_id = f"{level}-{n:03d}"
             _choose_key_fact(task_id, prompt, d)
-            plan = [{"tool": t, "args": a} for t, a in d.steps]
-            tasks.append({
-                "id": task_id,
-                "difficulty": level,
-                "prompt": prompt,
-                "correct_tools": list(dict.fromkeys(t for t, _ in d.steps)),
-                "declared_types": _declared(primary, index, counts),
-                "plan": json.loads(json.dumps(plan)),
-                "rubric": d.facts,
-            })
-            index += 1
-    suite = {"version": TASK_FILE_VERSION, "tasks": tasks}
-    for task in parse_tasks(suite, "<generated suite>"):
-        steps = [(s.tool, s.args, tools.execute(s.tool, s.args)) for s in task.plan]
-        if not check_rubric(task, compose_answer(steps)).passed:
-            raise RuntimeError(f"{task.id}: the reference plan does not satisfy the rubric")
+            tasks.append(_task(task_id, level, prompt, d, _declared(primary, len(tasks), counts)))
+    suite = {"version": TASK_FILE_VERSION, "tasks": [t.to_dict() for t in tasks]}
+    check_suite(suite)
     return suite
 
 
