@@ -24,10 +24,6 @@ def lit(x: float) -> str:
     return repr(float(x))
 
 
-def money(x: float) -> str:
-    return f"{x:,.2f}"
-
-
 def tol(value: float, exact: bool = False) -> float:
     """Absolute tolerance: 0.5 for counts, else 0.5% of the value with a 0.01 floor."""
     if exact:
