@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import canarykit
 from canarykit import tools
 from canarykit.errors import InputError
 from canarykit.taskgen import build_suite
@@ -110,12 +114,33 @@ def test_number_parsing_and_text_facts() -> None:
 
 
 def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
-    from canarykit.taskgen import main
-
+    # The README's command, run as a user runs it, rewrites the shipped suite byte for byte.
     out = tmp_path / "tasks.json"
-    assert main([str(out)]) == 0
+    src = str(Path(canarykit.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-m", "canarykit.taskgen", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr == ""
+    assert proc.stdout == f"wrote 120 tasks (easy: 40, medium: 40, hard: 40) to {out}\n"
     assert out.read_bytes() == TASKS.read_bytes()
     assert build_suite() == json.loads(TASKS.read_text(encoding="utf-8"))
+
+
+def test_generator_usage_and_suite_check(capsys: pytest.CaptureFixture[str]) -> None:
+    from canarykit.taskgen import check_suite, main
+
+    assert main([]) == 2
+    assert "usage: python -m canarykit.taskgen OUTPUT.json" in capsys.readouterr().err
+    task = _base()["tasks"][0]
+    assert [t.id for t in check_suite({"version": "1", "tasks": [task]})] == [task["id"]]
+    # A drafted key figure the plan does not deliver, or a plan the loader refuses, stops the build.
+    wrong = {**task, "rubric": [{**task["rubric"][0], "value": task["rubric"][0]["value"] + 1000}]}
+    with pytest.raises(RuntimeError, match=f"{task['id']}: the reference plan does not satisfy the rubric"):
+        check_suite({"version": "1", "tasks": [wrong]})
+    unknown = {**task, "correct_tools": ["no_such_tool"], "plan": [{"tool": "no_such_tool", "args": {}}]}
+    with pytest.raises(InputError, match=r"tasks\[0\]\.correct_tools\[0\]"):
+        check_suite({"version": "1", "tasks": [unknown]})
 
 
 def test_table_and_hash(suite: list[Task]) -> None:
