@@ -26,6 +26,7 @@ from canarykit.canaries import (
     load_pool_document,
     profile_tool,
     read_task_suite,
+    skipped_counts,
     suite_from_tasks,
 )
 from canarykit.errors import InputError
@@ -63,7 +64,12 @@ def test_paper_fit_reproduces_todays_72_canaries_exactly(pool: str) -> None:
     keys = [k for k in RECORD_KEYS if k != "provenance"]
     assert [{k: r[k] for k in keys} for r in new.canaries] == [{k: r[k] for k in keys} for r in old]
     assert [r["provenance"]["transform"] for r in new.canaries] == [r["provenance"]["transform"] for r in old]
-    assert not new.skipped
+    assert not [s for s in new.skipped if not s.task], "every type for every tool"
+    # the canaries are all built; three tasks' plans call a tool with two different cases,
+    # so their granularity offerings are withheld (the assembler offers neither canary nor control)
+    assert {(s.task, s.tool, s.code) for s in new.skipped} == {
+        ("hard-036", "calculate", "task_several_cases"), ("hard-039", "get_weather", "task_several_cases"),
+        ("hard-040", "get_weather", "task_several_cases")}
     # the paper's cases that serve a task are reported (not refused: this is the reproduction)
     served = {c["canary"] for c in new.coincidences}
     assert served == {"granularity_trap:convert_units", "granularity_trap:read_file",
@@ -108,7 +114,9 @@ def test_fitted_pool_of_our_tools_matches_the_fit_table() -> None:
     for c in pool.canaries:
         got.setdefault(c["shadows"], set()).add(c["type"])
     assert got == EXPECTED
-    assert len(pool.canaries) == 57 and len(pool.skipped) == 15 and not pool.warnings
+    assert len(pool.canaries) == 57 and len([s for s in pool.skipped if not s.task]) == 15 and not pool.warnings
+    assert skipped_counts(pool.skipped) == {"semantic_decoy": 3, "prerequisite_blindness": 3, "temporal_decoy": 3,
+                                            "granularity_trap": 6}
     codes = {(s.tool, s.type): s.code for s in pool.skipped}
     assert codes[("calculate", "semantic_decoy")] == "pure_function"
     assert codes[("read_file", "granularity_trap")] == "case_coincides"
