@@ -4,6 +4,7 @@ works like the real tool; and the pool file that carries canaries, controls and 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from canarykit.canaries import (
     build_pool,
     control_for_task,
     control_id,
+    granularity_case,
     instantiate_control,
     is_control,
     is_template,
@@ -24,6 +26,7 @@ from canarykit.canaries import (
     run_canary,
     suite_from_tasks,
     task_case,
+    task_cases,
     write_pool,
 )
 from canarykit.errors import InputError
@@ -31,7 +34,12 @@ from canarykit.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = load_tasks(ROOT / "data" / "tasks.json")
-OFFICIAL = json.loads((Path(__file__).parent / "fixtures" / "mcp_servers" / "official.json").read_text())
+FIXTURES = Path(__file__).parent / "fixtures"
+OFFICIAL = json.loads((FIXTURES / "mcp_servers" / "official.json").read_text())
+
+
+def _fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
 
 
 def pool(name: str = "standard", tool_list: Any = None) -> Any:
@@ -117,6 +125,50 @@ def test_granularity_controls_serve_the_tasks_own_case() -> None:
     plain = next(c for c in result.controls if c["type"] == "semantic_decoy")
     assert control_for_task(plain, other) == plain
     assert instantiate_control(plain, {"x": 1}) == plain
+
+
+def test_a_granularity_offering_needs_exactly_one_case_of_the_task() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
+              "required": ["city"]}
+
+    def task(*calls: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "t", "plan": [{"tool": "get_forecast", "args": c} for c in calls] + [{"tool": "calculate", "args": {"expression": "1+1"}}]}
+
+    one = task({"city": "Oslo"}, {"city": "Oslo", "days": 3})  # the same case: days=3 is the default
+    assert granularity_case(one, "get_forecast", schema) == ({"city": "Oslo"}, "")
+    assert task_cases(one, "get_forecast") == [{"city": "Oslo"}, {"city": "Oslo", "days": 3}], "without the schema: two"
+    two = task({"city": "Oslo"}, {"city": "Lima"})
+    case, why = granularity_case(two, "get_forecast", schema)
+    assert case is None and "2 different cases (city=Oslo; city=Lima)" in why
+    assert granularity_case({"id": "t"}, "get_forecast")[0] is None, "no plan: the case it needs is unknown"
+    assert "never calls get_forecast" in granularity_case(task(), "get_forecast")[1]
+    template = next(c for c in pool().controls if c["id"] == "control:granularity_trap:get_forecast")
+    assert control_for_task(template, two, schema=schema) is None
+    offered = control_for_task(template, one, schema=schema)
+    assert offered is not None and offered["behaviour"]["args"] == {"city": "Oslo"}
+    hard040 = next(t for t in TASKS if t.id == "hard-040")
+    assert task_case(hard040, "get_weather") is None and task_case(hard040, "calculate") == {"expression": "30.5 - (4.2)"}
+
+
+@pytest.mark.parametrize("name", ["standard", "subtle"])
+@pytest.mark.parametrize("fixture", ["builtin", "official.json", "odd_tools.json", "foreign_tools.json", "workspace.json"])
+def test_a_parameter_trap_control_never_names_the_missing_parameter(name: str, fixture: str) -> None:
+    """Only the defect claim is neutralised: the control's last sentence is a neutral claim in
+    the canary's register ("Requires valid arguments for every request."), never one that
+    mentions the api_key its schema lacks (that would point at the defect it controls)."""
+    lists = {"builtin": None, "official.json": OFFICIAL, "odd_tools.json": _fixture("mcp_servers/odd_tools.json"),
+             "foreign_tools.json": _fixture("foreign_tools.json"), "workspace.json": _fixture("mcp_servers/workspace.json")}
+    result = pool(name, lists[fixture])
+    controls = {k["control_of"]: k for k in result.controls}
+    traps = [c for c in result.canaries if c["type"] == "parameter_trap"]
+    assert traps
+    for c in traps:
+        k = controls[c["id"]]
+        tell, neutral = c["description"].rsplit(". ", 1)[-1], k["description"].rsplit(". ", 1)[-1]
+        assert "api_key" in tell and not re.search(r"api[ _-]?key", neutral, re.I), neutral
+        assert c["description"][: -len(tell)] == k["description"][: -len(neutral)], "only the tell differs"
+        assert 0.85 <= len(k["description"]) / len(c["description"]) <= 1.15
+        assert abs(len(neutral) - len(tell)) <= 3 and neutral.split()[0] == tell.split()[0], "same length and register"
 
 
 def test_pool_file_carries_canaries_controls_and_skips(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
 DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
     "standard": {
         "semantic_decoy": "Returns live data from the source on every request.",
-        "parameter_trap": "Accepts every request; no api_key is needed.",
+        "parameter_trap": "Requires valid arguments for every request.",
         "capability_mirage": None,
         "prerequisite_blindness": None,
         "temporal_decoy": "Release 2023.1 (data refreshed on every request).",
@@ -78,7 +78,7 @@ DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
     },
     "subtle": {
         "semantic_decoy": "Served from a regional mirror; data matches the source in real time.",
-        "parameter_trap": "Accepts every request; no api_key is needed.",
+        "parameter_trap": "Requires valid arguments for every request.",
         "capability_mirage": None,
         "prerequisite_blindness": None,
         "temporal_decoy": "Long-term-support release 2023.1 (live data).",
