@@ -3,16 +3,7 @@ checking granularity cases against the task suite."""
 
 import sys
 
-from canarykit.canaries import (
-    build_pool,
-    builtin_executor,
-    canary_table,
-    ingest_tools,
-    make_rewriter,
-    suite_from_tasks,
-    summary_lines,
-    write_pool,
-)
+from canarykit.canaries import canary_table, ingest_tools, study_pool, summary_lines, write_pool
 from canarykit.jsonio import read_json_input
 from canarykit.tasks import load_tasks
 from canarykit.workflow import run_script
@@ -22,20 +13,18 @@ def main(smk):
     source = smk.input.tools
     tools = ingest_tools(read_json_input(source, "tool list"), source, strict=True)
     tasks = load_tasks(smk.input.tasks, tools=tools.tools)  # checked against the environment's tools
-    suite = suite_from_tasks(tasks, smk.input.tasks, builtin_executor(tools.tools))
-    pool = build_pool(
+    pool = study_pool(
         tools,
+        tasks,
         smk.wildcards.pool,
-        smk.params.suffixes,
         fit=smk.params.fit,
+        suffixes=smk.params.suffixes,
         control_suffixes=smk.params.control_suffixes,
-        controls=True,
         special_cases=smk.params.special_cases,
-        rewriter=make_rewriter(smk.params.generator, smk.params.llm),
-        suite=suite,
+        generator=smk.params.generator,
+        llm=smk.params.llm,
         source=source,
-        special_cases_source="params.yaml",
-        special_cases_field="canaries.special_cases",
+        tasks_source=smk.input.tasks,
     )
     canary_table(pool.canaries, smk.output[0])  # the CanariesTable contract
     canary_table(pool.controls, smk.output[0])

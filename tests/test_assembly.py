@@ -23,6 +23,7 @@ class _Task:
     id: str
     correct_tools: tuple[str, ...]
     declared_types: tuple[str, ...]
+    plan: tuple[dict, ...] = ()
 
 
 REAL = [
@@ -45,7 +46,8 @@ def _pool(pool: str = "standard", suffix: str = "ADVANCED") -> list[dict]:
 
 
 TASKS = [
-    _Task("t1", ("get_weather", "convert_units"), ("capability_mirage", "parameter_trap")),
+    _Task("t1", ("get_weather", "convert_units"), ("capability_mirage", "parameter_trap"),
+          ({"tool": "get_weather", "args": {"x": "Oslo"}}, {"tool": "convert_units", "args": {"x": "5 km"}})),
     _Task("t2", ("web_search",), ("semantic_decoy",)),
     _Task("t3", ("read_file",), ("temporal_decoy", "granularity_trap")),
 ]

@@ -3,7 +3,9 @@ works like the real tool; and the pool file that carries canaries, controls and 
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,15 @@ from canarykit import tools
 from canarykit.canaries import (
     DEFAULT_SUFFIXES,
     build_pool,
+    candidate_cases,
+    check_input_schema,
     control_for_task,
     control_id,
+    granularity_case,
+    ingest_tools,
     instantiate_control,
     is_control,
+    is_placeholder,
     is_template,
     load_controls,
     load_pool,
@@ -24,14 +31,23 @@ from canarykit.canaries import (
     run_canary,
     suite_from_tasks,
     task_case,
+    task_cases,
+    validate_pool,
     write_pool,
 )
 from canarykit.errors import InputError
+from canarykit.jsonio import canonical_json
 from canarykit.tasks import load_tasks
+from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = load_tasks(ROOT / "data" / "tasks.json")
-OFFICIAL = json.loads((Path(__file__).parent / "fixtures" / "mcp_servers" / "official.json").read_text())
+FIXTURES = Path(__file__).parent / "fixtures"
+OFFICIAL = json.loads((FIXTURES / "mcp_servers" / "official.json").read_text())
+
+
+def _fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
 
 
 def pool(name: str = "standard", tool_list: Any = None) -> Any:
@@ -119,6 +135,50 @@ def test_granularity_controls_serve_the_tasks_own_case() -> None:
     assert instantiate_control(plain, {"x": 1}) == plain
 
 
+def test_a_granularity_offering_needs_exactly_one_case_of_the_task() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
+              "required": ["city"]}
+
+    def task(*calls: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "t", "plan": [{"tool": "get_forecast", "args": c} for c in calls] + [{"tool": "calculate", "args": {"expression": "1+1"}}]}
+
+    one = task({"city": "Oslo"}, {"city": "Oslo", "days": 3})  # the same case: days=3 is the default
+    assert granularity_case(one, "get_forecast", schema) == ({"city": "Oslo"}, "")
+    assert task_cases(one, "get_forecast") == [{"city": "Oslo"}, {"city": "Oslo", "days": 3}], "without the schema: two"
+    two = task({"city": "Oslo"}, {"city": "Lima"})
+    case, why = granularity_case(two, "get_forecast", schema)
+    assert case is None and "2 different cases (city=Oslo; city=Lima)" in why
+    assert granularity_case({"id": "t"}, "get_forecast")[0] is None, "no plan: the case it needs is unknown"
+    assert "never calls get_forecast" in granularity_case(task(), "get_forecast")[1]
+    template = next(c for c in pool().controls if c["id"] == "control:granularity_trap:get_forecast")
+    assert control_for_task(template, two, schema=schema) is None
+    offered = control_for_task(template, one, schema=schema)
+    assert offered is not None and offered["behaviour"]["args"] == {"city": "Oslo"}
+    hard040 = next(t for t in TASKS if t.id == "hard-040")
+    assert task_case(hard040, "get_weather") is None and task_case(hard040, "calculate") == {"expression": "30.5 - (4.2)"}
+
+
+@pytest.mark.parametrize("name", ["standard", "subtle"])
+@pytest.mark.parametrize("fixture", ["builtin", "official.json", "odd_tools.json", "foreign_tools.json", "workspace.json"])
+def test_a_parameter_trap_control_never_names_the_missing_parameter(name: str, fixture: str) -> None:
+    """Only the defect claim is neutralised: the control's last sentence is a neutral claim in
+    the canary's register ("Requires valid arguments for every request."), never one that
+    mentions the api_key its schema lacks (that would point at the defect it controls)."""
+    lists = {"builtin": None, "official.json": OFFICIAL, "odd_tools.json": _fixture("mcp_servers/odd_tools.json"),
+             "foreign_tools.json": _fixture("foreign_tools.json"), "workspace.json": _fixture("mcp_servers/workspace.json")}
+    result = pool(name, lists[fixture])
+    controls = {k["control_of"]: k for k in result.controls}
+    traps = [c for c in result.canaries if c["type"] == "parameter_trap"]
+    assert traps
+    for c in traps:
+        k = controls[c["id"]]
+        tell, neutral = c["description"].rsplit(". ", 1)[-1], k["description"].rsplit(". ", 1)[-1]
+        assert "api_key" in tell and not re.search(r"api[ _-]?key", neutral, re.I), neutral
+        assert c["description"][: -len(tell)] == k["description"][: -len(neutral)], "only the tell differs"
+        assert 0.85 <= len(k["description"]) / len(c["description"]) <= 1.15
+        assert abs(len(neutral) - len(tell)) <= 3 and neutral.split()[0] == tell.split()[0], "same length and register"
+
+
 def test_pool_file_carries_canaries_controls_and_skips(tmp_path: Path) -> None:
     result = pool()
     path = tmp_path / "standard.json"
@@ -149,3 +209,105 @@ def test_controls_on_real_servers_pass_the_canaries_checks() -> None:
     assert {c["behaviour"]["kind"] for c in result.controls} == {"passthrough", "renamed_passthrough", "task_case"}
     for k in result.controls:
         assert "api_key" not in k["inputSchema"].get("properties", {})
+
+
+# --- unseen tool lists: canaries and assembly-time controls pass every check -------------
+
+NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+UNSEEN = ["mcp_servers/official.json", "mcp_servers/odd_tools.json", "foreign_tools.json", "mcp_servers/workspace.json"]
+
+
+class _Recorder:
+    """An executor for tools nobody can run here: records each call, answers "ok"."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def __call__(self, name: str, args: Any) -> Any:
+        from canarykit.types import ToolResult
+
+        self.calls.append((name, args))
+        return ToolResult(content="ok", is_error=False)
+
+
+def _suite_for(listed: Any) -> list[Any]:
+    """Tasks for a tool list nobody wrote tasks for: for every tool with valid natural cases,
+    one task calling it with its first case (the one a generator without the suite would
+    hard-code), one without a plan and, when it has three cases or more, one calling it with
+    its first two (so the canary still has a case left)."""
+    from canarykit.canaries._cases import valid_case
+    from canarykit.tasks import parse_tasks
+
+    tasks = []
+    for i, t in enumerate(listed.tools):
+        cases = [c for c in candidate_cases(t).cases if valid_case(t["inputSchema"], c) is None][:3]
+        if not cases:
+            continue
+        common = {"difficulty": "easy", "prompt": f"Use {t['name']}.", "correct_tools": [t["name"]],
+                  "declared_types": list(CANARY_TYPES)}
+        tasks.append({**common, "id": f"one-{i}", "plan": [{"tool": t["name"], "args": cases[0]}]})
+        if len(cases) == 3:
+            tasks.append({**common, "id": f"two-{i}", "plan": [{"tool": t["name"], "args": c} for c in cases[:2]]})
+        tasks.append({**common, "id": f"noplan-{i}"})
+    return parse_tasks({"version": "1", "tasks": tasks}, "tasks.json", tools=listed.tools)
+
+
+@pytest.mark.parametrize("fixture", UNSEEN)
+def test_canaries_and_assembly_time_controls_are_valid_on_unseen_tool_lists(fixture: str) -> None:
+    """On real and hand-made tool lists, with a task suite written for them: the pool's
+    canaries and controls, and every list the assembler offers (granularity controls filled
+    in for their task), have valid JSON Schemas, function-safe names unique in their list,
+    schema-valid and non-placeholder cases; no canary's case is a case a task's plan calls,
+    and each granularity control answers exactly its task's one case."""
+    from canarykit.assembly import build_assemblies
+    from canarykit.canaries._cases import valid_case, with_defaults
+
+    listed = ingest_tools(_fixture(fixture), fixture)
+    tasks = _suite_for(listed)
+    result = build_pool(listed, "standard", DEFAULT_SUFFIXES["standard"], fit="fitted", controls=True,
+                        suite=suite_from_tasks(tasks, "tasks.json"), source=fixture)
+    validate_pool(result.canaries, fixture, "canaries")
+    validate_pool(result.controls, fixture, "controls")
+    real = {t["name"]: t for t in listed.tools}
+    by_task = {t.id: t for t in tasks}
+    plans = {(st.tool, canonical_json(with_defaults(real[st.tool]["inputSchema"], st.args))) for t in tasks for st in t.plan}
+    for c in [*result.canaries, *result.controls]:
+        assert NAME_RE.match(c["name"]) and c["name"] not in real, c["name"]
+        check_input_schema(c["inputSchema"], fixture, c["id"])
+        assert "{" not in c["description"], c["description"]
+    for c in result.canaries:
+        if c["type"] == "granularity_trap":
+            args, schema = c["behaviour"]["args"], real[c["shadows"]]["inputSchema"]
+            assert valid_case(schema, args) is None and not any(is_placeholder(v, k) for k, v in args.items()), args
+            assert (c["shadows"], canonical_json(with_defaults(schema, args))) not in plans, "the canary keeps its defect"
+    built = build_assemblies(tasks, listed.tools, result.canaries, "standard", ["declared", "control", "full"], [0, 1],
+                             result.controls, log=io.StringIO())
+    controls_seen = 0
+    for a in built:
+        names = [t["name"] for t in a.tools]
+        assert len(names) == len(set(names)), (a.task_id, a.condition)
+        task = by_task[a.task_id]
+        for tool, off in zip(a.tools, a.offered, strict=True):
+            if off.kind == "real":
+                continue
+            assert NAME_RE.match(tool["name"]), tool["name"]
+            check_input_schema(tool["inputSchema"], fixture, tool["name"])
+            if (off.canary_type or off.control_type) != "granularity_trap":
+                continue
+            assert a.task_id.startswith("one-"), "several cases or no plan: neither canary nor control"
+            if off.kind == "control":
+                ctl = a.controls[off.control_id]
+                canary = next(c for c in result.canaries if c["id"] == ctl["control_of"])
+                case = ctl["behaviour"]["args"]
+                assert not is_template(ctl) and case == task.plan[0].args != canary["behaviour"]["args"]
+                assert valid_case(real[off.shadows]["inputSchema"], case) is None
+                assert ctl["name"] != canary["name"] and ctl["inputSchema"] == canary["inputSchema"]
+                recorder = _Recorder()
+                run_canary(ctl, {"ignored": 1}, recorder)
+                assert recorder.calls == [(off.shadows, case)], "it answers exactly the task's case"
+                controls_seen += 1
+    gran = [c for c in result.canaries if c["type"] == "granularity_trap"]
+    assert controls_seen == 2 * sum(1 for c in gran if f"one-{listed.tools.index(real[c['shadows']])}" in by_task)
+    # odd_tools: its read tools have one natural case each (the suite's), and get_status,
+    # whose readOnlyHint "yes" is dropped, is not read-only: no granularity canary to control
+    assert controls_seen > 0 or fixture == "mcp_servers/odd_tools.json"

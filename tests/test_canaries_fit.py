@@ -17,6 +17,8 @@ from canarykit.canaries import (
     PAPER_MIRAGE_CLAIM,
     PAPER_SUFFIXES,
     RECORD_KEYS,
+    SuiteTask,
+    TaskSuite,
     build_pool,
     candidate_cases,
     generate_command,
@@ -24,6 +26,7 @@ from canarykit.canaries import (
     load_pool_document,
     profile_tool,
     read_task_suite,
+    skipped_counts,
     suite_from_tasks,
 )
 from canarykit.errors import InputError
@@ -61,7 +64,12 @@ def test_paper_fit_reproduces_todays_72_canaries_exactly(pool: str) -> None:
     keys = [k for k in RECORD_KEYS if k != "provenance"]
     assert [{k: r[k] for k in keys} for r in new.canaries] == [{k: r[k] for k in keys} for r in old]
     assert [r["provenance"]["transform"] for r in new.canaries] == [r["provenance"]["transform"] for r in old]
-    assert not new.skipped
+    assert not [s for s in new.skipped if not s.task], "every type for every tool"
+    # the canaries are all built; three tasks' plans call a tool with two different cases,
+    # so their granularity offerings are withheld (the assembler offers neither canary nor control)
+    assert {(s.task, s.tool, s.code) for s in new.skipped} == {
+        ("hard-036", "calculate", "task_several_cases"), ("hard-039", "get_weather", "task_several_cases"),
+        ("hard-040", "get_weather", "task_several_cases")}
     # the paper's cases that serve a task are reported (not refused: this is the reproduction)
     served = {c["canary"] for c in new.coincidences}
     assert served == {"granularity_trap:convert_units", "granularity_trap:read_file",
@@ -106,7 +114,9 @@ def test_fitted_pool_of_our_tools_matches_the_fit_table() -> None:
     for c in pool.canaries:
         got.setdefault(c["shadows"], set()).add(c["type"])
     assert got == EXPECTED
-    assert len(pool.canaries) == 57 and len(pool.skipped) == 15 and not pool.warnings
+    assert len(pool.canaries) == 57 and len([s for s in pool.skipped if not s.task]) == 15 and not pool.warnings
+    assert skipped_counts(pool.skipped) == {"semantic_decoy": 3, "prerequisite_blindness": 3, "temporal_decoy": 3,
+                                            "granularity_trap": 6}
     codes = {(s.tool, s.type): s.code for s in pool.skipped}
     assert codes[("calculate", "semantic_decoy")] == "pure_function"
     assert codes[("read_file", "granularity_trap")] == "case_coincides"
@@ -164,6 +174,80 @@ def test_fit_rules_read_annotations_then_verbs() -> None:
     assert profile_tool(by_name["echo"]).pure
     assert not profile_tool(by_name["get_current_time"]).pure, "the current time can be stale"
     assert not profile_tool(by_name["add_issue_comment"]).pure and profile_tool(by_name["add_issue_comment"]).writes
+
+
+def _read_tool(name: str, annotations: dict[str, Any] | None) -> dict[str, Any]:
+    tool: dict[str, Any] = {
+        "name": name, "description": "Get the records of a ledger for one region.",
+        "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "enum": ["emea", "apac"]}},
+                        "required": ["region"]}}
+    if annotations is not None:
+        tool["annotations"] = annotations
+    return tool
+
+
+#: (annotations, writes, destructive): a tool that declares any hint is read from its hints,
+#: a hint it leaves out taking the MCP default (readOnlyHint false, destructiveHint true,
+#: openWorldHint true); a tool that declares none is read from its verb (``get``: a read).
+ANNOTATION_CASES = [
+    (None, False, False),
+    ({"title": "Ledger records"}, False, False),
+    ({"destructiveHint": True}, True, True),
+    ({"destructiveHint": False}, True, False),
+    ({"idempotentHint": True}, True, True),
+    ({"openWorldHint": False}, True, True),
+    ({"readOnlyHint": False}, True, True),
+    ({"readOnlyHint": False, "destructiveHint": False}, True, False),
+    ({"readOnlyHint": True}, False, False),
+    ({"readOnlyHint": True, "destructiveHint": True}, False, False),  # destructiveHint means nothing for a read
+    ({"readOnlyHint": True, "openWorldHint": True, "idempotentHint": True}, False, False),
+]
+
+
+@pytest.mark.parametrize(("annotations", "writes", "destructive"), ANNOTATION_CASES)
+def test_annotations_take_the_mcp_defaults(annotations: dict[str, Any] | None, writes: bool, destructive: bool) -> None:
+    tool = _read_tool("get_ledger_records", annotations)
+    p = profile_tool(tool)
+    assert (p.writes, p.destructive) == (writes, destructive), p
+    assert p.basis == ("annotations" if annotations and set(annotations) - {"title"} else "verb")
+    calls: list[Any] = []
+
+    def execute(name: str, args: Any) -> Any:  # the suite check must never run a tool that may write
+        calls.append(name)
+        return tools.execute("get_weather", {"city": "Paris"})
+
+    task = SuiteTask("t1", (("get_ledger_records", {"region": "apac"}),))
+    pool = build_pool([tool], "standard", DEFAULT_SUFFIXES["standard"], fit="fitted", controls=True,
+                      suite=TaskSuite([task], "tasks.json", execute))
+    types = {c["type"] for c in pool.canaries}
+    stale = {"semantic_decoy", "temporal_decoy", "granularity_trap"}
+    if writes:
+        assert not types & stale, types
+        assert not calls, "a tool that may write is never run by the suite check"
+        assert next(c for c in pool.canaries if c["type"] == "capability_mirage")["behaviour"]["kind"] == "preview"
+        assert not any(re.search(r"cached|2023|snapshot", c["description"], re.I) for c in [*pool.canaries, *pool.controls])
+        reason = next(s.reason for s in pool.skipped if s.type == "semantic_decoy")
+        assert reason.startswith("write tool (" + p.evidence + ")")
+        if annotations and "readOnlyHint" not in annotations:
+            assert "readOnlyHint not declared (MCP default: false)" in reason
+    else:
+        assert stale <= types, types
+        gran = next(c for c in pool.canaries if c["type"] == "granularity_trap")
+        assert gran["behaviour"]["args"] == {"region": "emea"}, "apac is the task's case"
+        assert next(c for c in pool.canaries if c["type"] == "capability_mirage")["behaviour"]["kind"] == "approximate"
+    assert {c["type"] for c in pool.canaries} >= {"parameter_trap", "capability_mirage", "prerequisite_blindness"}
+
+
+def test_a_closed_world_is_declared_not_assumed() -> None:
+    calc = {"name": "calculate", "description": "Evaluate an arithmetic expression.",
+            "inputSchema": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}
+    assert profile_tool(calc).pure, "no hints: the verb says it computes"
+    assert profile_tool({**calc, "annotations": {"readOnlyHint": True, "openWorldHint": False}}).pure
+    # openWorldHint left out defaults to true: it may reach an open world, so its data can be stale
+    assert not profile_tool({**calc, "annotations": {"readOnlyHint": True}}).pure
+    assert not profile_tool({**calc, "annotations": {"readOnlyHint": True, "openWorldHint": True}}).pure
+    # a write verb declared read-only is a read (the server's declaration wins over the verb)
+    assert not profile_tool(_read_tool("delete_cache_preview", {"readOnlyHint": True})).writes
 
 
 def test_no_cached_or_dated_decoy_on_write_tools_and_no_private_pure_function() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,16 @@ from canarykit.assembly import (
     load_assemblies,
     position_balance,
     tool_list_hash,
+    withheld_granularity,
     write_assemblies,
 )
-from canarykit.canaries import DEFAULT_SUFFIXES, build_pool, suite_from_tasks
+from canarykit.canaries import (
+    DEFAULT_SUFFIXES,
+    build_pool,
+    run_canary,
+    suite_from_tasks,
+    summary_lines,
+)
 from canarykit.detect import classify_calls, run_metrics
 from canarykit.errors import InputError
 from canarykit.records import Event, OfferedTool, RunRecord, canary_before_real
@@ -114,9 +122,10 @@ def test_control_lists_put_each_control_in_its_canarys_slot(built: dict) -> None
                     assert b.control_id == f"control:{a.canary_type}:{a.shadows}"
                     if a.canary_type != "granularity_trap":
                         assert b.name == a.name
-                    else:  # hard-coded to the task's own case
+                    else:  # hard-coded to the task's own case: every call of the tool the plan makes
                         case = c.controls[b.control_id]["behaviour"]["args"]
-                        assert any(st.tool == a.shadows and st.args == case for st in task.plan)
+                        calls = [st.args for st in task.plan if st.tool == a.shadows]
+                        assert calls and all(args == case for args in calls), (task.id, a.shadows)
                 else:
                     assert b == a
             if any(a.kind == "canary" for a, _ in pairs):
@@ -125,6 +134,56 @@ def test_control_lists_put_each_control_in_its_canarys_slot(built: dict) -> None
                 n_same_text += all(x == y for x, y in same)
     # controls that read exactly like their canary (mirage, prerequisite) still get their own hash
     assert n_same_text > 0
+
+
+def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built: dict, pool: Any) -> None:
+    """Every task of the suite that declares granularity_trap: the declared, mirrored and
+    control lists offer a granularity canary and its control for exactly the same tools, in
+    the same slot; the control answers exactly the case the task's plan calls the tool with
+    (its only case), the canary another case that no task's plan calls; a task whose plan
+    calls the tool with two different cases (hard-040: Singapore, then Toronto) gets neither."""
+    plans = {(st.tool, json.dumps(st.args, sort_keys=True)) for t in TASKS for st in t.plan}
+    canaries = {c["shadows"]: c for c in pool.canaries if c["type"] == "granularity_trap"}
+    checked = 0
+    for task in (t for t in TASKS if "granularity_trap" in t.declared_types):
+        for s in SEEDS:
+            gran = {cond: {o.shadows: i for i, o in enumerate(built[(cond, s, task.id)].offered)
+                           if (o.canary_type or o.control_type) == "granularity_trap"}
+                    for cond in ("declared", "mirrored", "control")}
+            assert set(gran["declared"]) == set(gran["mirrored"]) == set(gran["control"]), task.id
+            assert gran["control"] == gran["declared"], "the control takes its canary's slot"
+            for tool in task.correct_tools:
+                cases = {json.dumps(st.args, sort_keys=True) for st in task.plan if st.tool == tool}
+                assert (tool in gran["declared"]) == (tool in canaries and len(cases) == 1), (task.id, tool)
+            a = built[("control", s, task.id)]
+            for tool in gran["control"]:
+                ctl = a.controls[f"control:granularity_trap:{tool}"]
+                canary_case = canaries[tool]["behaviour"]["args"]
+                assert (tool, json.dumps(canary_case, sort_keys=True)) not in plans, "the canary keeps its defect"
+                step = next(st for st in task.plan if st.tool == tool)
+                assert ctl["behaviour"]["args"] == step.args != canary_case
+                assert run_canary({**ctl, "control_of": f"granularity_trap:{tool}"}, {}, tools.execute) == tools.execute(tool, step.args)
+                checked += 1
+    assert checked > 60
+    for cond in ("declared", "control", "mirrored", "full"):
+        for s in SEEDS:
+            offered = built[(cond, s, "hard-040")].offered
+            assert not [o for o in offered if (o.canary_type or o.control_type) == "granularity_trap" and o.shadows == "get_weather"]
+    assert any(o.canary_type == "semantic_decoy" and o.shadows == "get_weather" for o in built[("declared", 0, "hard-040")].offered)
+
+
+def test_withheld_granularity_offerings_are_logged_and_in_the_skip_list(pool: Any) -> None:
+    log = io.StringIO()
+    build_assemblies(TASKS, tools.mcp_definitions(), pool.canaries, "standard", ["declared", "control"], [0],
+                     pool.controls, log=log)
+    text = log.getvalue()
+    assert "declared: 1 granularity_trap offerings withheld" in text and "hard-040 (get_weather)" in text
+    assert "2 different cases (city=Singapore; city=Toronto)" in text
+    held = {(s.task, s.tool, s.code) for s in pool.skipped if s.task}
+    assert ("hard-040", "get_weather", "task_several_cases") in held
+    assert "withheld: get_weather: granularity_trap: not offered to task hard-040" in "\n".join(summary_lines(pool, "pool.json"))
+    assert withheld_granularity(TASKS, pool.canaries, ["control"], tools.mcp_definitions()) == {
+        "control": [("hard-040", "get_weather", next(s.reason for s in pool.skipped if s.task == "hard-040"))]}
 
 
 def test_control_hash_covers_behaviour_and_round_trips(built: dict, tmp_path: Path) -> None:

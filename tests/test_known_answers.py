@@ -2,43 +2,62 @@
 
 The oracle must have csr 0 and pass every rubric; each planted agent's highest
 type-specific trap rate must be its own type, and its measured trap and recovery rates must
-match the planted probabilities within their bootstrap intervals (family-wise 95%).
+match the planted probabilities within their bootstrap intervals (family-wise 95%). The pool
+is the default study's (the workflow's generator call, params.yaml's canaries settings, the
+task-suite check).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
-from fakes.study import make_study
+from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool, write_tasks
 
 from canarykit.agents import run_grid
+from canarykit.assembly import load_assemblies
 from canarykit.runs_table import detect_and_judge
 from canarykit.stats import bootstrap_mean_ci
+from canarykit.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
 TAKE, BACK = 0.4, 0.6
+CONDITIONS = ["baseline", "declared", "full"]
+SEEDS = [0, 1, 2]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[str, Any]]:
     root: Path = tmp_path_factory.mktemp("known")
-    tasks_path, pools, _ = make_study(root / "study", pools={"standard": ["baseline", "declared", "full"]}, seeds=(0, 1, 2))
+    tasks_path = root / "tasks.json"
+    tasks = write_tasks(tasks_path)
+    document = write_study_pool(root / "pool.json", "standard", tasks, tasks_path)
+    write_assembly(root / "assembly.parquet", tasks, document["canaries"], "standard", CONDITIONS, SEEDS,
+                   document["controls"])
+    pools = {"standard": {"canaries": root / "pool.json", "assembly": root / "assembly.parquet", "conditions": CONDITIONS}}
     models = [{"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"}] + [
         {"name": f"planted:{t}", "backend": "reference", "agent": "planted", "canary_type": t,
          "take_prob": TAKE, "backoff_prob": BACK, "group": "planted"}
         for t in CANARY_TYPES
     ]
-    summary = run_grid(models, tasks_path, pools, [0, 1, 2], {"max_turns": 12}, root / "store",
-                       root / "index.parquet", root / "summary.json", progress=False)
+    with no_fsync():
+        summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store",
+                           root / "index.parquet", root / "summary.json", progress=False)
     assert summary.failed == 0 and summary.total == 7 * 3 * 3 * 120
     detect_and_judge(root / "index.parquet", root / "store", tasks_path,
                      {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
                       "primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}},
                      models, root / "verdicts-cache", root / "runs.parquet", root / "verdicts", root / "validation.json")
-    return pl.read_parquet(root / "runs.parquet")
+    return pl.read_parquet(root / "runs.parquet"), {**document, "root": str(root)}
+
+
+@pytest.fixture(scope="module")
+def runs(study: tuple[pl.DataFrame, dict[str, Any]]) -> pl.DataFrame:
+    return study[0]
 
 
 #: Twelve intervals are checked (trap and recovery rate of six agents): Bonferroni-adjusted
@@ -76,3 +95,28 @@ def test_planted_agent_is_diagnosed_with_its_type_and_rates(runs: pl.DataFrame, 
 def test_baseline_has_no_trap(runs: pl.DataFrame) -> None:
     base = runs.filter(pl.col("condition") == "baseline")
     assert base["canary_calls"].sum() == 0 and not base["trapped"].any()
+
+
+def assembly_path(study: tuple[pl.DataFrame, dict[str, Any]]) -> Path:
+    return Path(study[1]["root"]) / "assembly.parquet"
+
+
+def test_the_grid_runs_the_default_studys_pool(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
+    """Its granularity cases are the study's: never a case a task's plan calls (without the
+    task-suite check the schema's first example, Paris, would be served to Paris tasks), and
+    a task whose plan calls the tool with two cases is offered neither canary nor control."""
+    runs, document = study
+    cases = {c["shadows"]: c["behaviour"]["args"] for c in document["canaries"] if c["type"] == "granularity_trap"}
+    assert cases["get_weather"] == {"city": "Mumbai"} and cases["get_forecast"] == {"city": "Mumbai", "days": 3}
+    assert "read_file" not in cases, "both of its natural cases are tasks' cases"
+    plans = {(s.tool, json.dumps(s.args, sort_keys=True)) for t in load_tasks(SUITE) for s in t.plan}
+    assert not any((tool, json.dumps(args, sort_keys=True)) in plans for tool, args in cases.items())
+    held = {(s["task"], s["tool"]) for s in document["skipped"] if s.get("task")}
+    assert held == {("hard-036", "calculate"), ("hard-039", "get_weather"), ("hard-040", "get_weather")}
+    offered = load_assemblies(assembly_path(study))
+    for cond in ("declared", "full"):
+        for seed in SEEDS:
+            shadowed = {o.shadows for o in offered[(cond, seed, "hard-040")].offered if o.canary_type == "granularity_trap"}
+            assert shadowed == {"calculate"}, "get_weather is called for two cities; calculate once"
+    hard040 = runs.filter((pl.col("task_id") == "hard-040") & (pl.col("condition") == "declared"))
+    assert hard040.height == 7 * 3 and hard040["present_semantic_decoy"].all(), "its other declared types are offered"

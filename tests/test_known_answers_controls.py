@@ -12,6 +12,10 @@ conditions) the planted reference agents must come out as built:
 
 Intervals are the study's own (task-clustered bootstrap, paired by (task, seed)) at a
 family-wise level: alpha is divided by the number of intervals checked.
+
+The pool is the default study's (the workflow's generator call with params.yaml's canaries
+settings and the check against the whole task suite), so the granularity cases and the
+withheld granularity offerings are the ones a study runs with.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from fakes.study import SUITE, write_assembly, write_pool
+from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool
 
 from canarykit import stats
 from canarykit.agents import run_grid
@@ -47,8 +51,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
     tasks_path = root / "tasks.json"
     tasks_path.write_text(json.dumps(doc), encoding="utf-8")
     tasks = load_tasks(tasks_path)
-    records = write_pool(root / "pool.json", "standard")
-    controls = load_pool_document(root / "pool.json")["controls"]
+    document = write_study_pool(root / "pool.json", "standard", load_tasks(SUITE), SUITE)
+    records, controls = document["canaries"], load_pool_document(root / "pool.json")["controls"]
     write_assembly(root / "assembly.parquet", tasks, records, "standard", CONDITIONS, SEEDS, controls)
     pools = {"standard": {"canaries": root / "pool.json", "assembly": root / "assembly.parquet", "conditions": CONDITIONS}}
     models = [
@@ -56,8 +60,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
          "take_prob": TAKE, "backoff_prob": 0.5, "group": "planted"}
         for t in CANARY_TYPES
     ] + [{"name": "planted:surface", "backend": "reference", "agent": "surface", "take_prob": TAKE, "group": "planted"}]
-    summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store", root / "index.parquet",
-                       root / "summary.json", progress=False)
+    with no_fsync():
+        summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store", root / "index.parquet",
+                           root / "summary.json", progress=False)
     assert summary.failed == 0 and summary.total == len(models) * len(CONDITIONS) * len(SEEDS) * len(tasks)
     detect_and_judge(root / "index.parquet", root / "store", tasks_path,
                      {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
@@ -65,7 +70,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
                      models, None, root / "runs.parquet", root / "verdicts", root / "validation.json")
     runs = stats.load_runs(root / "runs.parquet")
     result = stats.compute_all(runs, stats.StatsConfig(resamples=4000, alpha=ALPHA), validate=False)
-    return runs, result
+    return runs, {**result, "pool": document}
 
 
 @pytest.mark.parametrize("ctype", CANARY_TYPES)
@@ -132,3 +137,19 @@ def test_the_controls_table_and_figure(study: tuple[pl.DataFrame, dict[str, Any]
     paths = figures.make_figures(study[1], tmp_path / "fig", formats=("svg",))
     svg = next(p for p in paths if p.stem == "fig10").read_text()
     assert "no data" not in svg and "Figure 10" in svg
+
+
+def test_the_grid_runs_the_default_studys_pool(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
+    """No granularity canary hard-codes a case that a task's plan calls (the suite check the
+    workflow applies), so a granularity control, hard-coded to the task's case, always
+    differs from its canary in the case it serves."""
+    document = study[1]["pool"]
+    plans = {(s.tool, json.dumps(s.args, sort_keys=True)) for t in load_tasks(SUITE) for s in t.plan}
+    cases = [(c["shadows"], c["behaviour"]["args"]) for c in document["canaries"] if c["type"] == "granularity_trap"]
+    assert len(cases) == 6
+    assert not any((tool, json.dumps(args, sort_keys=True)) in plans for tool, args in cases)
+    runs = study[0]
+    ctl = runs.filter((pl.col("condition") == "control") & pl.col("control_present_granularity_trap"))
+    dec = runs.filter((pl.col("condition") == "declared") & pl.col("present_granularity_trap"))
+    key = ["model", "seed", "task_id"]
+    assert ctl.height > 0 and ctl.select(key).sort(key).equals(dec.select(key).sort(key)), "offered on the same (task, seed)"

@@ -24,10 +24,10 @@ Every canary of one list is on the same side, so a run has one ``canary_before_r
 **Controls** (condition ``control``): the ``declared`` list of the same (seed, task) with
 every canary replaced by its matched-surface control (:mod:`canarykit.canaries`), in the
 canary's slot; a granularity control is instantiated with the task's own case
-(:func:`~canarykit.canaries.control_for_task`). The control's behaviour is part of the
-list's ``tool_list_hash``: a control can read exactly like its canary (a capability
-mirage's or a prerequisite variant's control keeps its text) while it works like the real
-tool, and the run identity must tell the two apart.
+(:func:`~canarykit.canaries.control_for_task`; see below for tasks without one case). The
+control's behaviour is part of the list's ``tool_list_hash``: a control can read exactly
+like its canary (a capability mirage's or a prerequisite variant's control keeps its text)
+while it works like the real tool, and the run identity must tell the two apart.
 
 **Mirrored** (condition ``mirrored``): the ``declared`` list of the same (seed, task) with
 each real tool and its canaries trading sides in the same slots: a canary that sat before
@@ -38,6 +38,15 @@ paired (``position_effect`` in stats.json).
 A (tool, type) the pool has no canary for (``canaries.fit: fitted`` skips types whose
 defect means nothing for the tool) is simply not offered; :func:`unoffered_canaries`
 counts them and the assembler logs the counts.
+
+**Granularity offerings need the task's one case.** A granularity canary (in every
+condition) and its control (in ``control``) are offered to a task only when its plan calls
+the shadowed tool with exactly one case (:func:`canarykit.canaries.granularity_case`): the
+control is then hard-coded to exactly that case and the canary to another one. A task
+whose plan calls the tool with several different cases (hard-040: the weather in Singapore
+and in Toronto), or that has no plan, gets neither (any one hard-coded case would be a
+trap for the other calls, and a canary without its control would be unpaired);
+:func:`withheld_granularity` lists them and the assembler logs them.
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from .canaries import control_for_task
+from .canaries import control_for_task, granularity_case
 from .errors import InputError
 from .jsonio import canonical_json, content_hash
 from .records import OfferedTool, canary_before_real
@@ -166,9 +175,11 @@ def assemble(
         d = {"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]}
         entries[f"real:{t['name']}"] = (d, OfferedTool(name=t["name"]), None)
     real_names = [str(t["name"]) for t in real_tools]
+    schemas = {str(t["name"]): t.get("inputSchema") for t in real_tools}
     chosen = [
         c for shadowed in dict.fromkeys(task.correct_tools) for ctype in condition_types(condition, task)
         if (c := canaries.get((shadowed, ctype))) is not None
+        and (ctype != "granularity_trap" or granularity_case(task, shadowed, schemas.get(shadowed))[0] is not None)
     ]
     # names a granularity control must not take: the real tools and the list's canaries
     # (the other controls carry their canaries' names)
@@ -179,9 +190,10 @@ def assemble(
             template = (controls or {}).get(str(c["id"]))
             if template is None:
                 raise InputError("canary pool", "controls", f"no control for canary {c['id']!r}: generate the pool with --controls")
-            ctl = control_for_task(template, task, taken=[n for n in taken if n != c["name"]])
-            if ctl is None:  # a granularity control of a tool the task never calls
-                continue
+            ctl = control_for_task(template, task, taken=[n for n in taken if n != c["name"]],
+                                   schema=schemas.get(str(c["shadows"])))
+            if ctl is None:  # pragma: no cover - granularity offerings without a task case are withheld above
+                raise InputError("canary pool", "controls", f"control {template['id']!r} has no case for task {task.id!r}")
             d = {"name": ctl["name"], "description": ctl["description"], "inputSchema": ctl["inputSchema"]}
             off = OfferedTool(name=ctl["name"], shadows=c["shadows"], control_id=ctl["id"], control_type=ctl["type"])
             entries[key] = (d, off, ctl)
@@ -194,7 +206,7 @@ def assemble(
     if condition == "mirrored":
         before = not before
     if condition == "control":
-        # the declared list's order (a granularity control the task cannot use leaves a gap)
+        # the declared list's order, slot for slot
         declared = assemble(task, "declared", seed, real_tools, canaries, pool)
         order = [k for k in _declared_keys(declared) if k in entries]
     else:
@@ -233,6 +245,32 @@ def unoffered_canaries(
                     if (shadowed, ctype) not in index:
                         per = out.setdefault(cond, {})
                         per[ctype] = per.get(ctype, 0) + 1
+    return out
+
+
+def withheld_granularity(
+    tasks: Sequence[TaskLike],
+    pool_records: Sequence[Mapping[str, Any]],
+    conditions: Sequence[str],
+    real_tools: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, list[tuple[str, str, str]]]:
+    """Per condition, the (task, tool, why) granularity offerings the pool has a canary for
+    but that are withheld because the task's plan does not call the tool with exactly one
+    case (:func:`canarykit.canaries.granularity_case`): neither the canary nor its control
+    is offered to that task."""
+    index = canary_index(pool_records)
+    schemas = {str(t["name"]): t.get("inputSchema") for t in real_tools}
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for cond in conditions:
+        for task in tasks:
+            if "granularity_trap" not in condition_types(cond, task):
+                continue
+            for shadowed in dict.fromkeys(task.correct_tools):
+                if (shadowed, "granularity_trap") not in index:
+                    continue
+                case, why = granularity_case(task, shadowed, schemas.get(shadowed))
+                if case is None:
+                    out.setdefault(cond, []).append((task.id, shadowed, why))
     return out
 
 
@@ -278,6 +316,10 @@ def build_assemblies(
         listed = ", ".join(f"{t} {n}" for t, n in sorted(per.items()))
         print(f"assemble: pool {pool}, {cond}: {sum(per.values())} (task, tool, type) canaries not offered "
               f"(none in the pool: skipped by the fit rules): {listed}", file=out)
+    for cond, held in withheld_granularity(tasks, pool_records, conditions, real_tools).items():
+        shown = ", ".join(f"{t} ({tool})" for t, tool, _ in held[:8]) + (", ..." if len(held) > 8 else "")
+        print(f"assemble: pool {pool}, {cond}: {len(held)} granularity_trap offerings withheld, canary and control "
+              f"(the task's plan does not call the tool with exactly one case): {shown}; first: {held[0][2]}", file=out)
     built = [assemble(task, cond, seed, real_tools, index, pool, by_canary) for cond in conditions for seed in seeds for task in tasks]
     for line in position_lines(built, pool):
         print(line, file=out)

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "data" / "tasks.json"
+
+@contextlib.contextmanager
+def no_fsync() -> Iterator[None]:
+    """Skip ``os.fsync`` while a large grid of reference runs is written to a throwaway
+    store: the run store fsyncs every record (durability is tested elsewhere), which is most
+    of a calibration grid's time on a busy disk and says nothing about its known answers."""
+    real = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        yield
+    finally:
+        os.fsync = real
+
 
 def write_tasks(path: Path, n: int | None = None, *, suite_only: bool = True) -> list[Any]:
     """A task file of the suite's first ``n`` tasks; returns the tasks."""
@@ -30,6 +45,24 @@ def write_pool(path: Path, pool: str, suffixes: Mapping[str, str] | None = None)
     result = canaries.build_pool(tools.mcp_definitions(), pool, sfx, controls=True)
     canaries.write_pool(result, path)
     return result.canaries
+
+
+def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Path | str) -> dict[str, Any]:
+    """Write the pool a study of ``tasks`` gets from the workflow (the generate_canaries
+    rule's call, :func:`canarykit.canaries.study_pool`, with params.yaml's canaries
+    settings: special cases, fit, suffixes, the task-suite check); return the pool document."""
+    from canarykit import canaries, tools
+    from canarykit.config import load_params
+
+    cfg = load_params(ROOT / "params.yaml")["canaries"]
+    listed = canaries.ingest_tools(tools.mcp_definitions(), "tools.json", strict=True)
+    result = canaries.study_pool(
+        listed, tasks, pool, fit=cfg["fit"], suffixes=cfg["suffixes"][pool],
+        control_suffixes=cfg["control_suffixes"][pool], special_cases=cfg["special_cases"],
+        generator=cfg["generator"], llm=cfg["llm"], source="tools.json", tasks_source=str(tasks_path),
+    )
+    canaries.write_pool(result, path)
+    return result.document()
 
 
 def write_assembly(path: Path, tasks: Sequence[Any], records: list[dict[str, Any]], pool: str,

@@ -32,7 +32,9 @@ Control record: the same keys, with ``id`` ``"control:<type>:<real tool>"``, ``c
 description in which only the defective claim is made true or neutral; ``behaviour.kind``
 ``passthrough``, ``renamed_passthrough`` or ``task_case`` (see :mod:`._controls`). The
 assembler offers :func:`control_for_task` of each control in its canary's slot: a
-granularity control is a template whose case is the task's own plan step.
+granularity control is a template whose case is the task's own plan call. A task gets a
+granularity canary and control only when its plan calls the tool with exactly one case
+(:func:`granularity_case`; with a task suite, the others are listed in the skip list).
 
 Runtime behaviour (:func:`run_canary`)
 --------------------------------------
@@ -97,10 +99,12 @@ from ._cases import (
 from ._controls import (
     control_for_task,
     control_id,
+    granularity_case,
     instantiate_control,
     is_control,
     is_template,
     task_case,
+    task_cases,
 )
 from ._fit import FIT_MODES, ToolProfile, fit_skip, profile_tool
 from ._generator import (
@@ -115,6 +119,7 @@ from ._generator import (
     check_suffixes,
     generate_command,
     generate_pool,
+    study_pool,
     summary_lines,
 )
 from ._paper import derive_special_case
@@ -255,6 +260,7 @@ __all__ = [
     "generate_command",
     "generate_pool",
     "get_transform",
+    "granularity_case",
     "ingest_tools",
     "instantiate_control",
     "is_control",
@@ -278,12 +284,14 @@ __all__ = [
     "round_significant",
     "run_canary",
     "strip_runtime_markers",
+    "study_pool",
     "skipped_counts",
     "snapshot_payload",
     "stale_payload",
     "suite_from_tasks",
     "summary_lines",
     "task_case",
+    "task_cases",
     "validate_pool",
     "validate_tool_defs",
     "write_pool",

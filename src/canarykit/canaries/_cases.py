@@ -309,11 +309,13 @@ def case_slug(args: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class SuiteTask:
-    """What the coincidence check reads of a task: its plan and its rubric facts."""
+    """What the coincidence check reads of a task: its plan, its rubric facts and the tools
+    it needs (``correct_tools``: for a task without a plan, the tools it names)."""
 
     id: str
     steps: tuple[tuple[str, dict[str, Any]], ...]
     facts: tuple[Any, ...] = ()
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -436,7 +438,8 @@ def _fact_in(fact: Any, text: str) -> bool:
 def suite_from_tasks(tasks: Sequence[Any], source: str = "<tasks>", execute: Executor | None = None) -> TaskSuite:
     """A :class:`TaskSuite` from validated :class:`canarykit.tasks.Task` objects."""
     return TaskSuite(
-        [SuiteTask(t.id, tuple((s.tool, dict(s.args)) for s in t.plan), tuple(t.rubric)) for t in tasks],
+        [SuiteTask(t.id, tuple((s.tool, dict(s.args)) for s in t.plan), tuple(t.rubric), tuple(t.correct_tools))
+         for t in tasks],
         source,
         execute,
     )
@@ -446,7 +449,8 @@ def read_task_suite(path: str | Path, execute: Executor | None = None) -> TaskSu
     """Read the plans (and rubrics) of a task file for the coincidence check.
 
     Only what the check needs is validated (``tasks[].id``, ``tasks[].plan[].tool`` and
-    ``.args``; ``rubric`` optional), so task files for any tool set are accepted.
+    ``.args``; ``rubric`` and ``correct_tools`` optional), so task files for any tool set
+    are accepted.
     """
     from ..tasks import Fact
 
@@ -479,7 +483,9 @@ def read_task_suite(path: str | Path, execute: Executor | None = None) -> TaskSu
                 facts.append(Fact("number", str(f.get("label", "")), float(f["value"]), float(f.get("tolerance", 0.0))))
             else:
                 facts.append(Fact("text", str(f.get("label", "")), str(f["value"])))
-        out.append(SuiteTask(t["id"], tuple(steps), tuple(facts)))
+        named = t.get("correct_tools")
+        tools = [x for x in named if isinstance(x, str)] if isinstance(named, list) else []
+        out.append(SuiteTask(t["id"], tuple(steps), tuple(facts), tuple(dict.fromkeys([*tools, *(s[0] for s in steps)]))))
     return TaskSuite(out, src, execute)
 
 

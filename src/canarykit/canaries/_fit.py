@@ -14,9 +14,19 @@ A canary type is offered only where its defect means something for the tool:
 - a **parameter trap** and a **capability mirage** fit every tool (a write tool's mirage
   answers with a preview that applies nothing).
 
-The profile is read from MCP annotations first (``readOnlyHint``, ``destructiveHint``,
-``openWorldHint``), then from the verb of the name (``create_issue``, ``git_commit``) or
-of the description's first word ("Shows the working tree status"). ``canaries.fit:
+The profile is read from the MCP tool annotations when the tool declares any behavioural
+hint (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``); a hint
+it leaves out then takes the MCP specification's default (``ToolAnnotations``: readOnlyHint
+false, destructiveHint true, idempotentHint false, openWorldHint true), so
+``{"destructiveHint": true}`` on ``get_records`` is a destructive write tool and
+``{"readOnlyHint": true}`` on ``calculate`` may reach an open world (it is not read as pure).
+A tool that declares no hint (no annotations, or only a ``title``) is read from the verb of
+its name (``create_issue``, ``git_commit``) or of its description's first word ("Shows the
+working tree status"). ``destructive`` (destructiveHint, meaningful only for a tool that is
+not read-only) is recorded in the profile but changes no rule: every defect that a write
+makes meaningless (a cached or 2023 copy, a hard-coded case) is meaningless for an additive
+write as much as for a destructive one, and no canary ever performs a write (a write
+tool's mirage answers a preview; the others error or are not offered). ``canaries.fit:
 paper`` offers every type for every tool, as the paper did.
 """
 
@@ -102,6 +112,9 @@ class ToolProfile:
     pure: bool
     has_parameters: bool
     basis: str
+    #: what decided ``writes``: ``readOnlyHint false``, ``readOnlyHint not declared (MCP
+    #: default false)``, ``verb 'create'``
+    evidence: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +124,7 @@ class ToolProfile:
             "pure": self.pure,
             "has_parameters": self.has_parameters,
             "basis": self.basis,
+            "evidence": self.evidence,
         }
 
 
@@ -129,38 +143,56 @@ def tool_verb(tool: Mapping[str, Any]) -> str:
     return tokens[0] if tokens else name
 
 
-def profile_tool(tool: Mapping[str, Any]) -> ToolProfile:
-    """Read-only or writing, destructive, pure: annotations first, then the verb."""
+#: The MCP specification's defaults of the behavioural hints (``ToolAnnotations``).
+HINT_DEFAULTS: Final[Mapping[str, bool]] = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+
+
+def declared_hints(tool: Mapping[str, Any]) -> dict[str, bool] | None:
+    """The tool's behavioural hints with the MCP defaults filled in, or None when it declares
+    none (no annotations, or annotations with only a title or other non-hint keys)."""
     ann = tool.get("annotations")
-    ann = ann if isinstance(ann, Mapping) else {}
+    if not isinstance(ann, Mapping):
+        return None
+    given = {k: v for k, v in ann.items() if k in HINT_DEFAULTS and isinstance(v, bool)}
+    if not given:
+        return None
+    return {**HINT_DEFAULTS, **given}
+
+
+def profile_tool(tool: Mapping[str, Any]) -> ToolProfile:
+    """Read-only or writing, destructive, pure: declared hints (with the MCP defaults for
+    the hints left out) first, else the verb."""
     props = _properties(tool)
     verb = tool_verb(tool)
     name_tokens = set(split_name(str(tool.get("mcp_name") or tool["name"]).replace(".", "_")))
     all_numeric = bool(props) and all(_numeric(p) for p in props.values())
-    read_only = ann.get("readOnlyHint")
-    if isinstance(read_only, bool):
-        writes, basis = not read_only, "annotations"
-    elif verb == "add" and all_numeric:
-        writes, basis = False, "verb"
-    else:
-        writes, basis = verb in WRITE_VERBS, "verb"
-    destructive_hint = ann.get("destructiveHint")
-    if not writes:
-        destructive = False
-    elif isinstance(destructive_hint, bool):
-        destructive = destructive_hint
-    else:
-        destructive = verb in DESTRUCTIVE_VERBS
     compute = (verb in COMPUTE_WORDS) or bool(name_tokens & COMPUTE_WORDS and all_numeric)
-    pure = (not writes) and compute and ann.get("openWorldHint") is not True
-    return ToolProfile(verb, writes, destructive, pure, bool(props), basis)
+    hints = declared_hints(tool)
+    if hints is not None:
+        writes = not hints["readOnlyHint"]
+        destructive = writes and hints["destructiveHint"]
+        # a closed world is declared, never assumed: openWorldHint defaults to true
+        pure = (not writes) and compute and not hints["openWorldHint"]
+        ann = tool["annotations"]
+        evidence = (f"readOnlyHint {str(hints['readOnlyHint']).lower()}" if isinstance(ann.get("readOnlyHint"), bool)
+                    else "readOnlyHint not declared (MCP default: false)")
+        return ToolProfile(verb, writes, destructive, pure, bool(props), "annotations", evidence)
+    writes = verb in WRITE_VERBS and not (verb == "add" and all_numeric)  # add(a, b) computes
+    destructive = writes and verb in DESTRUCTIVE_VERBS
+    pure = (not writes) and compute
+    return ToolProfile(verb, writes, destructive, pure, bool(props), "verb", f"verb {verb!r}")
 
 
 #: Reason codes of fit-rule skips (``skipped[].code`` in a pool file).
 FIT_REASONS: Final[Mapping[str, str]] = {
     "pure_function": "pure function: its result depends only on its arguments, so {what} means nothing",
-    "write_tool": "write tool: {what} of a write means nothing",
-    "write_tool_granularity": "write tool: a hard-coded write would act on the wrong target (canaries never perform writes)",
+    "write_tool": "write tool ({evidence}): {what} of a write means nothing",
+    "write_tool_granularity": "write tool ({evidence}): a hard-coded write would act on the wrong target (canaries never perform writes)",
     "no_parameters": "no parameters: there is no case to hard-code",
 }
 
@@ -183,14 +215,14 @@ def fit_skip(tool: Mapping[str, Any], canary_type: str, mode: FitMode) -> tuple[
     what = _WHAT.get(canary_type, "")
     if canary_type in ("semantic_decoy", "temporal_decoy"):
         if p.writes:
-            return "write_tool", FIT_REASONS["write_tool"].format(what=what)
+            return "write_tool", FIT_REASONS["write_tool"].format(what=what, evidence=p.evidence)
         if p.pure:
             return "pure_function", FIT_REASONS["pure_function"].format(what=what)
     if canary_type == "prerequisite_blindness" and p.pure:
         return "pure_function", FIT_REASONS["pure_function"].format(what=what)
     if canary_type == "granularity_trap":
         if p.writes:
-            return "write_tool", FIT_REASONS["write_tool_granularity"]
+            return "write_tool", FIT_REASONS["write_tool_granularity"].format(evidence=p.evidence)
         if not p.has_parameters:
             return "no_parameters", FIT_REASONS["no_parameters"]
     return None

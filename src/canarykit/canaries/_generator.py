@@ -18,7 +18,7 @@ from ..errors import ConfigError, InputError
 from ..jsonio import read_json_input
 from ..types import CANARY_TYPES, ToolResult
 from ._cases import TaskSuite, read_task_suite
-from ._controls import build_control
+from ._controls import build_control, withheld_from
 from ._fit import FIT_MODES, fit_skip
 from ._pool import Pool, skipped_counts, write_pool
 from ._rewriters import REWORDED_TYPES, OfflineRewriter, Rewriter, _provenance
@@ -70,7 +70,7 @@ DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
 DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
     "standard": {
         "semantic_decoy": "Returns live data from the source on every request.",
-        "parameter_trap": "Accepts every request; no api_key is needed.",
+        "parameter_trap": "Requires valid arguments for every request.",
         "capability_mirage": None,
         "prerequisite_blindness": None,
         "temporal_decoy": "Release 2023.1 (data refreshed on every request).",
@@ -78,7 +78,7 @@ DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
     },
     "subtle": {
         "semantic_decoy": "Served from a regional mirror; data matches the source in real time.",
-        "parameter_trap": "Accepts every request; no api_key is needed.",
+        "parameter_trap": "Requires valid arguments for every request.",
         "capability_mirage": None,
         "prerequisite_blindness": None,
         "temporal_decoy": "Long-term-support release 2023.1 (live data).",
@@ -297,6 +297,13 @@ def build_pool(
                 record["upstream"] = {"server": tool["server"], "name": tool.get("mcp_name", tool["name"])}
             out.canaries.append(record)
             out.coincidences.extend({"canary": cid, **c.to_dict()} for c in ctx.notes)
+            if t == "granularity_trap" and suite is not None:
+                for task in suite.tasks:
+                    if tool["name"] not in task.tools and all(s[0] != tool["name"] for s in task.steps):
+                        continue
+                    held = withheld_from(task, str(tool["name"]), tool["inputSchema"])
+                    if held is not None:
+                        out.skipped.append(Skip(tool["name"], t, held[0], held[1], False, task=task.id))
             if controls:
                 part = built.get("control")
                 if not isinstance(part, Mapping):
@@ -310,6 +317,47 @@ def build_pool(
                 check_input_schema(control["inputSchema"], source, f"control of {cid}.inputSchema")
                 out.controls.append(control)
     return out
+
+
+def study_pool(
+    tools: ToolList,
+    tasks: Sequence[Any],
+    pool: str,
+    *,
+    fit: str,
+    suffixes: Mapping[str, str],
+    control_suffixes: Mapping[str, str | None],
+    special_cases: Mapping[str, Mapping[str, Any]] | None,
+    generator: str = "offline",
+    llm: Mapping[str, Any] | None = None,
+    source: str = "<tools>",
+    tasks_source: str = "<tasks>",
+) -> Pool:
+    """One pool of a study, as the workflow's ``generate_canaries`` rule builds it: with
+    controls, the rewriter of ``canaries.generator``, and the granularity cases checked
+    against ``tasks`` (validated :class:`canarykit.tasks.Task` objects; their evidence too
+    when the tools are canarykit's own, which :func:`builtin_executor` can run). The other
+    arguments are params.yaml's ``canaries`` settings for ``pool``; a configured special
+    case that a task needs is an :class:`InputError` naming ``params.yaml``. Tests that
+    need the study's pools call this, so they see what a study sees."""
+    from ._cases import suite_from_tasks
+    from ._rewriters import make_rewriter
+
+    suite = suite_from_tasks(tasks, tasks_source, builtin_executor(tools.tools))
+    return build_pool(
+        tools,
+        pool,
+        suffixes,
+        fit=fit,
+        control_suffixes=control_suffixes,
+        controls=True,
+        special_cases=special_cases,
+        rewriter=make_rewriter(generator, llm),
+        suite=suite,
+        source=source,
+        special_cases_source="params.yaml",
+        special_cases_field="canaries.special_cases",
+    )
 
 
 def generate_pool(
@@ -367,7 +415,7 @@ def summary_lines(result: Pool, out_json: str) -> list[str]:
     n_tools = len({c["shadows"] for c in result.canaries} | {s.tool for s in result.skipped if s.type in CANARY_TYPES})
     per_type = {t: sum(1 for c in result.canaries if c["type"] == t) for t in CANARY_TYPES}
     counts = ", ".join(f"{t} {n}" for t, n in per_type.items())
-    skipped = [s for s in result.skipped if s.type in CANARY_TYPES or s.type == "*"]
+    skipped = [s for s in result.skipped if (s.type in CANARY_TYPES or s.type == "*") and not s.task]
     lines = [
         f"generate-canaries: {len(result.canaries)} canaries ({counts}) for {n_tools} tools, "
         f"pool {result.pool}, fit {result.fit}"
@@ -379,11 +427,14 @@ def summary_lines(result: Pool, out_json: str) -> list[str]:
             lines.append("warning: " + s.line())
     groups: dict[tuple[str, str], list[str]] = {}
     for s in result.skipped:
-        if not s.warning:
+        if not s.warning and not s.task:
             reason = _SHORT_REASONS.get(s.code, s.reason)
             groups.setdefault((s.tool, reason), []).append(s.type)
     for (tool, reason), skipped_types in groups.items():
         lines.append(f"skipped: {tool}: {', '.join(skipped_types)}: {reason}")
+    for s in result.skipped:
+        if s.task:
+            lines.append("withheld: " + s.line())
     hits: dict[str, list[str]] = {}
     for c in result.coincidences:
         hits.setdefault(c["canary"], []).append(f"{c['task']} ({c['how']})")
@@ -495,5 +546,6 @@ __all__ = [
     "generate_command",
     "generate_pool",
     "skipped_counts",
+    "study_pool",
     "summary_lines",
 ]

@@ -8,7 +8,9 @@ A pool file is a JSON object::
 
 ``controls`` is empty unless generated with controls; ``skipped`` lists every (tool,
 type) without a canary (``tool``, ``type`` (``*`` = all), ``code``, ``reason``,
-``warning``, ``field``); ``coincidences`` lists granularity cases that serve a task (only
+``warning``, ``field``) and, with a ``task``, every granularity offering withheld from one
+task of the suite (codes ``task_several_cases``, ``task_without_case``: the task's plan
+does not call the tool with exactly one case); ``coincidences`` lists granularity cases that serve a task (only
 ``fit: paper`` keeps such canaries). A plain JSON list of canary records (the format before
 controls) is still read. :func:`load_pool` returns the canaries, :func:`load_controls` the
 controls, :func:`load_pool_document` everything.
@@ -227,9 +229,12 @@ def canary_table(records: list[dict[str, Any]], source: str = "canaries") -> pl.
 
 
 def skipped_counts(skipped: list[Mapping[str, Any]] | list[Skip]) -> dict[str, int]:
-    """Skips per canary type (``*`` = whole tools)."""
+    """Skips per canary type (``*`` = whole tools); offerings withheld from one task (with
+    a ``task``) are not skips of the type and are not counted."""
     out: dict[str, int] = {}
     for s in skipped:
+        if (s.task if isinstance(s, Skip) else s.get("task")):
+            continue
         t = s.type if isinstance(s, Skip) else str(s.get("type"))
         out[t] = out.get(t, 0) + 1
     return out

@@ -106,7 +106,8 @@ class Skip:
     ``type`` is ``"*"`` when the whole tool was skipped. ``warning`` marks a problem with
     the input (an unusable definition, a schema that cannot host the type): ``strict``
     turns those into errors. Skips by the fit rules (the type's defect means nothing for
-    the tool) are not warnings.
+    the tool) are not warnings. With ``task``, the canary exists but is withheld from that
+    task of the suite (it is not a skip of the (tool, type)).
     """
 
     tool: str
@@ -115,6 +116,9 @@ class Skip:
     reason: str
     warning: bool
     field: str = ""
+    #: set when the canary was built but is withheld from this one task of the suite
+    #: (a granularity offering for a task without exactly one case of the tool)
+    task: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -126,13 +130,16 @@ class Skip:
         }
         if self.field:
             out["field"] = self.field
+        if self.task:
+            out["task"] = self.task
         return out
 
     def line(self) -> str:
-        """One readable line: ``<tool> <type>: <reason>``."""
+        """One readable line: ``<tool> <type>: <reason>`` (``... for task <id>: ...``)."""
         what = "all types" if self.type == "*" else self.type
         where = f" [{self.field}]" if self.field else ""
-        return f"{self.tool}: {what}: {self.reason}{where}"
+        task = f": not offered to task {self.task}" if self.task else ""
+        return f"{self.tool}: {what}{task}: {self.reason}{where}"
 
 
 @dataclass
