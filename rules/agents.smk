@@ -1,5 +1,7 @@
-# One job per cell (model, pool, condition, seed) of a model; one job for the whole grid of a
-# reference agent (free, milliseconds per run: a job per cell would only add start-up). Inside it, a run is executed only when its
+# One job per cell (model, pool, condition, seed) of a model; one job for a model's whole grid
+# (cell `all`) for a reference agent (free, milliseconds per run: a job per cell would only add
+# start-up) and for every model of a stateful MCP environment (environment.stateful, the
+# default: one server history per model, runs one at a time). Inside a job, a run is executed only when its
 # identity (what it sends: model and decoding, tool list, task, loop version) has no finished
 # record, so an invalidated input re-executes exactly the runs it changes (README, "Reruns");
 # runs of one identity in two cells are executed once (claims in the run store). The retry
@@ -23,13 +25,14 @@ rule run_agents:
         limit_tasks=config["study"]["limit_tasks"],
         store=RUN_STORE,
         environment=config["environment"],
+        slots=agent_slots,
     threads: agent_threads
     resources:
         **AGENT_RESOURCES,
     log:
-        out("logs/run_agents/{model}/{job}.log"),
+        out("logs/run_agents/{model}/{cell}.log"),
     benchmark:
-        out("benchmarks/run_agents/{model}/{job}.tsv")
+        out("benchmarks/run_agents/{model}/{cell}.tsv")
     script:
         "../scripts/run_agents.py"
 

@@ -18,10 +18,12 @@ from canarykit.layout import (
     LLM_CALLS,
     agent_job_resources,
     agent_jobs,
+    agent_slot_resources,
+    default_limits,
     judge_job_resources,
     metric_cells,
     model_slugs,
-    resource_name,
+    stateful_environment,
 )
 from canarykit.tasks import select_tasks
 from canarykit.types import POOLS as ALL_POOLS
@@ -73,8 +75,10 @@ SEEDS = [int(s) for s in config["study"]["seeds"]]
 MODELS = {m["name"]: m for m in config["models"]}
 SLUGS = model_slugs(config["models"])  # model name -> its slug in paths and wildcards
 MODEL_OF = {s: n for n, s in SLUGS.items()}
-#: one agent job per cell (model, pool, condition, seed) of a model; one per reference agent
-AGENT_JOBS = {(j.slug, j.name): j for j in agent_jobs(config["models"], GRID, SEEDS)}
+#: one agent job per cell (model, pool, condition, seed) of a model; one (cell "all") for a
+#: reference agent's whole grid, and for each model's grid in a stateful MCP environment
+STATEFUL = stateful_environment(config["environment"])
+AGENT_JOBS = {(j.slug, j.name): j for j in agent_jobs(config["models"], GRID, SEEDS, config["environment"])}
 N_TASKS = len(select_tasks(_TASKS, config["study"]["limit_tasks"]))
 JUDGES = [role for role in ("primary", "cross") if config["judge"].get(role)]
 
@@ -93,13 +97,15 @@ wildcard_constraints:
     pool=_alternatives(ALL_POOLS),
     condition=_alternatives(c for cs in GRID.values() for c in cs),
     seed=r"\d+",
-    job=_alternatives(name for _, name in AGENT_JOBS),
+    cell=_alternatives(name for _, name in AGENT_JOBS),
 
 
 #: the DVC metrics: one file per (model, grid cell), the cell named by its role in the grid
 METRICS = [out(f"metrics/{s}/{cell}.json") for s in SLUGS.values() for cell in metric_cells(config)]
-JOB_INDEX = out("runs/jobs/{model}/{job}.parquet")
-JOB_SUMMARY = out("runs/jobs/{model}/{job}.json")
+#: an agent job's outputs; {cell}: <pool>-<condition>-<seed>, or `all` for a job that runs
+#: all the model's cells
+JOB_INDEX = out("runs/jobs/{model}/{cell}.parquet")
+JOB_SUMMARY = out("runs/jobs/{model}/{cell}.json")
 
 ALL_TARGETS = [
     *[out(f"{t}.csv") for t in TABLES],
@@ -159,16 +165,16 @@ def job_model(wildcards):
 
 def job_pools(wildcards):
     """Pool -> conditions of an agent job's cells."""
-    return AGENT_JOBS[(wildcards.model, wildcards.job)].pools()
+    return AGENT_JOBS[(wildcards.model, wildcards.cell)].pools()
 
 
 def job_seeds(wildcards):
-    return AGENT_JOBS[(wildcards.model, wildcards.job)].seeds()
+    return AGENT_JOBS[(wildcards.model, wildcards.cell)].seeds()
 
 
 def job_inputs(wildcards):
     """An agent job's canary pools and assemblies: ``canaries_<pool>``, ``assembly_<pool>``."""
-    job = AGENT_JOBS[(wildcards.model, wildcards.job)]
+    job = AGENT_JOBS[(wildcards.model, wildcards.cell)]
     inputs = {}
     for pool in job.pools():
         inputs[f"canaries_{pool}"] = out(f"canaries/{pool}.json")
@@ -178,11 +184,11 @@ def job_inputs(wildcards):
 
 def model_job_indexes(wildcards):
     """The run indexes of one model's agent jobs."""
-    return [JOB_INDEX.format(model=s, job=name) for s, name in AGENT_JOBS if s == wildcards.model]
+    return [JOB_INDEX.format(model=s, cell=name) for s, name in AGENT_JOBS if s == wildcards.model]
 
 
 def all_jobs(pattern):
-    return [pattern.format(model=s, job=name) for s, name in AGENT_JOBS]
+    return [pattern.format(model=s, cell=name) for s, name in AGENT_JOBS]
 
 
 def per_model(pattern):
@@ -190,41 +196,52 @@ def per_model(pattern):
 
 
 # ---------------------------------------------------------------------------- resources
-# Concurrency against rate-limited services is a declared resource. The configured limits are
-# registered as global resources unless given on the command line (`--resources llm_openai=8`
-# wins), so they hold over every job at once, on one machine or a cluster:
-#   llm_calls        agent.concurrency: agent runs in flight over all agent jobs
-#   llm_<provider>   agent.provider_concurrency.<provider>, or judge.concurrency for a judge's provider
-# A job holds as many units as it keeps calls in flight; Snakemake lowers a job's share to the
-# global value when that is smaller, and the job runs with what it was granted.
+# Concurrency against rate-limited services is a declared resource (canarykit.layout). The main
+# Snakemake process tallies these over every running job, local or submitted to a cluster, so
+# a limit holds across jobs. Defaults, each unless given on the command line (`--resources
+# llm_openai=16` wins):
+#   llm_<provider>   agent.provider_concurrency.<provider>; else, for a hosted provider, one
+#                    job's share (agent.concurrency, judge.concurrency); none for a model
+#                    served on the job's node unless listed
+#   gpu              1 on one machine (local execution), when a job holds one; none on a
+#                    cluster (the cluster allocates each job its GPU)
+#   llm_calls        none (give one to cap every provider's agent runs together)
 
 def _register(name, value):
     if name not in workflow.global_resources:
         workflow.register_resource(name, int(value))
 
 
-_register(LLM_CALLS, config["agent"]["concurrency"])
-for _p, _n in (config["agent"].get("provider_concurrency") or {}).items():
-    _register(resource_name(_p), _n)
+for _name, _n in default_limits(config).items():
+    _register(_name, _n)
 _JUDGE_RES = {role: judge_job_resources(config["judge"].get(role), config["judge"]) for role in JUDGES}
-for _r in _JUDGE_RES.values():
-    if _r["provider"]:
-        _register(_r["provider"], _r["slots"])
-_AGENT_RES = {key: agent_job_resources(MODELS[j.model], config["agent"], N_TASKS * len(j.cells)) for key, j in AGENT_JOBS.items()}
+_AGENT_RES = {
+    key: agent_job_resources(MODELS[j.model], config["agent"], N_TASKS * len(j.cells), sequential=STATEFUL)
+    for key, j in AGENT_JOBS.items()
+}
 #: every provider resource any agent job holds (0 for the others)
 _AGENT_RESOURCE_NAMES = sorted({k for r in _AGENT_RES.values() for k in r if k.startswith("llm_") and k != LLM_CALLS})
+# `workflow.nodes` is set (from --jobs) only for a cluster or cloud executor: the test
+# Snakemake's scheduler itself uses to tell remote execution from local.
+if workflow.is_main_process and workflow.nodes is None and any(r["gpu"] for r in _AGENT_RES.values()):
+    _register("gpu", 1)
 
 
 def _agent_resource(name):
     def value(wildcards):
-        return _AGENT_RES[(wildcards.model, wildcards.job)].get(name, 0)
+        return _AGENT_RES[(wildcards.model, wildcards.cell)].get(name, 0)
 
     value.__name__ = f"agent_{name}"
     return value
 
 
 def agent_threads(wildcards):
-    return _AGENT_RES[(wildcards.model, wildcards.job)]["_threads"]
+    return _AGENT_RES[(wildcards.model, wildcards.cell)]["_threads"]
+
+
+def agent_slots(wildcards):
+    """The resources whose granted units are the job's runs in flight (run_agents.py)."""
+    return agent_slot_resources(job_model(wildcards))
 
 
 AGENT_RESOURCES = {name: _agent_resource(name) for name in [LLM_CALLS, *_AGENT_RESOURCE_NAMES, "gpu", "mem_mb", "runtime"]}

@@ -113,6 +113,7 @@ rule judge_report:
         index=rules.run_index.output.index,
         primary_counts=per_model(rules.judge_primary.output.counts),
         tasks=config["study"]["tasks"],
+        human=config["judge"]["human_sheet"] or [],  # editing the grades re-runs the comparison
         code=code("judge_report"),
     output:
         validation=out("judge/validation.json"),

@@ -4,7 +4,7 @@ whose identity already has a finished record."""
 from canarykit.agents.runner import exit_with_parent
 from canarykit.environments import tools_of
 from canarykit.jsonio import read_json_input
-from canarykit.layout import LLM_CALLS
+from canarykit.layout import granted_slots
 from canarykit.pipeline import run_job
 from canarykit.tasks import load_tasks, select_tasks
 from canarykit.workflow import run_script
@@ -29,8 +29,8 @@ def main(smk):
         environment=smk.params.environment,
         tools_path=smk.input.tools,
         # the runs in flight Snakemake granted (lowered to --resources when that is smaller)
-        concurrency=smk.resources.get(LLM_CALLS) or None,
-        job=f"run_agents-{w.model}-{w.job}",
+        concurrency=granted_slots(smk.resources, smk.params.slots),
+        job=f"run_agents-{w.model}-{w.cell}",
     )
 
 

@@ -82,3 +82,65 @@ def test_code_deps_cover_what_each_script_imports_when_it_runs() -> None:
         assert loaded, rule
         deps = set(code_closure(script, ROOT))
         assert loaded <= deps, (rule, sorted(loaded - deps))
+
+
+#: params.yaml keys that name an input file, and the stages that read it
+CONFIGURED_FILES = {
+    "study.tasks": ["canaries", "assemble", "run", "judge"],
+    "judge.template": ["judge"],
+}
+
+
+def test_stage_deps_follow_the_configured_files() -> None:
+    """The files the configuration names are DVC templates over params.yaml, never the
+    default path written out (a study with its own task file must re-run when it changes)."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for key, readers in CONFIGURED_FILES.items():
+        default = params
+        for part in key.split("."):
+            default = default[part]
+        for name, st in stages.items():
+            deps = (st.get("do") or st)["deps"]
+            assert default not in deps, (name, default)
+            assert (f"${{{key}}}" in deps) == (name in readers), (name, key)
+
+
+def test_dvc_sees_an_edit_of_the_configured_task_file_and_judge_template(tmp_path: Path) -> None:
+    """DVC itself: with study.tasks and judge.template set to files of one's own, editing them
+    (and not the defaults) puts the stages that read them out of date."""
+    import shutil
+
+    from fakes.workflow import copy_workflow, run, set_param
+
+    repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=("oracle",))
+    shutil.copy(repo / "data/tasks.json", repo / "data/time_tasks.json")
+    shutil.copy(repo / "data/prompts/judge_appendix_b.txt", repo / "data/prompts/my_judge.txt")
+    set_param(repo, ["study", "tasks"], "data/time_tasks.json")
+    set_param(repo, ["judge", "template"], "data/prompts/my_judge.txt")
+    run(repo, "git", "init", "-q")
+    run(repo, "dvc", "init", "-q")
+    # Stand-ins for the two stages' other deps and outputs: DVC records hashes, it runs nothing.
+    for d in ("results/canaries", "results/runs/jobs", "results/detect", "results/judge", "results/cache/verdicts"):
+        (repo / d).mkdir(parents=True, exist_ok=True)
+    for f in ("results/tools.json", "results/canaries/standard.json", "results/runs/jobs/x.json",
+              "results/runs/index.parquet", "results/detect/x", "results/judge/x", "results/runs.parquet",
+              "results/cache/verdicts/x"):
+        (repo / f).write_text("x")
+    run(repo, "dvc", "commit", "-f", "canaries@standard", "judge")
+
+    def status() -> str:
+        return run(repo, "dvc", "status", "canaries@standard", "judge").stdout
+
+    assert "up to date" in status()
+    with (repo / "data/tasks.json").open("a") as f:  # the default file: no stage reads it now
+        f.write("\n")
+    assert "up to date" in status()
+    with (repo / "data/time_tasks.json").open("a") as f:
+        f.write("\n")
+    with (repo / "data/prompts/my_judge.txt").open("a") as f:
+        f.write("\n")
+    text = status()
+    assert "canaries@standard" in text and "judge:" in text
+    assert text.count("modified:           data/time_tasks.json") == 2
+    assert "data/prompts/my_judge.txt" in text

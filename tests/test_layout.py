@@ -4,10 +4,12 @@ the metrics directory."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from canarykit.agents.calls import INVOCATION_ENV, Budget, SpendLedger
 from canarykit.layout import agent_job_resources, agent_jobs, metric_cells, model_slugs
@@ -97,3 +99,131 @@ def test_a_budget_holds_over_the_jobs_of_one_invocation(tmp_path: Path) -> None:
     assert two.exhausted and one.exhausted  # 1.1 spent over both jobs
     other = Budget(1.0, SpendLedger(tmp_path, "another-invocation", "job-1", refresh_s=0))
     assert not other.exhausted
+
+
+# ---------------------------------------------------------------------------- resources over jobs
+
+TWO_PROVIDERS = [
+    {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"},
+    {"name": "a-one", "backend": "litellm", "model": "openai/x", "provider": "alpha", "group": "hosted"},
+    {"name": "a-two", "backend": "litellm", "model": "openai/y", "provider": "alpha", "group": "hosted"},
+    {"name": "b-one", "backend": "litellm", "model": "openai/z", "provider": "beta", "group": "hosted"},
+    {"name": "q", "backend": "ollama", "model": "qwen3:8b", "group": "small"},
+]
+
+
+def _planned_jobs(text: str, rule: str) -> dict[str, dict[str, str]]:
+    """``model/cell`` -> the resources a dry run plans for each job of ``rule``."""
+    jobs: dict[str, dict[str, str]] = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):
+        if not re.match(rf"(?:local)?rule {rule}:", block.strip()):
+            continue
+        wc = dict(kv.split("=", 1) for kv in re.search(r"wildcards: (.*)", block).group(1).split(", "))
+        res = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", block).group(1).split(", "))
+        threads = re.search(r"threads: (\d+)", block)
+        res["threads"] = threads.group(1) if threads else "1"
+        jobs[f"{wc['model']}/{wc['cell']}"] = res
+    return jobs
+
+
+def test_a_dry_run_plans_each_job_with_its_provider_share_and_gpu(tmp_path: Path) -> None:
+    from fakes.workflow import copy_workflow, run, set_param
+
+    repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=())
+    set_param(repo, ["models"], [{**m, "api_base": "http://127.0.0.1:9/v1"} if m["backend"] == "litellm" else m
+                                 for m in TWO_PROVIDERS])
+    set_param(repo, ["agent", "provider_concurrency"], {"beta": 3})
+    set_param(repo, ["study", "conditions"], ["baseline", "declared"])
+    set_param(repo, ["ablation", "enabled"], False)
+    out = run(repo, "snakemake", "-n", "results/runs/index.parquet").stdout
+    jobs = _planned_jobs(out, "run_agents")
+    # a job per cell of each model (2 conditions x 1 seed), one for the reference agent's grid
+    assert sorted(jobs) == sorted(["oracle/all", *(f"{m}/standard-{c}-0" for m in ("a-one", "a-two", "b-one", "q")
+                                                  for c in ("baseline", "declared"))])
+    for cell in ("baseline", "declared"):
+        a, b, q = (jobs[f"{m}/standard-{cell}-0"] for m in ("a-one", "b-one", "q"))
+        # each job holds its own provider's share, none of another's
+        assert (a["llm_alpha"], a["llm_beta"], a["gpu"]) == ("8", "0", "0")
+        assert (b["llm_alpha"], b["llm_beta"], b["llm_calls"]) == ("0", "3", "3")  # capped by provider_concurrency
+        assert (q["gpu"], q["llm_ollama"], q["llm_alpha"]) == ("1", "8", "0")  # the local model holds the GPU
+    ref = jobs["oracle/all"]
+    assert ref["llm_calls"] == ref["llm_alpha"] == ref["gpu"] == "0"
+
+
+def test_default_limits_let_different_providers_and_the_gpu_job_run_together() -> None:
+    from canarykit.config import validate_params
+    from canarykit.layout import default_limits
+
+    cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
+    cfg["models"] = TWO_PROVIDERS
+    cfg["agent"]["provider_concurrency"] = {"beta": 3}
+    cfg["judge"]["primary"] = {"kind": "llm", "model": "openai/j", "provider": "judgeco"}
+    cfg = validate_params(cfg, "params.yaml")
+    limits = default_limits(cfg)
+    # per provider: the listed limit, else one job's share; no cap over all providers, none
+    # for the model served on the job's node (the gpu bounds it)
+    assert limits == {"llm_alpha": 8, "llm_beta": 3, "llm_judgeco": 8}
+    agent = cfg["agent"]
+    held = [agent_job_resources(m, agent, 120) for m in TWO_PROVIDERS if m["name"] in ("a-one", "b-one", "q")]
+    for name, limit in limits.items():  # one job of alpha, one of beta and the GPU job fit at once
+        assert sum(r.get(name, 0) for r in held) <= limit, name
+    # two jobs of one provider do not: its limit holds over all its jobs
+    a_one, a_two = (agent_job_resources(m, agent, 120) for m in TWO_PROVIDERS[1:3])
+    assert a_one["llm_alpha"] + a_two["llm_alpha"] > limits["llm_alpha"]
+
+
+def test_a_stateful_mcp_environment_runs_each_models_grid_in_one_sequential_job() -> None:
+    grid = {"standard": ["baseline", "declared"], "subtle": ["declared"]}
+    mcp = {"kind": "mcp", "servers": [{"name": "s", "command": ["srv"]}], "stateful": True}
+    jobs = agent_jobs(MODELS, grid, [0, 1], mcp)
+    assert [(j.slug, j.name, len(j.cells)) for j in jobs] == [("oracle", "all", 6), ("gpt_4.1", "all", 6),
+                                                             (model_slugs(MODELS)["gpt:4.1"], "all", 6)]
+    agent = {"concurrency": 8, "provider_concurrency": {}, "workers": 4}
+    seq = agent_job_resources(MODELS[1], agent, 720, sequential=True)
+    assert seq["llm_openai"] == seq["llm_calls"] == 1 and seq["_threads"] == 1
+    # read-only servers (stateful: false) and the built-in tools: a job per cell, runs in parallel
+    assert len(agent_jobs(MODELS, grid, [0, 1], {**mcp, "stateful": False})) == 1 + 6 + 6
+    assert len(agent_jobs(MODELS, grid, [0, 1], {"kind": "builtin"})) == 1 + 6 + 6
+
+
+@pytest.mark.slow  # a real run: about 80 s on 2 loaded cores
+def test_jobs_of_two_providers_run_at_once_under_the_default_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real run: each provider's gateway holds its first reply until the other gateway has
+    been called, so the runs finish promptly only when Snakemake started both jobs together."""
+    import threading
+
+    from fakes.openai_server import FakeOpenAIServer, simple_agent
+    from fakes.workflow import copy_workflow, run, set_param
+
+    monkeypatch.setenv("CANARYKIT_TEST_GW_KEY", "gw-key-not-secret")
+    called = {"alpha": threading.Event(), "beta": threading.Event()}
+    met: dict[str, bool] = {}
+
+    def gateway(me: str, other: str):  # noqa: ANN202
+        def handler(body, headers, n):  # noqa: ANN001, ANN202
+            called[me].set()
+            if n == 0:
+                met[me] = called[other].wait(timeout=90)
+            return simple_agent(body, headers, n)
+        return handler
+
+    with FakeOpenAIServer(gateway("alpha", "beta")) as ga, FakeOpenAIServer(gateway("beta", "alpha")) as gb:
+        repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=())
+        set_param(repo, ["models"], [
+            {"name": "a", "backend": "litellm", "model": "openai/x", "api_base": ga.url, "provider": "alpha",
+             "api_key_env": "CANARYKIT_TEST_GW_KEY", "group": "hosted"},
+            {"name": "b", "backend": "litellm", "model": "openai/y", "api_base": gb.url, "provider": "beta",
+             "api_key_env": "CANARYKIT_TEST_GW_KEY", "group": "hosted"},
+        ])
+        set_param(repo, ["study", "conditions"], ["baseline"])
+        set_param(repo, ["study", "limit_tasks"], 1)
+        set_param(repo, ["ablation", "enabled"], False)
+        cfg = yaml.safe_load((repo / "params.yaml").read_text())
+        cfg["agent"].update(workers=1, timeout_s=120, retries={"max_attempts": 1, "base_delay_s": 0.01, "max_delay_s": 0.05})
+        (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        targets = ["results/runs/jobs/a/standard-baseline-0.parquet", "results/runs/jobs/b/standard-baseline-0.parquet"]
+        run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", *targets)
+    assert met == {"alpha": True, "beta": True}  # each gateway was called while the other's job was running
+    for t in targets:
+        summary = json.loads((repo / t.replace(".parquet", ".json")).read_text())
+        assert summary["failed"] == 0 and summary["total"] == 1

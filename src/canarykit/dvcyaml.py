@@ -8,13 +8,19 @@ same list the rules take as input, so the two can never disagree. ``python -m
 canarykit.dvcyaml`` prints the file (``make dvc-yaml`` writes it); ``--check`` exits 1 when
 the committed ``dvc.yaml`` differs.
 
-Why ``--allowed-rules`` (which Snakemake documents as meant for internal use, it is how a
-cluster job runs exactly its rule): a stage must run its own rules and nothing upstream. The
-public alternatives do not say that: ``--until``/``--omit-from`` still run upstream jobs that
-Snakemake considers out of date (after a ``dvc checkout`` or ``dvc exp apply`` the outputs'
-modification times and Snakemake's metadata no longer match what DVC restored), and
-``--consider-ancient`` only silences the mtime trigger. With ``--allowed-rules`` the upstream
-outputs DVC restored are taken as given, which is the coupling we want.
+Why ``--allowed-rules`` (which Snakemake documents as meant for internal use; Snakemake's
+executor interface passes it, beside ``--target-jobs``, to every job it submits to a cluster):
+a stage must run its own rules and nothing upstream. The public alternatives do not say that:
+plain targets and ``--until``/``--omit-from`` still run upstream jobs that Snakemake considers
+out of date (after a ``dvc checkout`` or ``dvc exp apply`` the outputs' modification times and
+Snakemake's metadata no longer match what DVC restored), and ``--consider-ancient`` or
+``--rerun-triggers`` without ``mtime`` only silence some of the triggers. With
+``--allowed-rules`` the upstream outputs DVC restored are taken as given, which is the
+coupling we want.
+
+A file the configuration names is a DVC template over ``params.yaml`` in ``rules/stages.yaml``
+(``"${study.tasks}"``) and passes through unchanged: DVC resolves it, so the dependency follows
+the setting.
 """
 
 from __future__ import annotations

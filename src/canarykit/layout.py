@@ -7,8 +7,9 @@ caches are shared between studies: they are content-addressed (a record is found
 identity, a verdict by its inputs), so sharing them only saves paying twice and never mixes
 results; what a study reads from them is decided by its own run indexes.
 
-A *cell* is one (model, pool, condition, seed) of the grid: the unit of one agent job. Its
-files are named by the model's *slug* (the model name made safe for a path and a Snakemake
+A *cell* is one (model, pool, condition, seed) of the grid: a model's agent job runs one cell
+(a reference agent's, or any model's in a stateful MCP environment, runs all the model's cells:
+:func:`agent_jobs`). Its files are named by the model's *slug* (the model name made safe for a path and a Snakemake
 wildcard: ``planted:semantic_decoy`` -> ``planted_semantic_decoy``) so that any model name
 works. The DVC metrics are laid out per model and *grid role*: the main grid's cells are named
 by condition and the ablation grid's cell ``ablation``, so switching ``canaries.pool`` pairs
@@ -52,7 +53,7 @@ def model_slugs(models: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Cell:
-    """One (model, pool, condition, seed) of the grid: one agent job."""
+    """One (model, pool, condition, seed) of the grid."""
 
     model: str
     slug: str
@@ -103,22 +104,43 @@ class AgentJob:
         return sorted({c.seed for c in self.cells})
 
 
-#: Name of the job that runs every cell of a reference agent.
+#: Name of the job that runs every cell of a model (a reference agent, or any model of a
+#: stateful MCP environment).
 ALL_CELLS = "all"
 
 
-def agent_jobs(models: Sequence[Mapping[str, Any]], grid: Mapping[str, Sequence[str]], seeds: Iterable[int]) -> list[AgentJob]:
-    """The agent jobs of a study: one per cell (model, pool, condition, seed) for a model, so
-    a grid of hosted or local models spreads over as many jobs (and cluster nodes) as it has
-    cells; one per reference agent for its whole grid (named ``all``): its runs take
-    milliseconds and cost nothing, so a job per cell would only add seconds of start-up each."""
+def stateful_environment(environment: Mapping[str, Any] | None) -> bool:
+    """Whether the study's tool servers may keep state between runs: an MCP environment unless
+    it says ``stateful: false`` (the built-in tools answer every call afresh)."""
+    env = environment or {}
+    return env.get("kind") == "mcp" and bool(env.get("stateful", True))
+
+
+def agent_jobs(
+    models: Sequence[Mapping[str, Any]],
+    grid: Mapping[str, Sequence[str]],
+    seeds: Iterable[int],
+    environment: Mapping[str, Any] | None = None,
+) -> list[AgentJob]:
+    """The agent jobs of a study, in model order.
+
+    - A model: one job per cell (model, pool, condition, seed), so a grid of hosted or local
+      models spreads over as many jobs (and cluster nodes) as it has cells.
+    - A reference agent: one job for its whole grid (named ``all``): its runs take
+      milliseconds and cost nothing, so a job per cell would only add seconds of start-up each.
+    - Any model of a stateful MCP environment (:func:`stateful_environment`): one job for its
+      whole grid (``all``). Each job starts its own server instances; one job per model keeps
+      every run of the model on one server history (run one at a time:
+      :func:`agent_job_resources`), instead of cells that diverge on servers of their own.
+    """
     jobs: list[AgentJob] = []
     every = cells(models, grid, seeds)
+    whole = stateful_environment(environment)
     for m in models:
         mine = tuple(c for c in every if c.model == str(m["name"]))
         if not mine:
             continue
-        if m.get("backend") == "reference":
+        if whole or m.get("backend") == "reference":
             jobs.append(AgentJob(mine[0].model, mine[0].slug, ALL_CELLS, mine))
         else:
             jobs += [AgentJob(c.model, c.slug, c.name, (c,)) for c in mine]
@@ -137,10 +159,18 @@ def metric_cells(cfg: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------- job resources
+# Limits that hold over every job at once are Snakemake global resources: the main Snakemake
+# process tallies them over all running jobs, local or submitted to a cluster (every resource
+# but mem_mb, disk_mb and runtime has the "global" scope). A job holds units of:
+#   llm_<provider>  the runs (agents) or verdicts (LLM judges) it keeps in flight at that provider
+#   llm_calls       agent runs in flight, any provider (no limit unless --resources gives one)
+#   gpu             1 for a model served on the job's node (backends local and ollama)
 
-#: Snakemake global resource bounding the agent runs in flight over every job at once
-#: (``agent.concurrency``); each provider also has ``llm_<provider>`` (``agent.provider_concurrency``).
+#: Snakemake resource every agent job of a model holds (its runs in flight): a cap over all
+#: providers when ``--resources llm_calls=N`` is given; the workflow sets no default.
 LLM_CALLS = "llm_calls"
+#: Backends whose model is served on the job's own node (bounded by ``gpu``, not by a provider).
+LOCAL_BACKENDS = ("local", "ollama")
 
 
 def resource_name(provider: str) -> str:
@@ -148,50 +178,99 @@ def resource_name(provider: str) -> str:
     return "llm_" + re.sub(r"\W+", "_", provider.lower()).strip("_")
 
 
-def agent_job_resources(model: Mapping[str, Any], agent_cfg: Mapping[str, Any], runs: int) -> dict[str, int]:
-    """What one agent job (one cell: ``runs`` runs of ``model``) declares to Snakemake.
+def _provider(model: Mapping[str, Any]) -> str:
+    from .agents.backends import provider_of
 
-    - ``llm_calls`` and ``llm_<provider>``: the runs it keeps in flight (``agent.concurrency``,
-      capped by ``agent.provider_concurrency``); 0 for reference agents, which call no model.
-      The workflow registers the configured limits as global resources, so they hold over
-      every job at once; Snakemake lowers a job's share to the global value when that is
-      smaller, and the job runs with the share it was given.
+    return provider_of(model)
+
+
+def agent_job_resources(model: Mapping[str, Any], agent_cfg: Mapping[str, Any], runs: int, *,
+                        sequential: bool = False) -> dict[str, int]:
+    """What one agent job (``runs`` runs of ``model``) declares to Snakemake.
+
+    - ``llm_<provider>`` and ``llm_calls``: the runs it keeps in flight, ``agent.concurrency``
+      capped by ``agent.provider_concurrency.<provider>`` (1 when ``sequential``: a stateful
+      MCP environment's runs go one at a time); 0 for reference agents, which call no model.
+      Snakemake lowers a job's share to the global limit when that is smaller, and the job runs
+      with the share it was granted (:func:`granted_slots`).
     - ``_threads``: processes (LiteLLM runs are spread over ``agent.workers`` processes, at most
-      the job's share of calls; other backends run in one process).
+      the job's share of calls; other backends, and MCP environments, run in one process).
     - ``gpu``: 1 for models served on the job's node (``local``, ``ollama``), else 0.
     - ``mem_mb`` and ``runtime`` (minutes): measured for reference agents; for models an upper
       estimate from the number of runs (a few minutes per run per slot; override with
       ``--set-resources run_agents:runtime=...``).
     """
-    from .agents.backends import provider_of
-
     backend = str(model.get("backend", ""))
-    provider = provider_of(model)
+    res = resource_name(_provider(model))
     if backend == "reference":
-        return {"_threads": 1, LLM_CALLS: 0, resource_name(provider): 0, "gpu": 0, "mem_mb": 1000, "runtime": 30}
-    limits = {str(k): int(v) for k, v in (agent_cfg.get("provider_concurrency") or {}).items()}
-    slots = max(1, min(int(agent_cfg.get("concurrency", 8)), limits.get(provider, 1 << 30)))
+        return {"_threads": 1, LLM_CALLS: 0, "gpu": 0, "mem_mb": 1000, "runtime": 30}
+    limits = {resource_name(str(k)): int(v) for k, v in (agent_cfg.get("provider_concurrency") or {}).items()}
+    slots = 1 if sequential else max(1, min(int(agent_cfg.get("concurrency", 8)), limits.get(res, 1 << 30)))
     threads = 1
-    if backend == "litellm":
+    if backend == "litellm" and not sequential:
         workers = agent_cfg.get("workers")
         threads = max(1, min(slots, int(workers) if workers is not None else 2))
     minutes_per_run = 2 if backend == "litellm" else 4
     return {
         "_threads": threads,
         LLM_CALLS: slots,
-        resource_name(provider): slots,
-        "gpu": 1 if backend in ("local", "ollama") else 0,
+        res: slots,
+        "gpu": 1 if backend in LOCAL_BACKENDS else 0,
         "mem_mb": 1000 + 500 * threads + (3000 if backend == "local" else 0),
         "runtime": 30 + -(-runs * minutes_per_run // slots),
     }
 
 
+def agent_slot_resources(model: Mapping[str, Any]) -> list[str]:
+    """The resources whose granted units bound an agent job's runs in flight."""
+    return [LLM_CALLS, resource_name(_provider(model))]
+
+
+def granted_slots(resources: Mapping[str, Any], names: Sequence[str]) -> int | None:
+    """The runs in flight a job was granted: the smallest of its units of ``names`` (``None``
+    when it holds none: a reference agent)."""
+    held = [int(resources[n]) for n in names if isinstance(resources.get(n), int)]
+    return min(held) if held and min(held) > 0 else None
+
+
 def judge_job_resources(judge: Mapping[str, Any] | None, judge_cfg: Mapping[str, Any]) -> dict[str, int | str]:
     """What one judging job declares: an LLM judge holds ``judge.concurrency`` of its
-    provider's resource (``llm_<provider>``; the workflow registers ``judge.concurrency`` as
-    its global limit, so the judging jobs together keep that many verdicts in flight)."""
+    provider's resource (``llm_<provider>``)."""
     if not judge or judge.get("kind") != "llm":
         return {"provider": "", "slots": 0}
-    from .agents.backends import provider_of
+    return {"provider": resource_name(_provider({"backend": "litellm", **judge})), "slots": int(judge_cfg.get("concurrency") or 8)}
 
-    return {"provider": resource_name(provider_of({"backend": "litellm", **judge})), "slots": int(judge_cfg.get("concurrency") or 8)}
+
+def default_limits(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """The global limits the workflow registers for the providers of a study (params.yaml
+    validated), each unless ``--resources`` gives it.
+
+    ``llm_<provider>``: ``agent.provider_concurrency.<provider>`` when listed; otherwise, for a
+    hosted provider (a LiteLLM model's or an LLM judge's), the largest share one of its jobs
+    holds (``agent.concurrency``, ``judge.concurrency``), so that provider keeps one job's calls
+    in flight over all its jobs. Providers of different models never wait for each other, and
+    a model served on the job's node (``local``, ``ollama``) is bounded by ``gpu``, not by a
+    provider limit, unless ``provider_concurrency`` lists its provider (one shared server).
+    No ``llm_calls`` limit: give ``--resources llm_calls=N`` to cap all providers together.
+    """
+    listed = {resource_name(str(k)): int(v) for k, v in (cfg["agent"].get("provider_concurrency") or {}).items()}
+    out: dict[str, int] = {}
+
+    def share(name: str, n: int) -> None:
+        out[name] = listed.get(name) or max(out.get(name, 0), n)
+
+    for m in cfg["models"]:
+        backend = str(m.get("backend", ""))
+        if backend == "reference":
+            continue
+        name = resource_name(_provider(m))
+        if backend in LOCAL_BACKENDS:
+            if name in listed:
+                out[name] = listed[name]
+            continue
+        share(name, agent_job_resources(m, cfg["agent"], 1)[name])
+    for role in ("primary", "cross"):
+        r = judge_job_resources(cfg["judge"].get(role), cfg["judge"])
+        if r["provider"]:
+            share(str(r["provider"]), int(r["slots"]))
+    return out
