@@ -129,3 +129,17 @@ def test_the_control_flags_come_all_or_none() -> None:
     with pytest.raises(InputError) as err:
         stats.validate_runs(df, "mine.parquet")
     assert err.value.file == "mine.parquet" and err.value.field.startswith("control_")
+
+
+def test_figure_10_and_the_controls_table_state_the_configured_level(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from canarykit import figures
+
+    r = stats.compute_all(_control_runs({"declared": (6, 10), "control": (1, 10)}, 20), stats.StatsConfig(resamples=500, alpha=0.1))
+    chart = figures.build_charts(r)["fig10"].to_dict()
+    subtitle = " ".join(chart["title"]["subtitle"])
+    assert "90% CI" in subtitle and "95%" not in subtitle
+    stats.write_outputs(r, tmp_path)
+    md = (tmp_path / "table_controls.md").read_text()
+    assert "Δ [90% CI]" in md and "95%" not in md
+    assert "csr [90% CI]" in (tmp_path / "table1.md").read_text()
+    assert pl.read_csv(tmp_path / "fig10_controls.csv")["level"].to_list()[0] == pytest.approx(0.9)
