@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import permutations
+
 import numpy as np
 import polars as pl
 import pytest

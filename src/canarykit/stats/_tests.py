@@ -366,7 +366,7 @@ _TABLE_GROUPS = 8
 
 @functools.cache
 def _all_permutations(m: int) -> np.ndarray:
-    return np.array(list(itertools.permutations(range(m))), dtype=np.intp).reshape(-1, m)
+    return np.array(list(itertools.permutations(range(m))), dtype=np.int8).reshape(-1, m)
 
 
 def block_permutations(rng: np.random.Generator, present: np.ndarray, rows: int) -> np.ndarray:
@@ -381,7 +381,8 @@ def block_permutations(rng: np.random.Generator, present: np.ndarray, rows: int)
     t, m = pm.shape
     if pm.all() and m <= _TABLE_GROUPS:
         table = _all_permutations(m)
-        return table[rng.integers(0, table.shape[0], size=(rows, t))]
+        # np.take on rows of a small int8 table: much faster than fancy indexing
+        return np.take(table, rng.integers(0, table.shape[0], size=(rows, t)), axis=0).astype(np.intp)
     keys = rng.random((rows, t, m)) + np.where(pm, 0.0, 2.0)[None]
     order = np.argsort(keys, axis=-1)  # present groups in random order, then absent ones
     # slot i of task t belongs to its i-th present group: the slot of each group
@@ -446,7 +447,7 @@ def permutation_group_test(
     tol = 1e-9 * max(observed, 1.0)
     for start in range(0, resamples, rows):
         src = block_permutations(rng, pm_, min(rows, resamples - start))
-        tot_p = packed[src + offset].sum(axis=1)  # (r, m): permuted sums + 1j * counts
+        tot_p = np.take(packed, src + offset).sum(axis=1)  # (r, m): permuted sums + 1j * counts
         stat = _dispersion(tot_p.real + s_fix, tot_p.imag + n_fix, pooled)
         exceed += int((stat >= observed - tol).sum())
     out["p"] = (1.0 + exceed) / (resamples + 1.0)
