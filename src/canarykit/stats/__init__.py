@@ -22,12 +22,16 @@ Units and conventions
 - **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
   ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
   ``truncated`` column has no truncated run.
-- **Intervals**: percentile bootstrap at ``1 - alpha``. ``bootstrap_unit: task`` (default)
-  resamples whole tasks once for the study and applies the same resampled tasks to every
-  estimate (all seeds, conditions and pools of a task travel together), so differences are
-  paired by (task, seed); ``run`` resamples each estimate's runs independently (the paper).
+- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task`` (default) resamples whole tasks
+  once for the study and applies the same resampled tasks to every estimate (all seeds,
+  conditions and pools of a task travel together), so differences are paired by (task,
+  seed); intervals are BCa (acceleration from the leave-one-task-out jackknife). ``run``
+  resamples each estimate's runs independently, percentile intervals (the paper).
 - **Tests** run over the models under test only (``stats.test_groups``; by default every
-  group except ``reference`` and ``planted``); ``families`` records each test family.
+  group except ``reference`` and ``planted``, which get no p-value outside the control and
+  position effects); ``families`` records each test family. Trap rates across models:
+  ``gee_trap`` (logistic GEE) and ``trap_permutation`` (task-blocked permutation test, which
+  keeps a model never or always trapped); ``trap_test`` says which answers.
 - **Control and position effects** (``_effects``): ``control_effect.<model>.<type>`` is the
   trap rate with canaries (``declared``) minus the call rate of their matched-surface
   controls (``control``), paired by (task, seed), Holm across types within a model, with a
