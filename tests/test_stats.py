@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from fakes import stats_loops as loops
 from fakes.runs import make_runs
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
@@ -81,7 +82,7 @@ def test_recovery_denominator_and_zero_trapped(tmp_path: Path) -> None:
     r = stats.compute_all(df, cfg())
     # a trapped run whose recovery is unknown counts in n but not as recovered
     assert {k: r["recovery"]["declared"]["a"][k] for k in ("rate", "n")} == {"rate": 0.5, "n": 4}
-    assert r["recovery"]["declared"]["b"] == {"rate": None, "n": 0, "lo": None, "hi": None}
+    assert r["recovery"]["declared"]["b"] == {"rate": None, "n": 0, "lo": None, "hi": None, "clusters": 0}
     stats.write_outputs(r, tmp_path)
     md = (tmp_path / "table1.md").read_text()
     b_line = next(line for line in md.splitlines() if line.startswith("| b "))
@@ -297,8 +298,11 @@ def test_csr_ci_task_unit_reproduces_plain_loop(synth: pl.DataFrame, synth_resul
     d = _prim(synth, "declared").filter((pl.col("model") == "mid-2") & pl.col("csr").is_not_null())
     v = d.get_column("csr").to_numpy()
     tasks = synth.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
-    draws = _task_loop_means([(v, d.get_column("task_id").to_numpy().astype(str))], tasks, 300, 20261130)[:, 0]
-    lo, hi = np.percentile(draws, [2.5, 97.5])
+    vt = d.get_column("task_id").to_numpy().astype(str)
+    draws = _task_loop_means([(v, vt)], tasks, 300, 20261130)[:, 0]
+    # BCa: the jackknife leaves out one study task at a time
+    jack = loops.task_jackknife(tasks, lambda keep: loops.stack(v, vt, keep).mean())
+    lo, hi = loops.bca(draws, v.mean(), jack)
     e = synth_300["csr_ci"]["declared"]["mid-2"]
     assert e["lo"] == pytest.approx(lo, rel=1e-12) and e["hi"] == pytest.approx(hi, rel=1e-12)
     assert e["csr"] == pytest.approx(v.mean())
@@ -334,9 +338,10 @@ def test_tsr_delta_and_effect_sizes(
     assert set(synth_result["tsr_delta"]) == {"declared", "full"}
     # task unit: both sides resampled with the same tasks (paired), as a plain loop does it
     tasks = synth.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
-    loop = _task_loop_means([(a, base["task_id"].to_numpy().astype(str)), (b, cond["task_id"].to_numpy().astype(str))],
-                            tasks, 300, 20261130)
-    lo, hi = np.percentile(loop[:, 0] - loop[:, 1], [2.5, 97.5])
+    ta, tb = base["task_id"].to_numpy().astype(str), cond["task_id"].to_numpy().astype(str)
+    loop = _task_loop_means([(a, ta), (b, tb)], tasks, 300, 20261130)
+    jack = loops.task_jackknife(tasks, lambda keep: loops.stack(a, ta, keep).mean() - loops.stack(b, tb, keep).mean())
+    lo, hi = loops.bca(loop[:, 0] - loop[:, 1], a.mean() - b.mean(), jack)
     e300 = synth_300["tsr_delta"]["full"]["small-1"]
     assert (e300["lo"], e300["hi"]) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
     # run unit: the paper's independent resampling of each condition

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
+from fakes import stats_loops as loops
 from fakes.runs import make_runs
 from scipy import stats as sps
 from scipy.special import expit
@@ -85,7 +86,7 @@ def test_paired_delta_task_unit_equals_plain_loop() -> None:
         vb = np.concatenate([b.values[tasks == t] for t in picked])
         return va.mean() - vb.mean()
 
-    lo, hi = np.percentile(_loop_task_draws(tasks, 300, stat), [2.5, 97.5])
+    lo, hi = loops.bca(_loop_task_draws(tasks, 300, stat), a.values.mean() - b.values.mean(), loops.task_jackknife(tasks, stat))
     assert got["lo"] == pytest.approx(lo, rel=1e-12) and got["hi"] == pytest.approx(hi, rel=1e-12)
     assert got["delta"] == pytest.approx(a.values.mean() - b.values.mean())
     assert got["cohens_h"] == pytest.approx(2 * np.arcsin(np.sqrt(a.values.mean())) - 2 * np.arcsin(np.sqrt(b.values.mean())))
@@ -233,8 +234,14 @@ def test_pairwise_contrasts_cluster_robust_and_holm(small: pl.DataFrame, small_r
         return (va.mean() if va.size else np.nan) - (vb.mean() if vb.size else np.nan)
 
     draws = _loop_task_draws(study_tasks, B, stat)
-    lo, hi = np.percentile(draws[np.isfinite(draws)], [2.5, 97.5])
+    lo, hi = loops.bca(draws, row["a"] - row["b"], loops.task_jackknife(study_tasks, stat))
     assert (row["lo"], row["hi"]) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
+    # Cohen's h of the two trap rates, from the raw runs
+    ra, rb = fa[f"trapped_{t}"].cast(pl.Float64).mean(), fb[f"trapped_{t}"].cast(pl.Float64).mean()
+    assert (row["a"], row["b"]) == (pytest.approx(ra), pytest.approx(rb))
+    assert row["cohens_h"] == pytest.approx(2 * np.arcsin(np.sqrt(ra)) - 2 * np.arcsin(np.sqrt(rb)), rel=1e-12)
+    for r in co["contrasts"]:
+        assert r["cohens_h"] == pytest.approx(2 * np.arcsin(np.sqrt(r["a"])) - 2 * np.arcsin(np.sqrt(r["b"])), abs=1e-12)
 
 
 def test_spearman_within_each_model(small: pl.DataFrame) -> None:
@@ -249,7 +256,7 @@ def test_spearman_within_each_model(small: pl.DataFrame) -> None:
     def stat(picked: np.ndarray) -> float:
         return float(sps.spearmanr(_stack(d, picked, "csr"), _stack(d, picked, "success")).statistic)
 
-    lo, hi = np.percentile(_loop_task_draws(study_tasks, 60, stat), [2.5, 97.5])
+    lo, hi = loops.bca(_loop_task_draws(study_tasks, 60, stat), ref.statistic, loops.task_jackknife(study_tasks, stat))
     assert (got["lo"], got["hi"]) == (pytest.approx(lo, rel=1e-9), pytest.approx(hi, rel=1e-9))
 
 
@@ -277,6 +284,70 @@ def test_reference_and_planted_are_described_but_never_tested(small: pl.DataFram
     r2 = stats.compute_all(df, cfg(resamples=50, test_groups=("reference", "planted", "frontier", "mid")))
     assert r2["chi2"]["declared"]["models"] == sorted(small["model"].unique())
     assert r2["meta"]["test_groups"] == ["reference", "planted", "frontier", "mid"]
+    # and the instruments' p-values appear only then
+    instruments = {"frontier-1", "frontier-2"}
+    assert not _instrument_p_values(r, instruments)
+    assert _instrument_p_values(r2, instruments)
+
+
+#: Blocks that give every model a p-value on purpose: the known-answer checks of issue 11.
+_WITHIN_MODEL = ("control_effect", "position_effect")
+
+
+def _instrument_p_values(result: dict[str, Any], instruments: set[str]) -> list[str]:
+    """Paths of every non-null p-value (a key ``p`` or ``p_*``, or ``significant``) that
+    concerns an instrument model: under a key naming it, or in a record whose model fields
+    (``model_a``, ``model_b``, ``models``, ``groups``, ``strata``) name one."""
+    found: list[str] = []
+
+    def names(node: dict[str, Any]) -> set[str]:
+        out = {node.get("model_a"), node.get("model_b")}
+        for k in ("models", "groups", "strata"):
+            if isinstance(node.get(k), list):
+                out |= set(node[k])
+        return {n for n in out if isinstance(n, str)}
+
+    def walk(node: Any, path: tuple[str, ...], about: set[str]) -> None:
+        if isinstance(node, dict):
+            here = about | names(node)
+            for k, v in node.items():
+                key_about = here | ({k} if k in instruments else set())
+                is_p = k == "p" or k.startswith("p_") or k == "significant"
+                if is_p and v not in (None, False) and key_about & instruments:
+                    found.append(".".join((*path, k)))
+                walk(v, (*path, k), key_about)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, (*path, str(i)), about)
+
+    for key, block in result.items():
+        if key in _WITHIN_MODEL or key in ("families", "meta", "model_groups", "stability"):
+            continue
+        walk(block, (key,), set())
+    return found
+
+
+def test_no_p_value_for_an_instrument_unless_test_groups_asks(small: pl.DataFrame) -> None:
+    relabel = {"frontier-1": "reference", "frontier-2": "planted"}
+    df = small.with_columns(group=pl.col("model").replace_strict(relabel, default=pl.col("group")))
+    r = stats.compute_all(df, cfg(resamples=100))
+    assert _instrument_p_values(r, {"frontier-1", "frontier-2"}) == []
+    # instruments keep their descriptive rho and interval within a model, no p-value
+    for m in ("frontier-1", "frontier-2"):
+        e = r["spearman_by_model"]["declared"][m]
+        assert e["rho"] is not None and e["lo"] <= e["rho"] <= e["hi"]
+        assert (e["p"], e["p_bootstrap"], e["p_bootstrap_holm"], e["significant"], e["tested"]) == (None, None, None, None, False)
+    # the tested models form one Holm family over p_bootstrap
+    tested = ["frontier-3", "mid-1"]
+    by = r["spearman_by_model"]["declared"]
+    fam = r["families"]["spearman_by_model.declared"]
+    assert fam["members"] == tested and fam["size"] == 2 and fam["correction"] == "holm"
+    ref = multipletests([by[m]["p_bootstrap"] for m in tested], method="holm")[1]
+    np.testing.assert_allclose([by[m]["p_bootstrap_holm"] for m in tested], ref, rtol=1e-12)
+    assert all(by[m]["tested"] for m in tested)
+    # the within-model effects include every model on purpose, and say so
+    for key in _WITHIN_MODEL:
+        assert r["families"][key]["includes_instruments"] is True and "known-answer" in r["families"][key]["note"]
 
 
 # --------------------------------------------------------------------------- counting rules
@@ -370,7 +441,7 @@ def test_per_type_ablation_paired_by_task(small: pl.DataFrame, small_result: dic
         return (va.mean() if va.size else np.nan) - (vb.mean() if vb.size else np.nan)
 
     draws = _loop_task_draws(study_tasks, B, stat)
-    lo, hi = np.percentile(draws[np.isfinite(draws)], [2.5, 97.5])
+    lo, hi = loops.bca(draws, e["delta"], loops.task_jackknife(study_tasks, stat))
     assert (e["lo"], e["hi"]) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
     m = small_result["ablation"]["models"]["frontier-2"]
     assert m["lo"] <= m["delta"] <= m["hi"]
@@ -405,3 +476,164 @@ def test_paired_delta_as_the_readme_shows_for_later_effects(small: pl.DataFrame,
         pytest.approx(ref["subtle"]), pytest.approx(ref["standard"]), pytest.approx(ref["delta"]), ref["lo"], ref["hi"], ref["n_pairs"])
     assert 0.0 <= e["p"] <= 1.0 and e["clusters"] > 1
     assert stats.holm([e["p"], 0.5]).tolist()[0] == pytest.approx(min(1.0, 2 * e["p"]))
+
+
+# --------------------------------------------------------------------------- BCa intervals
+
+
+def test_bca_matches_scipy_bootstrap_given_its_draws() -> None:
+    """scipy.stats.bootstrap(method="BCa") resampling whole tasks (paired per-task sums): our
+    interval from scipy's own bootstrap distribution and our closed-form jackknife equals
+    scipy's interval (scipy recomputes the statistic on every leave-one-out sample)."""
+    rng = np.random.default_rng(12)
+    g = 40
+    n = rng.integers(1, 6, g).astype(float)
+    s = rng.binomial(n.astype(int), rng.beta(0.7, 1.5, g)).astype(float)
+    n[:3] = 0.0  # tasks without a run of this rate
+    s[:3] = 0.0
+
+    def ratio(sv: np.ndarray, nv: np.ndarray, axis: int = -1) -> np.ndarray:
+        return sv.sum(axis=axis) / nv.sum(axis=axis)
+
+    for alpha in (0.05, 0.2):
+        res = sps.bootstrap((s, n), ratio, paired=True, vectorized=True, method="BCa", n_resamples=2000,
+                            confidence_level=1 - alpha, random_state=np.random.default_rng(5))
+        jack = (s.sum() - s) / (n.sum() - n)
+        lo, hi = stats.bca_ci(res.bootstrap_distribution, s.sum() / n.sum(), jack, alpha)
+        assert (lo, hi) == (pytest.approx(res.confidence_interval.low, rel=1e-10),
+                            pytest.approx(res.confidence_interval.high, rel=1e-10))
+    # and the study's jackknife is that one: a TaskBootstrap over the same tasks
+    tasks = np.array([f"t{i:02d}" for i in range(g)])
+    runs_t = np.repeat(tasks, n.astype(int))
+    values = np.concatenate([np.r_[np.ones(int(k)), np.zeros(int(m - k))] for k, m in zip(s, n, strict=True)])
+    d = stats.TaskBootstrap(tasks, 50, 1).draws(("x",), [stats.Sample(values, runs_t)])
+    np.testing.assert_allclose(d.jackknife[:, 0], jack, rtol=1e-12)
+
+
+def test_column_quantiles_are_numpys_and_bca_falls_back_when_undefined() -> None:
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(501, 4))
+    d[::7, 2] = np.nan
+    lev = np.array([[0.025] * 4, [0.975] * 4])
+    q = stats.column_quantiles(d, lev)
+    for k in range(4):
+        col = d[:, k][np.isfinite(d[:, k])]
+        np.testing.assert_allclose(q[:, k], np.quantile(col, [0.025, 0.975]), rtol=1e-14)
+    # every draw above the estimate: BCa is undefined, the percentile interval is given
+    draws = rng.normal(5, 1, size=(400, 1))
+    levels = stats.bca_levels(draws, np.array([-1.0]), rng.normal(size=(30, 1)), 0.05)
+    np.testing.assert_allclose(levels[:, 0], [0.025, 0.975])
+
+
+def _bisect_p(draws: np.ndarray, est: float, jack: np.ndarray | None) -> float:
+    """The smallest alpha whose interval (plain-loop BCa, or percentile) excludes 0, by bisection."""
+    def excludes(alpha: float) -> bool:
+        lo, hi = loops.bca(draws, est, jack, alpha) if jack is not None else np.quantile(draws, [alpha / 2, 1 - alpha / 2])
+        return lo > 0 or hi < 0
+    a, b = 1e-9, 1.0
+    if not excludes(b - 1e-9):
+        return 1.0
+    for _ in range(60):
+        mid = (a + b) / 2
+        a, b = (a, mid) if excludes(mid) else (mid, b)
+    return b
+
+
+def test_p_bootstrap_inverts_the_interval() -> None:
+    rng = np.random.default_rng(4)
+    for mean in (0.05, 0.2, -0.3, 0.45):
+        draws = rng.normal(mean, 0.2, 2000) + 0.05 * rng.exponential(size=2000)
+        jack = rng.normal(0, 0.01, 60) + 0.002 * rng.exponential(size=60)
+        est = float(np.median(draws)) + 0.01
+        got = stats.bootstrap_p(draws, est, jack[:, None])[0]
+        assert got == pytest.approx(_bisect_p(draws, est, jack), abs=3 / 2000), mean
+        pct = stats.bootstrap_p(draws)[0]
+        assert pct == pytest.approx(_bisect_p(draws, est, None), abs=3 / 2000), mean
+    assert stats.bootstrap_p(np.full(50, 0.3))[0] == 0.0  # every draw on one side
+    assert stats.bootstrap_p(np.zeros(50))[0] == 1.0
+
+
+def test_p_bootstrap_of_spearman_within_a_tested_model(small: pl.DataFrame) -> None:
+    """compute_all's p_bootstrap is the smallest alpha whose (BCa) interval excludes 0, with
+    draws and jackknife replayed by plain loops."""
+    r = stats.compute_all(small, cfg(resamples=200))
+    study_tasks = small.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
+    checked = 0
+    for m, got in r["spearman_by_model"]["declared"].items():
+        if got["p_bootstrap"] is None:
+            continue
+        d = _decl(small, m).filter(pl.col("csr").is_not_null() & pl.col("success").is_not_null())
+
+        def stat(picked: np.ndarray, d: pl.DataFrame = d) -> float:
+            x, y = _stack(d, picked, "csr"), _stack(d, picked, "success")
+            return float(sps.spearmanr(x, y).statistic) if np.unique(x).size > 1 and np.unique(y).size > 1 else np.nan
+
+        draws = _loop_task_draws(study_tasks, 200, stat)
+        jack = loops.task_jackknife(study_tasks, stat)
+        assert got["p_bootstrap"] == pytest.approx(_bisect_p(draws, got["rho"], jack), abs=3 / 200), m
+        checked += 1
+    assert checked == 4
+
+
+# --------------------------------------------------------------------------- the other interval paths
+
+
+def test_trap_rate_and_recovery_intervals_replay_a_plain_loop(small: pl.DataFrame, small_result: dict[str, Any]) -> None:
+    study_tasks = small.filter(~pl.col("error")).get_column("task_id").to_numpy().astype(str)
+    t = "temporal_decoy"
+    for m in ("frontier-1", "mid-1"):
+        runs = _decl(small, m)
+        offered = runs.filter(pl.col(f"present_{t}") & (pl.col("tool_calls") > 0))
+        v, vt = offered.get_column(f"trapped_{t}").cast(pl.Float64).to_numpy(), offered.get_column("task_id").to_numpy().astype(str)
+        trapped = runs.filter(pl.col("trapped"))
+        w = trapped.get_column("recovered").fill_null(False).cast(pl.Float64).to_numpy()
+        wt = trapped.get_column("task_id").to_numpy().astype(str)
+        for got, values, tasks, rate_key in ((small_result["trap_rate_ci"]["declared"][m][t], v, vt, "rate"),
+                                             (small_result["recovery"]["declared"][m], w, wt, "rate")):
+            def stat(picked: np.ndarray, values: np.ndarray = values, tasks: np.ndarray = tasks) -> float:
+                return loops.mean_or_nan(loops.stack(values, tasks, picked))
+
+            lo, hi = loops.bca(_loop_task_draws(study_tasks, B, stat), values.mean(), loops.task_jackknife(study_tasks, stat))
+            assert got[rate_key] == pytest.approx(values.mean())
+            assert (got["lo"], got["hi"]) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12)), (m, rate_key)
+            assert got["clusters"] == np.unique(tasks).size and got["n"] == values.size
+
+
+# --------------------------------------------------------------------------- per-seed stability, by hand
+
+
+def test_stability_tsr_delta_and_contrasts_per_seed_by_hand(small: pl.DataFrame, small_result: dict[str, Any]) -> None:
+    st = small_result["stability"]
+    ok = small.filter(~pl.col("error") & (pl.col("pool") == "standard"))
+
+    def tsr(cond: str, m: str, s: int) -> float:
+        f = ok.filter((pl.col("condition") == cond) & (pl.col("model") == m) & (pl.col("seed") == s) & pl.col("success").is_not_null())
+        return float(f["success"].cast(pl.Float64).mean())
+
+    deltas = [f for f in st["findings"] if f["kind"] == "tsr_delta"]
+    assert {(f["condition"], f["finding"].split(": ")[1]) for f in deltas} == {
+        (c, m) for c in ("declared", "full") for m in small_result["meta"]["tested_models"]}
+    for f in deltas:
+        c, m = f["condition"], f["finding"].split(": ")[1]
+        per = {str(s): tsr("baseline", m, s) - tsr(c, m, s) for s in (0, 1, 2)}
+        assert f["per_seed"] == pytest.approx(per)
+        assert f["estimate"] == pytest.approx(small_result["tsr_delta"][c][m]["delta"])
+        assert f["survives"] == all(np.sign(v) == np.sign(f["estimate"]) and v != 0 for v in per.values())
+
+    def rate(c: str, m: str, t: str, s: int) -> float:
+        f = ok.filter((pl.col("condition") == c) & (pl.col("model") == m) & (pl.col("seed") == s)
+                      & pl.col(f"present_{t}") & (pl.col("tool_calls") > 0))
+        return float(f[f"trapped_{t}"].cast(pl.Float64).mean())
+
+    for kind, family in (("contrast", "contrasts"), ("fisher", "fisher_holm")):
+        found = [f for f in st["findings"] if f["kind"] == kind]
+        significant = [(c, row) for c in small_result["meta"]["conditions"] for row in small_result[family][c]["contrasts"]
+                       if row["significant"]]
+        assert len(found) == len(significant) > 0, kind
+        for f, (c, row) in zip(found, significant, strict=True):
+            a, b, t = row["model_a"], row["model_b"], row["type"]
+            assert f["finding"] == f"{t} trap rate {c}: {a} vs {b}" and f["family"] == f"{family}.{c}"
+            per = {str(s): rate(c, a, t, s) - rate(c, b, t, s) for s in (0, 1, 2)}
+            assert f["per_seed"] == pytest.approx(per)
+            assert f["survives"] == all(np.sign(v) == np.sign(f["estimate"]) for v in per.values())
+    assert st["n_surviving"] == sum(1 for f in st["findings"] if f["survives"])

@@ -321,6 +321,7 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
     d = fd["fig10"].filter(pl.col("delta").is_not_null())
     if d.is_empty():
         return _empty(title, "Needs declared and control runs (study.conditions)")
+    level = f"{100.0 * float(d['level'][0]):.3g}%" if "level" in d.columns else "95%"
     d = d.with_columns(type_label=pl.col("type").replace_strict(TYPE_LABELS, default=pl.col("type")))
     order = sorted(d.get_column("model").unique().to_list())
     domain = [k for k, _ in _DIAGNOSES]
@@ -344,8 +345,9 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
     ).properties(
         title=alt.Title(title, subtitle=["Δ = trap rate with canaries − with their matched-surface controls, paired by (task, seed); "
                                          "positive: the claim traps, not the surface",
-                                         "whiskers: bootstrap 95% CI; dashed: no difference; colour: diagnosis (weakness needs Δ > 0, "
-                                         "Holm across types)"]),
+                                         f"whiskers: bootstrap {level} CI (1 − stats.alpha); dashed: no difference; colour: "
+                                         "diagnosis (weakness: Δ > 0, Holm across types; surface attraction: the control "
+                                         "is called about as often)"]),
     )
 
 

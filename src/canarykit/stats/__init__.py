@@ -22,12 +22,16 @@ Units and conventions
 - **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
   ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
   ``truncated`` column has no truncated run.
-- **Intervals**: percentile bootstrap at ``1 - alpha``. ``bootstrap_unit: task`` (default)
-  resamples whole tasks once for the study and applies the same resampled tasks to every
-  estimate (all seeds, conditions and pools of a task travel together), so differences are
-  paired by (task, seed); ``run`` resamples each estimate's runs independently (the paper).
+- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task`` (default) resamples whole tasks
+  once for the study and applies the same resampled tasks to every estimate (all seeds,
+  conditions and pools of a task travel together), so differences are paired by (task,
+  seed); intervals are BCa (acceleration from the leave-one-task-out jackknife). ``run``
+  resamples each estimate's runs independently, percentile intervals (the paper).
 - **Tests** run over the models under test only (``stats.test_groups``; by default every
-  group except ``reference`` and ``planted``); ``families`` records each test family.
+  group except ``reference`` and ``planted``, which get no p-value outside the control and
+  position effects); ``families`` records each test family. Trap rates across models:
+  ``gee_trap`` (logistic GEE) and ``trap_permutation`` (task-blocked permutation test, which
+  keeps a model never or always trapped); ``trap_test`` says which answers.
 - **Control and position effects** (``_effects``): ``control_effect.<model>.<type>`` is the
   trap rate with canaries (``declared``) minus the call rate of their matched-surface
   controls (``control``), paired by (task, seed), Holm across types within a model, with a
@@ -42,18 +46,27 @@ The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json
 from ._bootstrap import (
     CHUNK_ELEMENTS,
     BootstrapUnit,
+    Draws,
+    IntervalMethod,
     Resampler,
     RunBootstrap,
     Sample,
     TaskBootstrap,
+    bca_ci,
+    bca_levels,
     bootstrap_mean_ci,
     bootstrap_means,
+    bootstrap_p,
     cluster_bootstrap_spearman,
     cluster_robust_contrasts,
+    column_quantiles,
     derive_rng,
     make_resampler,
     paired_delta,
+    paired_deltas,
     percentile_ci,
+    rate_draws,
+    rate_intervals,
     sample_of,
 )
 from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
@@ -86,6 +99,7 @@ from ._tests import (
     gee_group_test,
     holm,
     kruskal_wallis,
+    permutation_group_test,
     spearman,
 )
 
@@ -93,8 +107,10 @@ __all__ = [
     "CHUNK_ELEMENTS",
     "DECLARED_FULL",
     "DIAGNOSES",
+    "Draws",
     "FIGURE_DATA_FILES",
     "INSTRUMENT_GROUPS",
+    "IntervalMethod",
     "MAX_RESAMPLES",
     "POOLED",
     "TABLE_FILES",
@@ -106,14 +122,18 @@ __all__ = [
     "StatsConfig",
     "Study",
     "TaskBootstrap",
+    "bca_ci",
+    "bca_levels",
     "bootstrap_mean_ci",
     "bootstrap_means",
+    "bootstrap_p",
     "build_study",
     "chi2_independence",
     "cluster_bootstrap_spearman",
     "cluster_robust_contrasts",
     "cohens_d",
     "cohens_h",
+    "column_quantiles",
     "compute_all",
     "control_effect",
     "derive_rng",
@@ -128,9 +148,13 @@ __all__ = [
     "load_runs",
     "make_resampler",
     "paired_delta",
+    "paired_deltas",
     "percentile_ci",
+    "permutation_group_test",
     "position_balance",
     "position_effect",
+    "rate_draws",
+    "rate_intervals",
     "sample_of",
     "spearman",
     "stats_command",

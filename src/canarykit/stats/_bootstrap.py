@@ -7,18 +7,34 @@ multiplicities ``W``, shape ``(B, G)``) and applies the *same* resampled tasks t
 estimate: a resampled task brings all its runs (every seed, every condition and pool it
 appears in). Every statistic here is a mean over runs, so a resample's value is a ratio of
 weighted per-task sums, ``(W @ sums) / (W @ counts)``: exact, vectorised, no loop over
-resamples. Because every estimate sees the same resampled tasks, a difference of two
-estimates (baseline vs condition, standard vs subtle pool, model a vs model b) is **paired**:
-each (task, seed) pair, and every seed of a task, stays together.
+resamples, and many estimates share one matrix product (:meth:`TaskBootstrap.draws`).
+Because every estimate sees the same resampled tasks, a difference of two estimates
+(baseline vs condition, standard vs subtle pool, model a vs model b) is **paired**: each
+(task, seed) pair, and every seed of a task, stays together.
+
+**Intervals.** With the task unit, intervals are bias-corrected and accelerated (BCa,
+Efron 1987; Efron & Tibshirani 1993, ch. 14) at level ``1 - alpha``: the bias correction
+``z0`` is the normal quantile of the share of draws below the estimate (ties count half),
+the acceleration ``a`` comes from the leave-one-task-out jackknife, which for a ratio of
+per-task sums is exact and closed-form (``(S - s_g) / (N - n_g)``). The plain percentile
+interval is only first-order accurate: rates and differences of rates over 120 tasks are
+skewed (a rate near 0 or 1, a delta made of a few lured tasks), and measured on simulated
+studies the percentile interval of the tsr delta misses on the high side about twice as
+often as on the low side (coverage 0.94 over 2,000 studies); BCa balances the two tails
+(0.946). Draws where the estimate is undefined (a resample without any run of a side) are
+left out: the interval is conditional on the estimate being defined (an estimate offered in
+very few tasks has too few clusters for any bootstrap to be reliable; ``clusters`` says how
+many tasks carry it).
 
 :class:`RunBootstrap` is the paper's run-level bootstrap, kept for comparison
 (``stats.bootstrap_unit: run``): each estimate resamples its own runs independently, with its
-own generator ``default_rng([seed, crc32(label) ...])`` (:func:`derive_rng`), and the two
-sides of a difference are resampled independently; Spearman's interval resamples the tasks
-of its own sample, as the paper's Appendix E did.
+own generator ``default_rng([seed, crc32(label) ...])`` (:func:`derive_rng`), the two
+sides of a difference are resampled independently, and intervals are plain percentile
+intervals (the paper's); Spearman's interval resamples the tasks of its own sample, as the
+paper's Appendix E did.
 
-Intervals are percentile intervals at level ``1 - alpha``. :func:`paired_delta` is the
-reusable primitive for a difference of two rates with its interval and a cluster-robust
+:func:`paired_delta` (one) and :func:`paired_deltas` (many, sharing the matrix products) are
+the reusable primitive for a difference of two rates with its interval and a cluster-robust
 p-value.
 """
 
@@ -32,6 +48,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 import polars as pl
+from scipy import special
 from scipy import stats as sps
 
 from ._tests import cohens_h
@@ -39,22 +56,33 @@ from ._tests import cohens_h
 __all__ = [
     "CHUNK_ELEMENTS",
     "BootstrapUnit",
+    "Draws",
+    "IntervalMethod",
     "Resampler",
     "RunBootstrap",
     "Sample",
     "TaskBootstrap",
+    "bca_ci",
+    "bca_levels",
     "bootstrap_mean_ci",
     "bootstrap_means",
+    "bootstrap_p",
     "cluster_bootstrap_spearman",
     "cluster_robust_contrasts",
     "derive_rng",
     "make_resampler",
+    "column_quantiles",
     "paired_delta",
+    "paired_deltas",
     "percentile_ci",
+    "rate_draws",
+    "rate_intervals",
     "sample_of",
 ]
 
 BootstrapUnit = Literal["task", "run"]
+#: ``bca`` (bias-corrected and accelerated, the task unit) or ``percentile`` (the run unit).
+IntervalMethod = Literal["bca", "percentile"]
 
 #: Elements (int64 indices) drawn per bootstrap chunk: bounds memory at about 64 MB per chunk.
 CHUNK_ELEMENTS = 4_000_000
@@ -97,6 +125,185 @@ def percentile_ci(draws: np.ndarray, alpha: float = 0.05) -> tuple[float | None,
     return float(lo), float(hi)
 
 
+def column_quantiles(draws: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Quantiles of each column of ``draws`` ``(B, K)`` at its own levels ``(L, K)``.
+
+    numpy's default (``linear``) definition over the finite draws of each column, so with
+    the same level for every column it equals ``np.quantile(finite draws, level)``; a column
+    without a finite draw gives NaN. Vectorised because BCa asks each column for different
+    levels (``np.quantile`` takes one set of levels for all columns).
+    """
+    d = np.sort(np.asarray(draws, dtype=float), axis=0)  # NaN sort last
+    if d.ndim == 1:
+        d = d[:, None]
+    lev = np.asarray(levels, dtype=float).reshape(-1, d.shape[1])
+    n = np.isfinite(d).sum(axis=0)
+    last = np.maximum(n - 1, 0)
+    h = lev * last
+    lo = np.clip(np.floor(h), 0, last).astype(np.int64)
+    hi = np.minimum(lo + 1, last)
+    t = h - lo
+    cols = np.arange(d.shape[1])
+    a, b = d[lo, cols], d[hi, cols]
+    diff = b - a
+    with np.errstate(invalid="ignore"):
+        out = np.where(t >= 0.5, b - diff * (1.0 - t), a + diff * t)
+    return np.where((n > 0) & np.isfinite(lev), out, np.nan)
+
+
+def _acceleration(jackknife: np.ndarray) -> np.ndarray:
+    """BCa acceleration per column from leave-one-cluster-out values ``(G, K)``:
+    ``sum(u^3) / (6 sum(u^2)^1.5)`` with ``u = mean - value`` (undefined values left out)."""
+    j = np.asarray(jackknife, dtype=float)
+    if j.ndim == 1:
+        j = j[:, None]
+    ok = np.isfinite(j)
+    cnt = ok.sum(axis=0)
+    mean = np.where(ok, j, 0.0).sum(axis=0) / np.maximum(cnt, 1)
+    u = np.where(ok, mean[None, :] - j, 0.0)
+    den = (u**2).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (u**3).sum(axis=0) / (6.0 * np.where(den > 0, den, 1.0) ** 1.5), 0.0)
+
+
+def _bias(draws: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    """BCa bias correction per column: ``ndtri`` of the share of finite draws below the
+    estimate, ties counted half (scipy's convention)."""
+    fin = np.isfinite(draws)
+    n = fin.sum(axis=0)
+    below = (fin & (draws < estimate[None, :])).sum(axis=0)
+    at = (fin & (draws <= estimate[None, :])).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return special.ndtri((below + at) / (2.0 * n))
+
+
+def bca_levels(draws: np.ndarray, estimate: np.ndarray, jackknife: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+    """The BCa quantile levels ``(2, K)`` of each column (Efron & Tibshirani 1993, eq. 14.10).
+
+    ``draws`` ``(B, K)`` bootstrap values (NaN: undefined, left out), ``estimate`` ``(K,)``,
+    ``jackknife`` ``(G, K)`` leave-one-cluster-out values. ``z0 = ndtri(share of draws below
+    the estimate)``, ``a`` the jackknife acceleration, and the levels are
+    ``ndtr(z0 + (z0 + z) / (1 - a (z0 + z)))`` at ``z = ndtri(alpha/2), ndtri(1 - alpha/2)``.
+    Where BCa is undefined (the estimate outside every draw, ``1 - a (z0 + z) <= 0``) the
+    column falls back to the percentile levels ``alpha/2, 1 - alpha/2``.
+    """
+    d = np.asarray(draws, dtype=float)
+    if d.ndim == 1:
+        d = d[:, None]
+    est = np.atleast_1d(np.asarray(estimate, dtype=float))
+    z0 = _bias(d, est)
+    acc = _acceleration(jackknife)
+    z = special.ndtri(np.array([alpha / 2.0, 1.0 - alpha / 2.0]))[:, None]
+    num = z0[None, :] + z
+    den = 1.0 - acc[None, :] * num
+    with np.errstate(invalid="ignore", divide="ignore"):
+        levels = special.ndtr(z0[None, :] + num / den)
+    ok = np.isfinite(z0) & np.all(den > 0, axis=0) & np.all(np.isfinite(levels), axis=0)
+    pct = np.array([alpha / 2.0, 1.0 - alpha / 2.0])[:, None]
+    return np.where(ok[None, :], levels, pct)
+
+
+def bca_ci(
+    draws: np.ndarray, estimate: float, jackknife: np.ndarray, alpha: float = 0.05
+) -> tuple[float | None, float | None]:
+    """BCa interval of one estimate from its bootstrap draws and jackknife values (see
+    :func:`bca_levels`); ``(None, None)`` without a finite draw or estimate."""
+    if estimate is None or not math.isfinite(float(estimate)):
+        return None, None
+    d = np.asarray(draws, dtype=float)[:, None]
+    q = column_quantiles(d, bca_levels(d, np.array([float(estimate)]), np.asarray(jackknife, float)[:, None], alpha))
+    return _finite(q[0, 0]), _finite(q[1, 0])
+
+
+def bootstrap_p(
+    draws: np.ndarray, estimate: np.ndarray | float | None = None, jackknife: np.ndarray | None = None, null: float = 0.0
+) -> np.ndarray:
+    """The smallest alpha at which the bootstrap interval excludes ``null`` (per column).
+
+    The inversion of the interval: with ``p0`` the share of finite draws below ``null``
+    (ties half), the interval at level ``1 - alpha`` has ``null`` on its boundary when
+    ``alpha = 2 ndtr(-|w|)``, with ``w = ndtri(p0)`` for the percentile interval and, for BCa
+    (``estimate`` and ``jackknife`` given), ``w = (ndtri(p0) - z0) / (1 + a (ndtri(p0) - z0))
+    - z0``. Every draw on one side of ``null``: 0 (resolution ``1/B``); no finite draw: NaN.
+    """
+    d = np.asarray(draws, dtype=float)
+    if d.ndim == 1:
+        d = d[:, None]
+    fin = np.isfinite(d)
+    n = fin.sum(axis=0)
+    below = (fin & (d < null)).sum(axis=0)
+    at = (fin & (d <= null)).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p0 = (below + at) / (2.0 * n)
+        q = special.ndtri(p0)
+        if estimate is not None and jackknife is not None:
+            est = np.atleast_1d(np.asarray(estimate, dtype=float))
+            z0 = _bias(d, est)
+            acc = _acceleration(jackknife)
+            v = q - z0
+            den = 1.0 + acc * v
+            bca = v / den - z0
+            q = np.where(np.isfinite(z0) & (den > 0), bca, q)
+        p = np.minimum(1.0, 2.0 * special.ndtr(-np.abs(q)))
+    p = np.where((p0 == 0.0) | (p0 == 1.0), 0.0, p)
+    return np.where(n > 0, p, np.nan)
+
+
+@dataclass(frozen=True)
+class Draws:
+    """The bootstrap of ``K`` estimates: their values, draws and (task unit) jackknife.
+
+    ``estimate`` ``(K,)`` (NaN: undefined), ``values`` ``(B, K)`` bootstrap draws (NaN where a
+    resample leaves the estimate undefined), ``jackknife`` ``(G, K)`` leave-one-task-out
+    values (None with the run unit), ``method`` the interval it gives.
+    """
+
+    estimate: np.ndarray
+    values: np.ndarray
+    jackknife: np.ndarray | None
+    method: IntervalMethod
+
+    @property
+    def k(self) -> int:
+        return int(self.estimate.size)
+
+    def take(self, cols: Sequence[int]) -> Draws:
+        c = np.asarray(cols, dtype=int)
+        return Draws(self.estimate[c], self.values[:, c], None if self.jackknife is None else self.jackknife[:, c], self.method)
+
+    def differences(self, pairs: Sequence[tuple[int, int]]) -> Draws:
+        """Column ``a`` minus column ``b`` for each pair (draws, estimate and jackknife alike:
+        the jackknife of a difference is the difference of the leave-one-out values)."""
+        ia = np.array([a for a, _ in pairs], dtype=int)
+        ib = np.array([b for _, b in pairs], dtype=int)
+        jk = None if self.jackknife is None else self.jackknife[:, ia] - self.jackknife[:, ib]
+        return Draws(self.estimate[ia] - self.estimate[ib], self.values[:, ia] - self.values[:, ib], jk, self.method)
+
+    @staticmethod
+    def concat(parts: Sequence[Draws]) -> Draws:
+        """The columns of ``parts`` side by side (same resampler)."""
+        jk = None if any(p.jackknife is None for p in parts) else np.concatenate([p.jackknife for p in parts], axis=1)  # type: ignore[misc]
+        return Draws(np.concatenate([p.estimate for p in parts]), np.concatenate([p.values for p in parts], axis=1), jk,
+                     parts[0].method)
+
+    def levels(self, alpha: float) -> np.ndarray:
+        if self.method == "bca" and self.jackknife is not None:
+            return bca_levels(self.values, self.estimate, self.jackknife, alpha)
+        return np.repeat(np.array([[alpha / 2.0], [1.0 - alpha / 2.0]]), self.k, axis=1)
+
+    def intervals(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """``lo, hi`` ``(K,)`` at level ``1 - alpha`` (NaN where the estimate is undefined)."""
+        q = column_quantiles(self.values, self.levels(alpha))
+        undefined = ~np.isfinite(self.estimate)
+        return np.where(undefined, np.nan, q[0]), np.where(undefined, np.nan, q[1])
+
+    def p_values(self, null: float = 0.0) -> np.ndarray:
+        """:func:`bootstrap_p` of every column with this resampler's interval method."""
+        if self.method == "bca" and self.jackknife is not None:
+            return bootstrap_p(self.values, self.estimate, self.jackknife, null)
+        return bootstrap_p(self.values, null=null)
+
+
 def bootstrap_mean_ci(
     values: np.ndarray, resamples: int, rng: np.random.Generator, alpha: float = 0.05
 ) -> tuple[float | None, float | None]:
@@ -130,6 +337,11 @@ class Sample:
     def n(self) -> int:
         return int(np.size(self.values))
 
+    @property
+    def clusters(self) -> int:
+        """Distinct tasks carrying the sample's runs (the clusters its interval rests on)."""
+        return int(np.unique(self.tasks).size)
+
     def mean(self) -> float | None:
         return float(np.mean(self.values)) if self.n else None
 
@@ -156,9 +368,14 @@ class Resampler(Protocol):
 
     unit: BootstrapUnit
     resamples: int
+    interval_method: IntervalMethod
 
     def mean_draws(self, label: Sequence[str], samples: Sequence[Sample]) -> np.ndarray:
         """``(B, K)`` bootstrap means of the ``K`` samples (NaN where a resample has no run)."""
+        ...
+
+    def draws(self, label: Sequence[str], samples: Sequence[Sample]) -> Draws:
+        """The :class:`Draws` of the ``K`` samples' means (values as :meth:`mean_draws`)."""
         ...
 
     def cluster_sums(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
@@ -169,11 +386,17 @@ class Resampler(Protocol):
         """``(B,)`` Spearman rho of x and y over the resamples (see :func:`spearman_draws`)."""
         ...
 
+    def spearman(self, label: Sequence[str], x: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> Draws:
+        """The :class:`Draws` of Spearman's rho of x and y (one column)."""
+        ...
+
 
 class TaskBootstrap:
-    """Joint task-clustered resampling of a whole study (one ``W`` for every estimate)."""
+    """Joint task-clustered resampling of a whole study (one ``W`` for every estimate);
+    BCa intervals from the draws and the exact leave-one-task-out jackknife."""
 
     unit: BootstrapUnit = "task"
+    interval_method: IntervalMethod = "bca"
 
     def __init__(self, tasks: Sequence[str] | np.ndarray, resamples: int, seed: int) -> None:
         self.tasks = np.unique(np.asarray(tasks, dtype=str))
@@ -213,6 +436,16 @@ class TaskBootstrap:
     def spearman_draws(self, label: Sequence[str], x: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> np.ndarray:
         return spearman_draws(x, y, self.task_weights(), self.codes(tasks), self.n_tasks)
 
+    def spearman(self, label: Sequence[str], x: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> Draws:
+        """Draws of rho over the study's resampled tasks; the jackknife leaves out one task
+        (its cells subtracted from the joint counts)."""
+        table, k, ll = _cell_table(np.asarray(x), np.asarray(y), self.codes(tasks), self.n_tasks)
+        total = table.sum(axis=0)
+        values = np.concatenate([spearman_from_counts((w @ table).reshape(w.shape[0], k, ll)) for w in self.task_weights()])
+        jack = spearman_from_counts((total[None, :] - table).reshape(self.n_tasks, k, ll))
+        est = spearman_from_counts(total.reshape(1, k, ll))
+        return Draws(est, values[:, None], jack[:, None], "bca")
+
     def cluster_sums(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
         g = self.n_tasks
         s = np.zeros((g, len(samples)))
@@ -224,21 +457,39 @@ class TaskBootstrap:
                 n[:, k] = np.bincount(c, minlength=g)
         return s, n
 
-    def mean_draws(self, label: Sequence[str], samples: Sequence[Sample]) -> np.ndarray:
-        s, n = self.cluster_sums(samples)
+    def _ratio_draws(self, s: np.ndarray, n: np.ndarray) -> np.ndarray:
+        # one product for sums and counts together: (B, G) @ (G, 2K)
+        k = s.shape[1]
+        both = np.concatenate([s, n], axis=1)
         parts = []
         for w in self.task_weights():
-            num = w @ s
-            den = w @ n
+            prod = w @ both
+            num, den = prod[:, :k], prod[:, k:]
             with np.errstate(invalid="ignore", divide="ignore"):
                 parts.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))
-        return np.concatenate(parts) if parts else np.empty((0, len(samples)))
+        return np.concatenate(parts) if parts else np.empty((0, k))
+
+    def mean_draws(self, label: Sequence[str], samples: Sequence[Sample]) -> np.ndarray:
+        return self._ratio_draws(*self.cluster_sums(samples))
+
+    def draws(self, label: Sequence[str], samples: Sequence[Sample]) -> Draws:
+        """Means of the samples in one matrix product; the jackknife of a ratio of per-task
+        sums is exact: leaving out task g gives ``(S - s_g) / (N - n_g)``."""
+        s, n = self.cluster_sums(samples)
+        tot_s, tot_n = s.sum(axis=0), n.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = np.where(tot_n > 0, tot_s / np.where(tot_n > 0, tot_n, 1.0), np.nan)
+            left = tot_n[None, :] - n
+            jack = np.where(left > 0, (tot_s[None, :] - s) / np.where(left > 0, left, 1.0), np.nan)
+        return Draws(est, self._ratio_draws(s, n), jack, "bca")
 
 
 class RunBootstrap:
-    """The paper's run-level bootstrap: each estimate resamples its own runs independently."""
+    """The paper's run-level bootstrap: each estimate resamples its own runs independently;
+    percentile intervals (the paper's)."""
 
     unit: BootstrapUnit = "run"
+    interval_method: IntervalMethod = "percentile"
 
     def __init__(self, resamples: int, seed: int) -> None:
         self.resamples = int(resamples)
@@ -268,6 +519,15 @@ class RunBootstrap:
         of this sample, with this estimate's own generator (the paper's procedure)."""
         return cluster_bootstrap_spearman(x, y, tasks, self.resamples, derive_rng(self.seed, *label))
 
+    def draws(self, label: Sequence[str], samples: Sequence[Sample]) -> Draws:
+        est = np.array([np.nan if smp.n == 0 else float(np.mean(smp.values)) for smp in samples])
+        return Draws(est, self.mean_draws(label, samples), None, "percentile")
+
+    def spearman(self, label: Sequence[str], x: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> Draws:
+        table, k, ll = _cell_table(np.asarray(x), np.asarray(y), np.zeros(np.size(x), dtype=np.int64), 1)
+        est = spearman_from_counts(table.reshape(1, k, ll))
+        return Draws(est, self.spearman_draws(label, x, y, tasks)[:, None], None, "percentile")
+
 
 def make_resampler(unit: BootstrapUnit, tasks: Sequence[str] | np.ndarray, resamples: int, seed: int) -> Resampler:
     """The study's resampler: ``task`` (default, :class:`TaskBootstrap` over ``tasks``) or
@@ -277,6 +537,31 @@ def make_resampler(unit: BootstrapUnit, tasks: Sequence[str] | np.ndarray, resam
     if unit == "run":
         return RunBootstrap(resamples, seed)
     raise ValueError(f"bootstrap unit must be 'task' or 'run', got {unit!r}")
+
+
+def rate_draws(boot: Resampler, items: Sequence[tuple[Sequence[str], Sample]]) -> Draws:
+    """The :class:`Draws` of many rates, one column per ``(label, sample)``: with the task
+    unit one matrix product for all of them, with the run unit each label its own generator
+    (so a rate's draws do not depend on which other rates are computed)."""
+    if not items:
+        return Draws(np.empty(0), np.empty((boot.resamples, 0)), None, boot.interval_method)
+    if boot.unit == "task":
+        return boot.draws(items[0][0], [smp for _, smp in items])
+    return Draws.concat([boot.draws(label, [smp]) for label, smp in items])
+
+
+def rate_intervals(
+    boot: Resampler, items: Sequence[tuple[Sequence[str], Sample]], alpha: float
+) -> list[tuple[float | None, float | None]]:
+    """``(lo, hi)`` of each ``(label, sample)`` rate (None for an empty sample), computed in
+    chunks of columns so memory stays bounded (see :func:`rate_draws`)."""
+    out: list[tuple[float | None, float | None]] = []
+    per = max(1, CHUNK_ELEMENTS // max(2 * boot.resamples, 1))
+    for start in range(0, len(items), per):
+        chunk = items[start : start + per]
+        lo, hi = rate_draws(boot, chunk).intervals(alpha)
+        out.extend((_finite(a), _finite(b)) for a, b in zip(lo, hi, strict=True))
+    return out
 
 
 # --------------------------------------------------------------------------- cluster-robust variance
@@ -348,34 +633,77 @@ def paired_delta(
     condition tsr, standard vs subtle pool, canary vs matched control, canary before vs after
     the real tool, model a vs model b). Each side keeps its own definition (the mean over its
     own defined runs). With the task unit both sides are resampled with the same tasks, so
-    the difference is paired by (task, seed) and clustered by task; with the run unit they are
-    resampled independently (the paper's). ``label`` names the estimate (it seeds the run-unit
-    generator; the task unit shares the study's draws).
+    the difference is paired by (task, seed) and clustered by task, and the interval is BCa
+    (the jackknife of the difference leaves out one task on both sides); with the run unit
+    they are resampled independently and the interval is the percentile interval (the
+    paper's). ``label`` names the estimate (it seeds the run-unit generator; the task unit
+    shares the study's draws).
 
-    Returns ``a, b, delta, lo, hi`` (percentile interval at ``1 - alpha``), ``p`` (two-sided,
+    Returns ``a, b, delta, lo, hi`` (interval at ``1 - alpha``), ``p`` (two-sided,
     cluster-robust Wald t test of delta = 0, see :func:`cluster_robust_contrasts`; clusters
     are tasks, or runs with the run unit), ``se``, ``n_a, n_b`` (runs), ``n_pairs`` (pairing
     keys present on both sides, when the samples carry them), ``clusters`` and, for
     proportions, ``cohens_h``. Undefined numbers are None.
     """
-    ma, mb = a.mean(), b.mean()
-    out: dict[str, Any] = {
-        "a": ma, "b": mb, "delta": None, "lo": None, "hi": None, "p": None, "se": None,
-        "n_a": a.n, "n_b": b.n, "n_pairs": _pairs_shared(a, b), "clusters": 0,
-    }
-    if proportion:
-        out["cohens_h"] = cohens_h(ma, mb)
-    if ma is None or mb is None:
-        return out
-    draws = boot.mean_draws(label, [a, b])
-    out["delta"] = ma - mb
-    out["lo"], out["hi"] = percentile_ci(draws[:, 0] - draws[:, 1], alpha)
-    s, n = boot.cluster_sums([a, b])
-    cr = cluster_robust_contrasts(s, n, [(0, 1)])
-    out["p"] = _finite(cr["p"][0])
-    out["se"] = _finite(cr["se"][0])
-    out["clusters"] = int(cr["clusters"][0])
+    return paired_deltas(boot, [(label, a, b)], alpha=alpha, proportion=proportion)[0]
+
+
+def paired_deltas(
+    boot: Resampler,
+    specs: Sequence[tuple[Sequence[str], Sample, Sample]],
+    *,
+    alpha: float = 0.05,
+    proportion: bool = True,
+) -> list[dict[str, Any]]:
+    """:func:`paired_delta` of every ``(label, a, b)`` of ``specs``, in order.
+
+    With the task unit the draws, jackknife and cluster sums of all the samples come from one
+    matrix product per chunk (the same numbers as one call per difference); with the run unit
+    each difference draws from its own generator, as in :func:`paired_delta`.
+    """
+    out: list[dict[str, Any]] = []
+    if boot.unit == "task":
+        per = max(1, CHUNK_ELEMENTS // max(4 * boot.resamples, 1))
+        for start in range(0, len(specs), per):
+            out.extend(_deltas_batch(boot, specs[start : start + per], alpha, proportion))
+    else:
+        for spec in specs:
+            out.extend(_deltas_batch(boot, [spec], alpha, proportion))
     return out
+
+
+def _deltas_batch(
+    boot: Resampler, specs: Sequence[tuple[Sequence[str], Sample, Sample]], alpha: float, proportion: bool
+) -> list[dict[str, Any]]:
+    samples = [smp for _, a, b in specs for smp in (a, b)]
+    pairs = [(2 * i, 2 * i + 1) for i in range(len(specs))]
+    rows: list[dict[str, Any]] = []
+    for _, a, b in specs:
+        ma, mb = a.mean(), b.mean()
+        row: dict[str, Any] = {
+            "a": ma, "b": mb, "delta": None, "lo": None, "hi": None, "p": None, "se": None,
+            "n_a": a.n, "n_b": b.n, "n_pairs": _pairs_shared(a, b), "clusters": 0,
+        }
+        if proportion:
+            row["cohens_h"] = cohens_h(ma, mb)
+        rows.append(row)
+    live = [i for i, (_, a, b) in enumerate(specs) if a.n and b.n]
+    if not live:
+        return rows
+    live_samples = [samples[j] for i in live for j in pairs[i]]
+    live_pairs = [(2 * k, 2 * k + 1) for k in range(len(live))]
+    d = boot.draws(specs[live[0]][0], live_samples).differences(live_pairs)
+    lo, hi = d.intervals(alpha)
+    s, n = boot.cluster_sums(live_samples)
+    cr = cluster_robust_contrasts(s, n, live_pairs)
+    for k, i in enumerate(live):
+        r = rows[i]
+        r["delta"] = r["a"] - r["b"]
+        r["lo"], r["hi"] = _finite(lo[k]), _finite(hi[k])
+        r["p"] = _finite(cr["p"][k])
+        r["se"] = _finite(cr["se"][k])
+        r["clusters"] = int(cr["clusters"][k])
+    return rows
 
 
 def _finite(x: Any) -> float | None:
@@ -406,7 +734,7 @@ def spearman_from_counts(counts: np.ndarray) -> np.ndarray:
     mid = (total + 1.0) / 2.0
     rx = np.cumsum(cx, axis=1) - cx + (cx + 1.0) / 2.0 - mid[:, None]
     ry = np.cumsum(cy, axis=1) - cy + (cy + 1.0) / 2.0 - mid[:, None]
-    sxy = np.einsum("bkl,bk,bl->b", c, rx, ry)
+    sxy = (np.matmul(c, ry[:, :, None])[:, :, 0] * rx).sum(axis=1)
     sxx = (cx * rx**2).sum(axis=1)
     syy = (cy * ry**2).sum(axis=1)
     denom = np.sqrt(sxx * syy)

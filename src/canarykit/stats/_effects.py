@@ -1,7 +1,7 @@
 """Separating the weakness from the lure (issue 11): the control effect and the position effect.
 
-Both are paired differences of trap rates computed with :func:`~._bootstrap.paired_delta`
-(task-clustered percentile interval; cluster-robust Wald p), Holm-adjusted across the six
+Both are paired differences of trap rates computed with :func:`~._bootstrap.paired_deltas`
+(task-clustered BCa interval; cluster-robust Wald p), Holm-adjusted across the six
 canary types within each model.
 
 **Control effect** (``control_effect.<model>.<type>``): the trap rate of type T with canaries
@@ -12,14 +12,19 @@ the type-T control that called it). ``delta = canary - control``, paired by (tas
 control has the canary's name, schema, slot and register, and only the defective claim is
 made true or neutral, so ``delta`` is the part of the trap rate the claim (the weakness T)
 explains; what the control draws is surface attraction (the name, the novelty, the slot).
-``diagnosis``:
+``diagnosis`` (the first rule that applies):
 
-- ``weakness``: ``delta > 0`` with Holm-adjusted ``p_holm < alpha`` and an interval above 0;
-- ``surface attraction``: not a weakness, and the control is called (``control > 0``): the
-  canary is called no more than its control, as far as the data can tell;
+- ``n/a``: one side has no run (T never offered in one of the two conditions);
 - ``no attraction``: neither the canaries nor the controls of T were ever called;
-- ``inconclusive``: the canary was called, the control never, but ``delta`` is not significant;
-- ``n/a``: one side has no run (T never offered in one of the two conditions).
+- ``weakness``: ``delta > 0`` significantly: Holm-adjusted ``p_holm < alpha`` and the
+  interval of ``delta`` above 0;
+- ``surface attraction``: the control is called about as often as the canary: ``delta <= 0``
+  with the control called (``control > 0``), or the interval of ``delta`` includes 0 while
+  the control's call rate is itself clearly above 0 (its own interval, ``control_lo``, above
+  0);
+- ``inconclusive``: anything else: a positive but non-significant ``delta`` whose interval
+  excludes 0, or an interval including 0 while the control is called too rarely to tell it
+  from 0 (too little data either way).
 
 **Position effect** (``position_effect.<model>``): over the ``declared`` and ``mirrored`` runs
 (the same lists with each canary and its real tool trading places), the trap rate of runs
@@ -41,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from ..types import CANARY_TYPES, CONDITIONS
-from ._bootstrap import Sample, paired_delta
+from ._bootstrap import Sample, paired_deltas
 from ._tests import holm
 
 if TYPE_CHECKING:
@@ -49,6 +54,7 @@ if TYPE_CHECKING:
 
 DIAGNOSES: tuple[str, ...] = ("weakness", "surface attraction", "no attraction", "inconclusive", "n/a")
 POSITION_CONDITIONS: tuple[str, ...] = ("declared", "mirrored")
+_NT = len(CANARY_TYPES)
 
 
 def diagnose(entry: dict[str, Any], alpha: float) -> str:
@@ -56,13 +62,17 @@ def diagnose(entry: dict[str, Any], alpha: float) -> str:
     canary, control, delta = entry.get("canary"), entry.get("control"), entry.get("delta")
     if canary is None or control is None or delta is None:
         return "n/a"
-    p_holm, lo = entry.get("p_holm"), entry.get("lo")
+    if canary == 0 and control == 0:
+        return "no attraction"
+    p_holm, lo, hi = entry.get("p_holm"), entry.get("lo"), entry.get("hi")
     if delta > 0 and p_holm is not None and p_holm < alpha and lo is not None and lo > 0:
         return "weakness"
-    if control > 0:
+    if delta <= 0 and control > 0:
         return "surface attraction"
-    if canary == 0:
-        return "no attraction"
+    includes_zero = lo is not None and hi is not None and lo <= 0.0 <= hi
+    control_lo = entry.get("control_lo")
+    if includes_zero and control_lo is not None and control_lo > 0:
+        return "surface attraction"
     return "inconclusive"
 
 
@@ -77,28 +87,33 @@ def _holm_in_place(entries: list[dict[str, Any]], alpha: float) -> None:
 
 def control_effect(st: Study) -> dict[str, Any]:
     """``{model: {type: {canary, control, delta, lo, hi, p, p_holm, se, n, n_canary,
-    n_control, clusters, cohens_h, significant, diagnosis}}}`` (empty without both the
-    ``declared`` and the ``control`` condition). ``n`` counts the (task, seed) pairs with a
-    run on both sides; each rate is over its own runs (``n_canary``, ``n_control``)."""
+    n_control, clusters, cohens_h, canary_lo, canary_hi, control_lo, control_hi,
+    significant, diagnosis}}}`` (empty without both the ``declared`` and the ``control``
+    condition). ``n`` counts the (task, seed) pairs with a run on both sides; each rate is
+    over its own runs (``n_canary``, ``n_control``), with its own interval (``canary_lo``...)."""
     if "declared" not in st.conds or "control" not in st.conds:
         return {}
     alpha = st.config.alpha
+    models = sorted(set(st.models["declared"]) & set(st.models["control"]))
+    keys = [(m, j, t) for m in models for j, t in enumerate(CANARY_TYPES)]
+    sides = [(st.cell("declared", m).trap_sample(j), st.cell("control", m).control_sample(j)) for m, j, _ in keys]
+    deltas = paired_deltas(st.boot, [(("control_effect", m, t), a, b) for (m, _, t), (a, b) in zip(keys, sides, strict=True)],
+                           alpha=alpha)
+    rates = st.intervals([item for (m, _, t), (a, b) in zip(keys, sides, strict=True)
+                          for item in ((("control_effect", "canary", m, t), a), (("control_effect", "control", m, t), b))])
     out: dict[str, Any] = {}
-    for m in sorted(set(st.models["declared"]) & set(st.models["control"])):
-        dec, ctl = st.cell("declared", m), st.cell("control", m)
-        rows: dict[str, dict[str, Any]] = {}
-        for j, t in enumerate(CANARY_TYPES):
-            a, b = dec.trap_sample(j), ctl.control_sample(j)
-            d = paired_delta(st.boot, a, b, label=("control_effect", m, t), alpha=alpha)
-            rows[t] = {
-                "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "p": d["p"],
-                "se": d["se"], "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n), "n_canary": a.n,
-                "n_control": b.n, "clusters": d["clusters"], "cohens_h": d["cohens_h"],
-            }
+    for i, ((m, _, t), (a, b), d) in enumerate(zip(keys, sides, deltas, strict=True)):
+        (c_lo, c_hi), (k_lo, k_hi) = rates[2 * i], rates[2 * i + 1]
+        out.setdefault(m, {})[t] = {
+            "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "p": d["p"],
+            "se": d["se"], "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n), "n_canary": a.n,
+            "n_control": b.n, "clusters": d["clusters"], "cohens_h": d["cohens_h"],
+            "canary_lo": c_lo, "canary_hi": c_hi, "control_lo": k_lo, "control_hi": k_hi,
+        }
+    for rows in out.values():
         _holm_in_place(list(rows.values()), alpha)
         for e in rows.values():
             e["diagnosis"] = diagnose(e, alpha)
-        out[m] = rows
     return out
 
 
@@ -113,8 +128,7 @@ def _split(s_all: tuple[np.ndarray, np.ndarray, Cell], before: np.ndarray) -> tu
     return cell.sample(values, mask & (before == 1.0)), cell.sample(values, mask & (before == 0.0))
 
 
-def _position_entry(st: Study, a: Sample, b: Sample, label: tuple[str, ...]) -> dict[str, Any]:
-    d = paired_delta(st.boot, a, b, label=label, alpha=st.config.alpha)
+def _position_entry(d: dict[str, Any]) -> dict[str, Any]:
     return {"before": d["a"], "after": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "p": d["p"],
             "se": d["se"], "n_before": d["n_a"], "n_after": d["n_b"], "n_pairs": d["n_pairs"], "clusters": d["clusters"],
             "cohens_h": d["cohens_h"]}
@@ -128,16 +142,23 @@ def position_effect(st: Study) -> dict[str, Any]:
     conds = [c for c in POSITION_CONDITIONS if c in st.conds]
     if not conds:
         return {}
-    out: dict[str, Any] = {}
     models = sorted(set().union(*[set(st.models[c]) for c in conds]))
+    specs: list[tuple[tuple[str, ...], Sample, Sample]] = []
     for m in models:
         cell = _concat([st.cell(c, m) for c in conds])
         called = cell.calls > 0
         a, b = _split((cell.trapped.astype(float), cell.present.any(axis=1) & called, cell), cell.before)
-        entry: dict[str, Any] = {"conditions": conds, "trapped": _position_entry(st, a, b, ("position", m)), "by_type": {}}
+        specs.append((("position", m), a, b))
         for j, t in enumerate(CANARY_TYPES):
             a, b = _split((cell.trapped_t[:, j].astype(float), cell.present[:, j] & called, cell), cell.before)
-            entry["by_type"][t] = _position_entry(st, a, b, ("position", m, t))
+            specs.append((("position", m, t), a, b))
+    got = paired_deltas(st.boot, specs, alpha=st.config.alpha)
+    out: dict[str, Any] = {}
+    per = 1 + _NT
+    for i, m in enumerate(models):
+        block = got[i * per : (i + 1) * per]
+        entry: dict[str, Any] = {"conditions": conds, "trapped": _position_entry(block[0]),
+                                 "by_type": {t: _position_entry(d) for t, d in zip(CANARY_TYPES, block[1:], strict=True)}}
         _holm_in_place(list(entry["by_type"].values()), st.config.alpha)
         entry["trapped"]["significant"] = bool(entry["trapped"]["p"] is not None and entry["trapped"]["p"] < st.config.alpha)
         out[m] = entry

@@ -136,7 +136,13 @@ def _with_ci(x: Any, lo: Any, hi: Any) -> str:
     return f"{_fmt(x)} [{_fmt(lo)}, {_fmt(hi)}]" if x is not None else "n/a"
 
 
-def _markdown13(df: pl.DataFrame, caption: str) -> str:
+def _level(result: dict[str, Any]) -> str:
+    """The interval level of ``result`` as a percentage (``1 - stats.alpha``), e.g. ``95%``."""
+    alpha = float(result.get("meta", {}).get("alpha", 0.05))
+    return f"{100.0 * (1.0 - alpha):.3g}%"
+
+
+def _markdown13(df: pl.DataFrame, caption: str, level: str = "95%") -> str:
     rows = [
         [
             r["model"], r["tier"] or "n/a", _with_ci(r["csr"], r["csr_lo"], r["csr_hi"]), _with_ci(r["tsr"], r["tsr_lo"], r["tsr_hi"]),
@@ -145,7 +151,7 @@ def _markdown13(df: pl.DataFrame, caption: str) -> str:
         ]
         for r in df.to_dicts()
     ]
-    header = ["Model", "Tier", "csr [95% CI]", "tsr [95% CI]", "tsr (truncated = fail)", "Rec. (n)", "Runs", "Failed",
+    header = ["Model", "Tier", f"csr [{level} CI]", f"tsr [{level} CI]", "tsr (truncated = fail)", "Rec. (n)", "Runs", "Failed",
               "Zero-call", "Truncated"]
     return _markdown(header, rows, caption)
 
@@ -169,7 +175,7 @@ def _markdown_stability(df: pl.DataFrame, caption: str) -> str:
     return _markdown(["Finding", "Family", "Pooled", *(s.replace("_", " ") for s in seeds), "Survives every seed"], rows, caption)
 
 
-def _markdown_controls(df: pl.DataFrame, caption: str) -> str:
+def _markdown_controls(df: pl.DataFrame, caption: str, level: str = "95%") -> str:
     def p(x: Any) -> str:
         return "n/a" if x is None else (f"{x:.3f}" if x >= 0.001 else "<0.001")
 
@@ -178,7 +184,7 @@ def _markdown_controls(df: pl.DataFrame, caption: str) -> str:
          p(r["p_holm"]), str(r["n"]), r["diagnosis"]]
         for r in df.to_dicts()
     ]
-    return _markdown(["Model", "Type", "Canary", "Control", "Δ [95% CI]", "p (Holm)", "Pairs", "Diagnosis"], rows, caption)
+    return _markdown(["Model", "Type", "Canary", "Control", f"Δ [{level} CI]", "p (Holm)", "Pairs", "Diagnosis"], rows, caption)
 
 
 def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -241,14 +247,16 @@ def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
         schema={"scope": pl.String, "group": pl.String, "outcome": pl.String, "n": pl.Int64, "success_rate": pl.Float64},
         orient="row",
     )
-    fig10 = _table_controls(result)
+    fig10 = _table_controls(result).with_columns(level=pl.lit(1.0 - float(result.get("meta", {}).get("alpha", 0.05))))
     return {"fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9, "fig10": fig10}
 
 
 def _captions(result: dict[str, Any]) -> dict[str, str]:
     unit = result.get("meta", {}).get("bootstrap_unit", "task")
-    how = "resampling whole tasks" if unit == "task" else "resampling runs (the paper's run-level intervals)"
-    common = (f"bootstrap 95% CIs {how}; tsr excludes runs truncated by the turn limit; Rec. = recovery rate (n trapped runs); "
+    level = _level(result)
+    how = ("BCa bootstrap, resampling whole tasks" if unit == "task"
+           else "percentile bootstrap resampling runs (the paper's run-level intervals)")
+    common = (f"{level} CIs: {how}; tsr excludes runs truncated by the turn limit; Rec. = recovery rate (n trapped runs); "
               "Runs = runs analysed, Failed = backend-error runs (excluded), Zero-call = runs without a tool call (no csr)")
     return {
         "table1": f"Table 1: declared condition, sorted by csr; {common}",
@@ -259,9 +267,10 @@ def _captions(result: dict[str, Any]) -> dict[str, str]:
                            "its sign holds in every seed",
         "table_controls": f"Control effect per model and canary type: trap rate with canaries (declared) and with their "
                           f"matched-surface controls in the same slots (control), over runs offered the type that called a "
-                          f"tool; Δ = canary − control paired by (task, seed), bootstrap 95% CI {how}; p: cluster-robust, "
-                          "Holm across the six types within a model; weakness = Δ > 0 significant, surface attraction = "
-                          "the control is called as often",
+                          f"tool; Δ = canary − control paired by (task, seed), {level} CI ({how}); p: cluster-robust, "
+                          "Holm across the six types within a model; weakness = Δ > 0, Holm-significant; surface "
+                          "attraction = Δ <= 0 with the control called, or Δ's interval holds 0 while the control's "
+                          "call rate is clearly above 0; otherwise inconclusive",
     }
 
 
@@ -285,9 +294,9 @@ def write_outputs(result: dict[str, Any], out_dir: str | Path) -> list[Path]:
         elif name == "table_stability":
             md = _markdown_stability(frame, captions[name])
         elif name == "table_controls":
-            md = _markdown_controls(frame, captions[name])
+            md = _markdown_controls(frame, captions[name], _level(result))
         else:
-            md = _markdown13(frame, captions[name])
+            md = _markdown13(frame, captions[name], _level(result))
         put(f"{name}.md", md)
     for key, frame in figure_data(result).items():
         put(FIGURE_DATA_FILES[key], frame.write_csv())

@@ -36,8 +36,19 @@ def _mean(values: np.ndarray) -> float | None:
     return float(v.mean()) if v.size else None
 
 
-def _seed_cell(cell: Cell, seed: int) -> Cell:
-    return cell.where(cell.seeds == seed)
+class _SeedCells:
+    """The runs of one (condition, model) and seed, cut once (findings share them)."""
+
+    def __init__(self, st: Study) -> None:
+        self.st = st
+        self.cache: dict[tuple[str, str, int], Cell] = {}
+
+    def __call__(self, c: str, m: str, seed: int) -> Cell:
+        key = (c, m, seed)
+        if key not in self.cache:
+            cell = self.st.cell(c, m)
+            self.cache[key] = cell.where(cell.seeds == seed)
+        return self.cache[key]
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
@@ -64,23 +75,20 @@ def _finding(kind: str, condition: str, family: str | None, description: str, es
     }
 
 
-def _rate_per_seed(st: Study, c: str, m: str, j: int, seeds: list[int]) -> dict[int, float | None]:
-    cell = st.cell(c, m)
-    out: dict[int, float | None] = {}
-    for s in seeds:
-        out[s] = _seed_cell(cell, s).trap_sample(j).mean()
-    return out
+def _rate_per_seed(seed_cell: _SeedCells, c: str, m: str, j: int, seeds: list[int]) -> dict[int, float | None]:
+    return {s: seed_cell(c, m, s).trap_sample(j).mean() for s in seeds}
 
 
 def stability(st: Study, result: dict[str, Any]) -> dict[str, Any]:
     """The per-seed stability table (see the module docstring) as a JSON-ready dict."""
     seeds = st.seeds
     n = len(seeds)
+    seed_cell = _SeedCells(st)
     findings: list[dict[str, Any]] = []
     for c in (c for c in _CANARY_CONDITIONS if c in st.conds):
         pooled = {m: result["csr_ci"][c][m]["csr"] for m in st.tested_in(c)}
         models = sorted((m for m in pooled if pooled[m] is not None), key=lambda m: (pooled[m], m))
-        per_seed_csr = {s: {m: _mean(_seed_cell(st.cell(c, m), s).csr) for m in models} for s in seeds}
+        per_seed_csr = {s: {m: _mean(seed_cell(c, m, s).csr) for m in models} for s in seeds}
         for a, b in zip(models, models[1:], strict=False):
             if not pooled[a] < pooled[b]:
                 continue
@@ -107,7 +115,7 @@ def stability(st: Study, result: dict[str, Any]) -> dict[str, Any]:
                     continue
                 j = CANARY_TYPES.index(row["type"])
                 a, b = row["model_a"], row["model_b"]
-                ra, rb = _rate_per_seed(st, c, a, j, seeds), _rate_per_seed(st, c, b, j, seeds)
+                ra, rb = _rate_per_seed(seed_cell, c, a, j, seeds), _rate_per_seed(seed_cell, c, b, j, seeds)
                 ps = {s: _diff(ra[s], rb[s]) for s in seeds}
                 est = st.cell(c, a).trap_sample(j).mean()
                 est_b = st.cell(c, b).trap_sample(j).mean()
@@ -121,8 +129,8 @@ def stability(st: Study, result: dict[str, Any]) -> dict[str, Any]:
                 continue
             ps = {}
             for s in seeds:
-                base = _seed_cell(st.cell("baseline", m), s).tsr_sample().mean()
-                cond = _seed_cell(st.cell(c, m), s).tsr_sample().mean()
+                base = seed_cell("baseline", m, s).tsr_sample().mean()
+                cond = seed_cell(c, m, s).tsr_sample().mean()
                 ps[s] = None if base is None or cond is None else base - cond
             findings.append(_finding("tsr_delta", c, None, f"tsr delta {c}: {m}", e["delta"], ps, n))
 

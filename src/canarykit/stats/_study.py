@@ -20,12 +20,22 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from threadpoolctl import threadpool_limits
 
 from .. import schemas
 from ..errors import InputError
 from ..jsonio import finite_or_none
 from ..types import CANARY_TYPES, CONDITIONS, DIFFICULTIES, POOLS
-from ._bootstrap import Resampler, Sample, make_resampler, paired_delta, percentile_ci
+from ._bootstrap import (
+    Draws,
+    Resampler,
+    Sample,
+    derive_rng,
+    make_resampler,
+    paired_deltas,
+    rate_draws,
+    rate_intervals,
+)
 from ._bootstrap import cluster_robust_contrasts as _cr_contrasts
 from ._config import StatsConfig
 from ._effects import control_effect, position_balance, position_effect
@@ -39,6 +49,7 @@ from ._tests import (
     gee_group_test,
     holm,
     kruskal_wallis,
+    permutation_group_test,
     spearman,
 )
 
@@ -233,9 +244,17 @@ class Study:
         return [m for m in self.models.get(condition, []) if m in set(self.tested)]
 
     def ci(self, label: tuple[str, ...], sample: Sample) -> tuple[float | None, float | None]:
-        if sample.n == 0:
-            return None, None
-        return percentile_ci(self.boot.mean_draws(label, [sample])[:, 0], self.config.alpha)
+        return self.intervals([(label, sample)])[0]
+
+    def intervals(self, items: list[tuple[tuple[str, ...], Sample]]) -> list[tuple[float | None, float | None]]:
+        """``(lo, hi)`` of every ``(label, sample)`` rate (None for an empty sample); with the
+        task unit all of them share one matrix product per chunk."""
+        live = [i for i, (_, smp) in enumerate(items) if smp.n]
+        got = rate_intervals(self.boot, [items[i] for i in live], self.config.alpha)
+        out: list[tuple[float | None, float | None]] = [(None, None)] * len(items)
+        for i, ci in zip(live, got, strict=True):
+            out[i] = ci
+        return out
 
 
 def _counts(prim_all: pl.DataFrame) -> dict[str, dict[str, dict[str, int]]]:
@@ -284,50 +303,62 @@ def build_study(df: pl.DataFrame, config: StatsConfig) -> Study:
 
 
 def _csr_ci(st: Study) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for c in st.conds:
-        out[c] = {}
-        for m in st.models[c]:
-            s = st.cell(c, m).csr_sample()
-            lo, hi = st.ci(("csr", c, m), s)
-            k = st.counts[c][m]
-            out[c][m] = {
-                "csr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_zero_call": k["zero_call"],
-                "n_runs": k["runs"], "n_failed": k["failed"], "n_truncated": k["truncated"],
-            }
+    keys = [(c, m) for c in st.conds for m in st.models[c]]
+    samples = [st.cell(c, m).csr_sample() for c, m in keys]
+    cis = st.intervals([(("csr", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
+    out: dict[str, Any] = {c: {} for c in st.conds}
+    for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
+        k = st.counts[c][m]
+        out[c][m] = {
+            "csr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_zero_call": k["zero_call"],
+            "n_runs": k["runs"], "n_failed": k["failed"], "n_truncated": k["truncated"], "clusters": s.clusters,
+        }
     return out
 
 
 def _tsr_blocks(st: Study) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    ci: dict[str, Any] = {}
-    headline: dict[str, Any] = {}
-    taf: dict[str, Any] = {}
-    for c in st.conds:
-        ci[c], headline[c], taf[c] = {}, {}, {}
-        for m in st.models[c]:
-            cell = st.cell(c, m)
-            s = cell.tsr_sample()
-            lo, hi = st.ci(("tsr", c, m), s)
-            t = cell.tsr_sample(truncated_as_failure=True).mean()
-            ci[c][m] = {"tsr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_truncated": int(cell.truncated.sum()),
-                        "tsr_truncated_as_failure": t}
-            headline[c][m] = s.mean()
-            taf[c][m] = t
+    keys = [(c, m) for c in st.conds for m in st.models[c]]
+    samples = [st.cell(c, m).tsr_sample() for c, m in keys]
+    cis = st.intervals([(("tsr", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
+    ci: dict[str, Any] = {c: {} for c in st.conds}
+    headline: dict[str, Any] = {c: {} for c in st.conds}
+    taf: dict[str, Any] = {c: {} for c in st.conds}
+    for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
+        cell = st.cell(c, m)
+        t = cell.tsr_sample(truncated_as_failure=True).mean()
+        ci[c][m] = {"tsr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_truncated": int(cell.truncated.sum()),
+                    "tsr_truncated_as_failure": t, "clusters": s.clusters}
+        headline[c][m] = s.mean()
+        taf[c][m] = t
     return ci, headline, taf
 
 
 @dataclass
 class TrapDraws:
-    """Per (condition, model, type): the sample and its bootstrap draws (reused by contrasts)."""
+    """Per (condition, model, type): the sample and the column of its bootstrap draws in
+    ``draws`` (reused by the pairwise contrasts)."""
 
     samples: dict[tuple[str, str, int], Sample]
-    draws: dict[tuple[str, str, int], np.ndarray]
+    column: dict[tuple[str, str, int], int]
+    draws: Draws | None
 
 
 def _trap_rates(st: Study) -> tuple[dict[str, Any], dict[str, Any], TrapDraws]:
     rates: dict[str, Any] = {}
     cis: dict[str, Any] = {}
-    td = TrapDraws({}, {})
+    keys: list[tuple[str, str, int]] = []
+    samples: list[Sample] = []
+    for c in st.conds:
+        for m in st.models[c]:
+            cell = st.cell(c, m)
+            for j in range(_NT):
+                s = cell.trap_sample(j)
+                if s.n:
+                    keys.append((c, m, j))
+                    samples.append(s)
+    draws = rate_draws(st.boot, [(("trap_rate", c, m, CANARY_TYPES[j]), s) for (c, m, j), s in zip(keys, samples, strict=True)])
+    lo, hi = draws.intervals(st.config.alpha) if keys else (np.empty(0), np.empty(0))
+    td = TrapDraws(dict(zip(keys, samples, strict=True)), {k: i for i, k in enumerate(keys)}, draws)
     for c in st.conds:
         rates[c], cis[c] = {}, {}
         for m in st.models[c]:
@@ -338,26 +369,23 @@ def _trap_rates(st: Study) -> tuple[dict[str, Any], dict[str, Any], TrapDraws]:
                 offered = cell.present[:, j]
                 entry: dict[str, Any] = {
                     "rate": s.mean(), "lo": None, "hi": None, "n": s.n, "trapped": int(s.values.sum()),
-                    "n_zero_call": int((offered & (cell.calls == 0)).sum()),
+                    "n_zero_call": int((offered & (cell.calls == 0)).sum()), "clusters": s.clusters,
                 }
-                if s.n:
-                    d = st.boot.mean_draws(("trap_rate", c, m, t), [s])[:, 0]
-                    td.samples[(c, m, j)] = s
-                    td.draws[(c, m, j)] = d
-                    entry["lo"], entry["hi"] = percentile_ci(d, st.config.alpha)
+                if (c, m, j) in td.column:
+                    i = td.column[(c, m, j)]
+                    entry["lo"], entry["hi"] = _f(lo[i]), _f(hi[i])
                 rates[c][m][t] = s.mean()
                 cis[c][m][t] = entry
     return rates, cis, td
 
 
 def _recovery(st: Study) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for c in st.conds:
-        out[c] = {}
-        for m in st.models[c]:
-            s = st.cell(c, m).recovery_sample()
-            lo, hi = st.ci(("recovery", c, m), s)
-            out[c][m] = {"rate": s.mean(), "n": s.n, "lo": lo, "hi": hi}
+    keys = [(c, m) for c in st.conds for m in st.models[c]]
+    samples = [st.cell(c, m).recovery_sample() for c, m in keys]
+    cis = st.intervals([(("recovery", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
+    out: dict[str, Any] = {c: {} for c in st.conds}
+    for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
+        out[c][m] = {"rate": s.mean(), "n": s.n, "lo": lo, "hi": hi, "clusters": s.clusters}
     return out
 
 
@@ -414,7 +442,10 @@ def _fisher_holm(st: Study, c: str) -> dict[str, Any]:
     }
 
 
-def _spearman(st: Study, c: str, models: list[str], label: tuple[str, ...]) -> dict[str, Any]:
+def _spearman(st: Study, c: str, models: list[str], label: tuple[str, ...], *, inferential: bool = True) -> dict[str, Any]:
+    """Spearman's rho of csr and success over the runs of ``models`` with its interval;
+    ``p`` (independent runs, the paper's) and ``p_bootstrap`` (the smallest alpha whose
+    interval excludes 0) only when ``inferential`` (models under test)."""
     xs, ys, ts = [], [], []
     for m in models:
         cell = st.cell(c, m)
@@ -432,19 +463,32 @@ def _spearman(st: Study, c: str, models: list[str], label: tuple[str, ...]) -> d
     elif np.unique(x).size < 2 or np.unique(y).size < 2:
         entry["reason"] = "csr or success is constant"
     else:
-        entry["rho"], entry["p"] = spearman(x, y)
-        draws = st.boot.spearman_draws(label, x, y, tasks)
-        entry["lo"], entry["hi"] = percentile_ci(draws, st.config.alpha)
-        entry["p_bootstrap"] = _bootstrap_p(draws)
+        rho, p = spearman(x, y)
+        entry["rho"] = rho
+        d = st.boot.spearman(label, x, y, tasks)
+        lo, hi = d.intervals(st.config.alpha)
+        entry["lo"], entry["hi"] = _f(lo[0]), _f(hi[0])
+        if inferential:
+            entry["p"] = p
+            entry["p_bootstrap"] = _f(d.p_values()[0])
     return entry
 
 
-def _bootstrap_p(draws: np.ndarray) -> float | None:
-    """The smallest alpha at which the percentile interval excludes 0 (resolution 1/B)."""
-    d = draws[np.isfinite(draws)]
-    if d.size == 0:
-        return None
-    return float(min(1.0, 2.0 * min((d <= 0).mean(), (d >= 0).mean())))
+def _spearman_by_model(st: Study, c: str) -> dict[str, Any]:
+    """Spearman within each model: rho and its interval for every model; the p-values only
+    for the models under test, Holm-adjusted across them (``p_bootstrap_holm``)."""
+    tested = set(st.tested_in(c))
+    out = {m: _spearman(st, c, [m], ("spearman", c, m), inferential=m in tested) for m in st.models[c]}
+    family = [m for m in sorted(tested) if out[m]["p_bootstrap"] is not None]
+    adj = holm([out[m]["p_bootstrap"] for m in family])
+    for m, e in out.items():
+        e["tested"] = m in tested
+        e["p_bootstrap_holm"] = None
+        e["significant"] = None
+    for m, ph in zip(family, adj, strict=True):
+        out[m]["p_bootstrap_holm"] = float(ph)
+        out[m]["significant"] = bool(ph < st.config.alpha)
+    return out
 
 
 # --------------------------------------------------------------------------- blocked tests
@@ -473,7 +517,9 @@ def _friedman(st: Study, c: str) -> dict[str, Any]:
     return res
 
 
-def _gee_trap(st: Study, c: str) -> dict[str, Any]:
+def _trapped_runs(st: Study, c: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``trapped`` (0/1), model and task of the runs of the models under test that made a
+    tool call (the trap rate's denominator rule)."""
     ys, gs, ts = [], [], []
     for m in st.tested_in(c):
         cell = st.cell(c, m)
@@ -482,8 +528,46 @@ def _gee_trap(st: Study, c: str) -> dict[str, Any]:
         gs.append(np.full(int(keep.sum()), m))
         ts.append(cell.tasks[keep])
     if not ys:
-        return gee_group_test(np.zeros(0), np.zeros(0, str), np.zeros(0, str))
-    return gee_group_test(np.concatenate(ys), np.concatenate(gs), np.concatenate(ts))
+        return np.zeros(0), np.zeros(0, str), np.zeros(0, str)
+    return np.concatenate(ys), np.concatenate(gs), np.concatenate(ts)
+
+
+def _gee_trap(st: Study, c: str) -> dict[str, Any]:
+    return gee_group_test(*_trapped_runs(st, c))
+
+
+def _trap_permutation(st: Study, c: str) -> dict[str, Any]:
+    y, g, t = _trapped_runs(st, c)
+    return permutation_group_test(y, g, t, resamples=st.config.resamples,
+                                  rng=derive_rng(st.config.seed, "trap_permutation", c))
+
+
+def _trap_test(gee: dict[str, Any], perm: dict[str, Any], tested: list[str]) -> dict[str, Any]:
+    """Which omnibus test of trap rates across the models under test answers, and why.
+
+    The logistic GEE answers when it fits: it keeps every model under test that made a tool
+    call, it converged and gave a p-value. Otherwise (a model never or always trapped has an
+    infinite log-odds and GEE leaves it out; no convergence; a singular covariance) the
+    task-blocked permutation test answers: it keeps every model.
+    """
+    why: str | None = None
+    if gee.get("excluded"):
+        why = (f"{', '.join(gee['excluded'])} never or always trapped: infinite log-odds, left out of GEE "
+               "(the permutation test keeps every model)")
+    elif gee.get("p") is None:
+        why = gee.get("reason") or "GEE gave no p-value"
+    elif gee.get("converged") is False:
+        why = "GEE did not converge"
+    if why is None:
+        test, src = "gee_trap", gee
+    else:
+        test, src = "trap_permutation", perm
+    answered = src.get("p") is not None
+    return {
+        "test": test if answered else None, "p": src.get("p"), "statistic": src.get("statistic"),
+        "models": src.get("groups", []), "tested_models": tested, "gee_not_used": why,
+        "reason": None if answered else (src.get("reason") or "no test applies"),
+    }
 
 
 def _contrasts(st: Study, c: str, td: TrapDraws) -> dict[str, Any]:
@@ -501,9 +585,12 @@ def _contrasts(st: Study, c: str, td: TrapDraws) -> dict[str, Any]:
         idx = {m: i for i, m in enumerate(have)}
         sums, counts = st.boot.cluster_sums([td.samples[(c, m, j)] for m in have])
         cr = _cr_contrasts(sums, counts, [(idx[a], idx[b]) for a, b in pairs])
+        assert td.draws is not None
+        diffs = td.draws.take([td.column[(c, m, j)] for m in have]).differences([(idx[a], idx[b]) for a, b in pairs])
+        lo_all, hi_all = diffs.intervals(st.config.alpha)
         for k, (a, b) in enumerate(pairs):
             sa, sb = td.samples[(c, a, j)], td.samples[(c, b, j)]
-            lo, hi = percentile_ci(td.draws[(c, a, j)] - td.draws[(c, b, j)], st.config.alpha)
+            lo, hi = _f(lo_all[k]), _f(hi_all[k])
             ra, rb = sa.mean(), sb.mean()
             rows.append({
                 "type": t, "model_a": a, "model_b": b, "a": ra, "b": rb, "delta": _f(cr["delta"][k]), "lo": lo, "hi": hi,
@@ -583,9 +670,10 @@ def _tsr_delta(st: Study) -> dict[str, Any]:
             continue
         out[c] = {}
         models = sorted(set(st.models.get("baseline", [])) | set(st.models[c]))
-        for m in models:
-            base, cond = st.cell("baseline", m).tsr_sample(), st.cell(c, m).tsr_sample()
-            d = paired_delta(st.boot, base, cond, label=("tsr_delta", c, m), alpha=st.config.alpha)
+        sides = [(st.cell("baseline", m).tsr_sample(), st.cell(c, m).tsr_sample()) for m in models]
+        got = paired_deltas(st.boot, [(("tsr_delta", c, m), base, cond) for m, (base, cond) in zip(models, sides, strict=True)],
+                            alpha=st.config.alpha)
+        for m, (base, cond), d in zip(models, sides, got, strict=True):
             out[c][m] = {
                 "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "cohens_d": cohens_d(base.values, cond.values),
                 "cohens_h": d["cohens_h"], "n_base": base.n, "n_cond": cond.n, "n_pairs": d["n_pairs"],
@@ -607,14 +695,17 @@ def _ablation(st: Study) -> tuple[dict[str, Any], dict[str, Any]]:
         out["note"] = f"no {' or '.join(missing)} pool runs in the {cond} condition: ablation not available"
         return out, by_type
     models = sorted({m for (p, c, m) in st.cells if c == cond})
-    for m in models:
-        std, sub = st.cell(cond, m, "standard"), st.cell(cond, m, "subtle")
-        d = paired_delta(st.boot, sub.csr_sample(), std.csr_sample(), label=("ablation", m), alpha=cfg.alpha, proportion=False)
+    cells = {m: (st.cell(cond, m, "standard"), st.cell(cond, m, "subtle")) for m in models}
+    csr = paired_deltas(st.boot, [(("ablation", m), sub.csr_sample(), std.csr_sample()) for m, (std, sub) in cells.items()],
+                        alpha=cfg.alpha, proportion=False)
+    typed = paired_deltas(st.boot, [(("ablation_by_type", m, t), sub.trap_sample(j), std.trap_sample(j))
+                                    for m, (std, sub) in cells.items() for j, t in enumerate(CANARY_TYPES)], alpha=cfg.alpha)
+    for i, (m, d) in enumerate(zip(models, csr, strict=True)):
         out["models"][m] = {"standard": d["b"], "subtle": d["a"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"],
                             "n_standard": d["n_b"], "n_subtle": d["n_a"], "n_pairs": d["n_pairs"]}
         by_type[m] = {}
         for j, t in enumerate(CANARY_TYPES):
-            e = paired_delta(st.boot, sub.trap_sample(j), std.trap_sample(j), label=("ablation_by_type", m, t), alpha=cfg.alpha)
+            e = typed[i * _NT + j]
             by_type[m][t] = {"standard": e["b"], "subtle": e["a"], "delta": e["delta"], "lo": e["lo"], "hi": e["hi"],
                              "cohens_h": e["cohens_h"], "n_standard": e["n_b"], "n_subtle": e["n_a"], "n_pairs": e["n_pairs"]}
     groups: dict[str, dict[str, list[float]]] = {}
@@ -691,8 +782,9 @@ def _families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
     fam: dict[str, Any] = {}
     a = st.config.alpha
 
-    def add(name: str, test: str, unit: str, members: list[str], size: int, correction: str) -> None:
-        fam[name] = {"test": test, "unit": unit, "members": members, "size": size, "correction": correction, "alpha": a}
+    def add(name: str, test: str, unit: str, members: list[str], size: int, correction: str, **extra: Any) -> None:
+        fam[name] = {"test": test, "unit": unit, "members": members, "size": size, "correction": correction, "alpha": a,
+                     **extra}
 
     for c in st.conds:
         chi, kw, fh = result["chi2"][c], result["kruskal"][c], result["fisher_holm"][c]
@@ -702,15 +794,29 @@ def _families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
         add(f"fisher_holm.{c}", "Fisher exact, pairs of models per type (paper)", "task-run", fh["models"], fh["n_contrasts"], "holm")
         add(f"spearman.{c}", "Spearman csr vs success, models pooled", "task-run (interval: " + st.boot.unit + ")",
             st.tested_in(c), int(result["spearman"][c]["rho"] is not None), "none")
+        sbm = result["spearman_by_model"][c]
+        members = [m for m in st.tested_in(c) if sbm.get(m, {}).get("p_bootstrap") is not None]
+        add(f"spearman_by_model.{c}", "Spearman csr vs success within each model under test; p_bootstrap (interval "
+            "inversion, " + st.boot.unit + " resampling) Holm-adjusted across them as p_bootstrap_holm",
+            "task-run (interval: " + st.boot.unit + ")", members, len(members), "holm")
         fr, gt, co, asn = result["friedman"][c], result["gee_trap"][c], result["contrasts"][c], result["association"][c]
         add(f"friedman.{c}", "Friedman across models on per-task mean csr", "task", fr["models"], int(fr["p"] is not None), "none")
         add(f"gee_trap.{c}", "GEE logistic trapped ~ model, exchangeable within task, robust Wald", "task-run clustered by task",
             gt["groups"], int(gt["p"] is not None), "none")
+        tp, tt = result["trap_permutation"][c], result["trap_test"][c]
+        add(f"trap_permutation.{c}", "permutation test of trapped ~ model: model labels of (task, model) blocks permuted "
+            "within each task, statistic sum_m N_m (rate_m - pooled)^2", "task (blocks of a model's runs on a task)",
+            tp["groups"], int(tp["p"] is not None), "none")
+        add(f"trap_test.{c}", "the omnibus trap-rate test that answers: gee_trap when it keeps every model and converges, "
+            "else trap_permutation", "task", tt["models"], int(tt["p"] is not None), "none", answered_by=tt["test"],
+            gee_not_used=tt["gee_not_used"])
         add(f"contrasts.{c}", "trap rate difference per type and pair of models, cluster-robust t", f"task-run clustered by {st.boot.unit}",
             co["models"], co["n_contrasts"], "holm")
         add(f"association.{c}", "GEE logistic success ~ csr + model, exchangeable within task", "task-run clustered by task",
             asn["strata"], int(asn["p"] is not None), "none")
-    # Within-model families (instrument agents included: they calibrate these effects).
+    # Within-model families: every model, instrument agents included on purpose.
+    note = ("every model, the reference and planted agents included on purpose: they are the known-answer checks of "
+            "this effect (stats.test_groups does not apply)")
     for key, test in (("control_effect", "trap rate with canaries (declared) minus with controls (control) per type, "
                                          "paired by (task, seed), cluster-robust t"),
                       ("position_effect", "trap rate with canaries before minus after their real tools (declared + "
@@ -719,7 +825,7 @@ def _families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
         per_model = [sum(1 for e in (v if key == "control_effect" else v["by_type"]).values() if e.get("p") is not None)
                      for v in block.values()]
         add(key, test, f"task-run clustered by {st.boot.unit}", sorted(block), max(per_model, default=0),
-            "holm across the canary types within each model")
+            "holm across the canary types within each model", includes_instruments=True, note=note)
     return fam
 
 
@@ -740,9 +846,20 @@ def compute_all(
     validated first unless ``validate`` is false (it already was, e.g. by :func:`load_runs`).
     When ``timings`` is given it receives the seconds spent in each part (benchmarks).
     """
+    config = cfg if isinstance(cfg, StatsConfig) else StatsConfig.from_mapping(cfg)
+    # One BLAS thread: the products here are small (about 10,000 x 120), and a threaded BLAS
+    # on a shared machine spends more time waiting for its threads than computing (measured:
+    # a 10,000 x 120 matrix-vector product 0.4 ms with one thread, 7 ms with two on a
+    # loaded 2-core machine).
+    with threadpool_limits(limits=1):
+        return _compute_all(df, config, source=source, validate=validate, timings=timings)
+
+
+def _compute_all(
+    df: pl.DataFrame, config: StatsConfig, *, source: str, validate: bool, timings: dict[str, float] | None
+) -> dict[str, Any]:
     from ._stability import stability
 
-    config = cfg if isinstance(cfg, StatsConfig) else StatsConfig.from_mapping(cfg)
     clock = _Clock(timings)
     if validate:
         df = validate_runs(df, source)
@@ -768,8 +885,11 @@ def compute_all(
     clock.lap("friedman_contrasts")
     r["gee_trap"] = {c: fam(st, c, _gee_trap(st, c)) for c in st.conds}
     clock.lap("gee_trap")
+    r["trap_permutation"] = {c: fam(st, c, _trap_permutation(st, c)) for c in st.conds}
+    r["trap_test"] = {c: fam(st, c, _trap_test(r["gee_trap"][c], r["trap_permutation"][c], st.tested_in(c))) for c in st.conds}
+    clock.lap("trap_permutation")
     r["spearman"] = {c: fam(st, c, _spearman(st, c, st.tested_in(c), ("spearman", c)), need=1) for c in st.conds}
-    r["spearman_by_model"] = {c: {m: _spearman(st, c, [m], ("spearman", c, m)) for m in st.models[c]} for c in st.conds}
+    r["spearman_by_model"] = {c: _spearman_by_model(st, c) for c in st.conds}
     clock.lap("spearman")
     r["association"] = {c: fam(st, c, _association(st, c), need=1) for c in st.conds}
     clock.lap("association_gee")
@@ -789,6 +909,7 @@ def compute_all(
     ok = df.filter(~pl.col("error"))
     r["meta"] = {
         "resamples": config.resamples, "seed": config.seed, "alpha": config.alpha, "bootstrap_unit": config.bootstrap_unit,
+        "interval_method": st.boot.interval_method,
         "primary_pool": config.primary_pool, "ablation_condition": config.ablation_condition,
         "n_runs": ok.height, "n_runs_primary": ok.filter(pl.col("pool") == config.primary_pool).height,
         "n_tasks": int(ok.get_column("task_id").n_unique()), "seeds": st.seeds, "conditions": st.conds,

@@ -7,12 +7,16 @@ tests (:func:`fisher_exact_2x2`) with Holm's correction (:func:`holm`) and Spear
 model): Friedman's test on per-task means (:func:`friedman`), GEE logistic regressions with
 an exchangeable working correlation within task and robust (sandwich) covariance
 (:func:`gee_group_test`, :func:`gee_association`, statsmodels), and the cluster-robust
-contrasts of :mod:`._bootstrap`. Effect sizes: Cohen's d (:func:`cohens_d`) and, for
+contrasts of :mod:`._bootstrap`, and a task-blocked permutation test of trap rates across
+models (:func:`permutation_group_test`) that, unlike the logistic GEE, keeps a model that is
+never or always trapped. Effect sizes: Cohen's d (:func:`cohens_d`) and, for
 proportions, Cohen's h (:func:`cohens_h`).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import warnings
 from collections.abc import Sequence
@@ -31,7 +35,9 @@ __all__ = [
     "gee_association",
     "gee_group_test",
     "holm",
+    "block_permutations",
     "kruskal_wallis",
+    "permutation_group_test",
     "spearman",
 ]
 
@@ -198,7 +204,11 @@ def friedman(blocks: np.ndarray) -> dict[str, Any]:
 # --------------------------------------------------------------------------- GEE (statsmodels)
 
 
-def _gee_fit(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, working: str) -> tuple[Any, list[str]]:
+def _gee_fit(
+    y: np.ndarray, x: np.ndarray, clusters: np.ndarray, working: str, start: np.ndarray | None = None
+) -> tuple[Any, list[str]]:
+    """Fit the logistic GEE; ``start`` (optional) are starting values, which spare
+    statsmodels its own starting fit (a logistic GLM) when they are known in closed form."""
     import statsmodels.api as sm
     from statsmodels.genmod.cov_struct import Exchangeable, Independence
 
@@ -208,7 +218,7 @@ def _gee_fit(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, working: str) -
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = sm.GEE(y[order], x[order], groups=codes[order], family=sm.families.Binomial(), cov_struct=cov)
-        res = model.fit(maxiter=100)
+        res = model.fit(maxiter=100, start_params=start)
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     return res, notes
 
@@ -258,7 +268,10 @@ def gee_group_test(
     if out["clusters"] < 2:
         out["reason"] = "fewer than two tasks"
         return out
-    res, notes = _gee_fit(yv, x, c, working)
+    # Group indicators only: the independence fit (statsmodels' usual start) is the logit of
+    # each group's mean, known in closed form.
+    logit = np.array([special.logit(float(yv[g == name].mean())) for name in keep_names])
+    res, notes = _gee_fit(yv, x, c, working, start=np.concatenate([logit[:1], logit[1:] - logit[0]]))
     k = len(keep_names) - 1
     beta = np.asarray(res.params, dtype=float)[1:]
     cov = np.asarray(res.cov_robust, dtype=float)[1:, 1:]
@@ -323,4 +336,119 @@ def gee_association(
         odds_ratio=math.exp(coef) if abs(coef) < 700 else None, dependence=_dependence(res, working),
         converged=bool(getattr(res, "converged", True)), warnings=notes,
     )
+    return out
+
+
+# --------------------------------------------------------------------------- permutation test
+
+
+def _block_sums(y: np.ndarray, groups: np.ndarray, clusters: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    names, gi = np.unique(groups, return_inverse=True)
+    _, ci = np.unique(clusters, return_inverse=True)
+    t, m = int(ci.max()) + 1, names.size
+    s = np.bincount(ci * m + gi, weights=y, minlength=t * m).reshape(t, m)
+    n = np.bincount(ci * m + gi, minlength=t * m).reshape(t, m).astype(float)
+    return [str(x) for x in names], s, n
+
+
+def _dispersion(s: np.ndarray, n: np.ndarray, pooled: float) -> np.ndarray:
+    """Between-group dispersion ``sum_m N_m (r_m - pooled)^2`` of per-group sums and counts
+    (last axis: groups); the pooled rate is the same under every permutation."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(n > 0, s / np.where(n > 0, n, 1.0), pooled)
+    return (n * (r - pooled) ** 2).sum(axis=-1)
+
+
+#: Up to this many groups, a complete task draws its permutation from the table of all of
+#: them (8! = 40,320 rows), which is faster than sorting random keys.
+_TABLE_GROUPS = 8
+
+
+@functools.cache
+def _all_permutations(m: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(m))), dtype=np.int8).reshape(-1, m)
+
+
+def block_permutations(rng: np.random.Generator, present: np.ndarray, rows: int) -> np.ndarray:
+    """``(rows, T, M)``: for each resample and task, the group whose block each group receives.
+
+    Per resample and task a uniformly random permutation of the groups present on the task
+    (``present`` ``(T, M)``); an absent group receives itself (nothing). Complete tasks with
+    at most eight groups index the table of all permutations; otherwise random keys are
+    sorted (absent groups keyed last) and mapped back to the present groups' slots.
+    """
+    pm = np.asarray(present, dtype=bool)
+    t, m = pm.shape
+    if pm.all() and m <= _TABLE_GROUPS:
+        table = _all_permutations(m)
+        # np.take on rows of a small int8 table: much faster than fancy indexing
+        return np.take(table, rng.integers(0, table.shape[0], size=(rows, t)), axis=0).astype(np.intp)
+    keys = rng.random((rows, t, m)) + np.where(pm, 0.0, 2.0)[None]
+    order = np.argsort(keys, axis=-1)  # present groups in random order, then absent ones
+    # slot i of task t belongs to its i-th present group: the slot of each group
+    slot_of = np.argsort(np.argsort(~pm, axis=1, kind="stable"), axis=1)
+    src = np.take_along_axis(order, np.broadcast_to(slot_of[None], order.shape), axis=-1)
+    return np.where(pm[None], src, np.arange(m)[None, None, :])
+
+
+def permutation_group_test(
+    y: np.ndarray, groups: np.ndarray, clusters: np.ndarray, *, resamples: int, rng: np.random.Generator,
+    chunk_elements: int = 200_000,
+) -> dict[str, Any]:
+    """Do the groups (models) share one rate? A permutation test blocked by cluster (task).
+
+    The runs of one group on one task form a block (its seeds travel together, as the task
+    bootstrap keeps them). Under the null that the groups do not differ, the group labels of
+    the blocks of one task are exchangeable: each resample permutes them, independently per
+    task, among the groups that have runs on that task (every group keeps its tasks). The
+    statistic is the between-group dispersion of the rates, ``sum_m N_m (r_m - r)^2`` (``r``
+    the pooled rate, ``N_m`` the group's runs). ``p = (1 + #{T_b >= T}) / (B + 1)`` (exact
+    for a Monte Carlo test). Unlike the logistic GEE it needs no finite log-odds: a group
+    that is never (or always) trapped stays in. Permutations (:func:`block_permutations`)
+    are drawn in chunks of about ``chunk_elements`` (task, group) cells; the chunking does
+    not change the stream.
+
+    Returns ``statistic, p, resamples, n, clusters, blocks, groups, rates, reason``.
+    """
+    yv = np.asarray(y, dtype=float)
+    g = np.asarray(groups).astype(str)
+    c = np.asarray(clusters).astype(str)
+    out: dict[str, Any] = {"statistic": None, "p": None, "resamples": int(resamples), "n": int(yv.size), "clusters": 0,
+                           "blocks": 0, "groups": sorted(set(g.tolist())), "rates": {}, "reason": None}
+    if yv.size == 0:
+        out["reason"] = "no runs"
+        return out
+    names, s, n = _block_sums(yv, g, c)
+    present = n > 0
+    out["clusters"] = int(s.shape[0])
+    out["blocks"] = int(present.sum())
+    tot = n.sum(axis=0)
+    out["rates"] = {name: float(s[:, k].sum() / tot[k]) for k, name in enumerate(names)}
+    if len(names) < 2:
+        out["reason"] = "fewer than two models"
+        return out
+    pooled = float(s.sum() / n.sum())
+    if pooled in (0.0, 1.0):
+        out["reason"] = "no variation: " + ("no run" if pooled == 0.0 else "every run") + " is trapped"
+        return out
+    observed = float(_dispersion(s.sum(axis=0), tot, pooled))
+    out["statistic"] = observed
+    mixing = present.sum(axis=1) >= 2  # tasks where a permutation can change anything
+    if not mixing.any():
+        out["reason"] = "no task has runs of two models"
+        return out
+    s_fix, n_fix = s[~mixing].sum(axis=0), n[~mixing].sum(axis=0)
+    sm_, nm_, pm_ = s[mixing], n[mixing], present[mixing]
+    t, m = sm_.shape
+    packed = (sm_ + 1j * nm_).ravel()  # sums and counts gathered together (exact)
+    offset = (np.arange(t) * m)[None, :, None]
+    rows = max(1, chunk_elements // max(t * m, 1))
+    exceed = 0
+    tol = 1e-9 * max(observed, 1.0)
+    for start in range(0, resamples, rows):
+        src = block_permutations(rng, pm_, min(rows, resamples - start))
+        tot_p = np.take(packed, src + offset).sum(axis=1)  # (r, m): permuted sums + 1j * counts
+        stat = _dispersion(tot_p.real + s_fix, tot_p.imag + n_fix, pooled)
+        exceed += int((stat >= observed - tol).sum())
+    out["p"] = (1.0 + exceed) / (resamples + 1.0)
     return out
