@@ -199,19 +199,22 @@ class ModelCaller:
         return resp, cached
 
     async def call(
-        self, request: ChatRequest, *, max_attempts: int | None = None, sample: int = 0,
+        self, request: ChatRequest, *, max_attempts: int | None = None, sample: int = 0, repeat: int | None = None,
     ) -> tuple[ChatResponse, bool, int]:
         """The response, whether it came from the cache, and the requests it took.
 
         ``max_attempts`` overrides the policy's attempts for this call (a caller with its own
         per-item budget of requests, e.g. a judge's ``max_attempts`` per verdict). ``sample``
-        numbers repeated draws of one request (a judge re-asked after an unparseable reply, a
-        stability re-grading): the n-th draw has its own cache entry, so a rerun replays the
-        same sequence of answers. Raises :class:`BackendFailure` (``attempts`` = requests sent).
+        numbers the draws of one request within one answer (a judge re-asked after an
+        unparseable reply); ``repeat`` numbers independent repetitions of it (the r-th
+        stability re-grading). Each (repeat, sample) has its own cache entry, keyed by those
+        numbers and not by how often this process asked, so a rerun replays the same answers
+        and one repetition is never answered from another's. Raises :class:`BackendFailure`
+        (``attempts`` = requests sent).
         """
         key = None
         if self.cache is not None:
-            key = response_key(self.backend.cache_scope, request.messages, request.tools, sample=sample)
+            key = response_key(self.backend.cache_scope, request.messages, request.tools, sample=sample, repeat=repeat)
             hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cached_calls += 1
