@@ -12,6 +12,10 @@ Every error message is scrubbed of every configured key (:mod:`.secrets`) where 
 
 Synchronous callers (judges, the rewriter) run their coroutines on one background event loop
 per process (:func:`run_sync`), so async clients are never shared between event loops.
+
+A backend's one-off set-up (importing litellm costs 10-17 s on a loaded machine; a local model
+server starts) is its ``prepare()``: the caller awaits it once, before the first request and
+outside every timed section, so a cold import never eats an attempt as a fake timeout.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ from .protocol import Backend, BackendError, ChatRequest, ChatResponse
 from .secrets import scrub
 
 T = TypeVar("T")
+
+#: Seconds the caller waits beyond ``1.5 * timeout_s`` for a backend that ignores its own
+#: timeout (a stuck client), before it gives up on the attempt as a ``Timeout``.
+BACKSTOP_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,7 @@ class ModelCaller:
         self.budget = budget
         self._sleep = sleep
         self._rng = random.Random()
+        self._prepared = False
 
     async def __call__(self, request: ChatRequest) -> tuple[ChatResponse, bool]:
         """The response and whether it came from the cache. Raises :class:`BackendFailure`."""
@@ -227,6 +236,7 @@ class ModelCaller:
                 raise BackendFailure(budget_exhausted_error(self.budget), attempt)
             attempt += 1
             try:
+                await self._prepare()  # once, untimed: a cold import is not a timeout
                 self.stats.backend_calls += 1
                 resp = await self._once(request)
             except BackendError as exc:
@@ -244,6 +254,20 @@ class ModelCaller:
                 await asyncio.to_thread(self.cache.put, key, resp)
             return resp, False, attempt
 
+    async def _prepare(self) -> None:
+        """Await the backend's ``prepare()`` (if it has one) until it has succeeded once."""
+        if self._prepared:
+            return
+        prepare = getattr(self.backend, "prepare", None)
+        if prepare is not None:
+            try:
+                await prepare()
+            except BackendError:
+                raise
+            except Exception as exc:  # a failed set-up is a failed attempt, never a crash of the grid
+                raise BackendError(scrub(f"{type(exc).__name__}: {exc}")[:1000], error_type=type(exc).__name__) from None
+        self._prepared = True
+
     async def _once(self, request: ChatRequest) -> ChatResponse:
         if self.limiter is None:
             return await self._timed(request)
@@ -254,7 +278,7 @@ class ModelCaller:
         t0 = time.perf_counter()
         try:
             # The backend enforces timeout_s itself; this is a backstop for a stuck client.
-            resp = await asyncio.wait_for(self.backend.complete(request), timeout=self.timeout_s * 1.5 + 5.0)
+            resp = await asyncio.wait_for(self.backend.complete(request), timeout=self.timeout_s * 1.5 + BACKSTOP_S)
         except BackendError:
             raise
         except TimeoutError as exc:

@@ -136,6 +136,10 @@ class Backend(Protocol):
     besides the conversation and tools, decides a response (endpoint, model, decoding; never
     a key) and keys the response cache; ``cacheable`` is false for reference agents, whose
     answers cost nothing; ``provider`` picks the concurrency pool.
+
+    A backend may also define ``async def prepare(self) -> None``: one-off set-up (importing a
+    heavy client, starting a local server) that the model layer awaits before the first
+    request, outside the call's timeout (it is optional, so it is not part of the protocol).
     """
 
     @property

@@ -763,12 +763,15 @@ def _run_grid(
     n_shards = 1 if env.blocking else _n_shards(agent_cfg, model_groups, backends, provider_limits)
     bar = _Progress(summary.total, out if progress else None)
     bar.done = summary.reused
+    if any(backends[g[0].model_idx].kind in ("litellm", "local") for g in model_groups):
+        from .backends import import_litellm
+
+        # Once, here, before any event loop and any timed call (10-17 s on a loaded machine):
+        # shards inherit it, and no first call spends its timeout on the import. (Callers of
+        # the model layer elsewhere import it through the backend's prepare().)
+        import_litellm()
     try:
         if n_shards > 1:
-            if any(b.kind == "litellm" for b in backends.values()):
-                from .backends import import_litellm
-
-                import_litellm()  # once, here: the shards inherit it (each import costs seconds)
             model_backends = {g[0].model_idx: backends[g[0].model_idx] for g in model_groups}
             job = _ShardJob(model_groups, model_backends, {mi: providers[mi] for mi in model_backends}, cache, retry, store, env,
                             timeout_s, concurrency, provider_limits, budget_f, ledger, _Shared(mp.get_context("fork")), n_shards,
