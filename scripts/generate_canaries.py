@@ -31,7 +31,10 @@ def main(smk):
         control_suffixes=smk.params.control_suffixes,
         controls=True,
         special_cases=smk.params.special_cases,
-        rewriter=make_rewriter(smk.params.generator, smk.params.llm),
+        # the llm rewriter goes through the model layer like the judge: the study's retry policy
+        # (not a rule param: it changes no pool), its response cache and its budget
+        rewriter=make_rewriter(smk.params.generator, smk.params.llm, retries=smk.config["agent"]["retries"],
+                               job=f"generate_canaries-{smk.wildcards.pool}"),
         suite=suite,
         source=source,
         special_cases_source="params.yaml",

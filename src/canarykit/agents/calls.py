@@ -115,6 +115,12 @@ class SpendLedger:
         self._read_at = -1e9
         self._reported: float | None = None
 
+    def scoped(self, budget: str) -> SpendLedger:
+        """The ledger of another budget of this invocation (``judge``, ``rewriter``): its own
+        subdirectory, so one budget never counts the spend of another (the agents' files sit
+        at the top level and are not read by the scoped ones, nor they by them)."""
+        return SpendLedger(self.dir.parent, f"{self.dir.name}/{budget}", self.own.stem, self.refresh_s)
+
     def others(self) -> float:
         now = time.monotonic()
         if now - self._read_at >= self.refresh_s:
