@@ -273,3 +273,20 @@ def test_a_cold_import_does_not_consume_an_attempt_of_a_run(cold_import: list[fl
                            tmp_path / "summary.json", progress=False)
     assert cold_import and summary.failed == 0 and summary.retries == 0
     assert summary.backend_calls == len(server.requests) == 2  # a tool call, then the answer
+
+
+def test_each_budget_counts_only_its_own_jobs_spend(tmp_path: Path) -> None:
+    """The agents' and the judges' spend ledgers share an invocation but not a budget."""
+    from canarykit.agents.calls import SpendLedger
+
+    agents = SpendLedger(tmp_path, "inv", "run_agents-gw-standard-declared-0", refresh_s=0)
+    agents.report(5.0)  # the agent jobs spent $5
+    first = judge_options({"budget_usd": 1.0}, RETRIES, model_layer=True,
+                          ledger=SpendLedger(tmp_path, "inv", "judge_primary-gw", refresh_s=0))["budget"]
+    second = judge_options({"budget_usd": 1.0}, RETRIES, model_layer=True,
+                           ledger=SpendLedger(tmp_path, "inv", "judge_cross-gw", refresh_s=0))["budget"]
+    assert not first.exhausted  # the agents' $5 is not the judges'
+    first.add(0.6)
+    second.add(0.5)
+    assert first.exhausted and second.exhausted  # $1.10 over both judging jobs
+    assert agents.others() == 0.0  # nor is the judges' spend the agents'
