@@ -10,7 +10,7 @@ import yaml
 
 from canarykit.agents.calls import INVOCATION_ENV
 from canarykit.agents.secrets import export_secret_envs
-from canarykit.agents.store import ensure_retry_gate, retry_gate_path
+from canarykit.agents.store import retry_gate_input
 from canarykit.config import blame, check_study, read_yaml_config, run_grid, validate_params
 from canarykit.dvcyaml import STAGES_FILE, rule_code
 from canarykit.errors import CanaryKitError, ConfigError
@@ -133,16 +133,17 @@ def retry_gate(index):
     """Input function of a run rule whose run index is ``index`` (a pattern: wildcards allowed).
 
     Returns the index's retry gate, a small file in the run store (created, dated to the
-    epoch, when missing). When the rule's last run left failed runs in the index, the gate was
-    marked after the index was written (by the run script, and again by every job that reads
-    the index): it is newer than the index, so the rule is out of date and a plain
-    `snakemake` re-executes exactly the failed runs; for `dvc repro` the marked gate is a
-    change of the run stage's store. Any run rule takes it as an input:
-    ``retry=retry_gate(JOB_INDEX)``.
+    epoch, when missing; a dry run creates nothing). When the rule's last run left failed runs
+    to retry in the index (agent.retries.rerun_failed), the gate was marked after the index was
+    written (by the run script, and again by every job that reads the index): it is newer than
+    the index, so the rule is out of date and a plain `snakemake` re-executes exactly the
+    failed runs; for `dvc repro` the marked gate is a change of the run stage's store. A run
+    that leaves nothing to retry settles it (dated before the index). Any run rule takes it as
+    an input: ``retry=retry_gate(JOB_INDEX)``.
     """
 
     def gate(wildcards):
-        return str(ensure_retry_gate(retry_gate_path(RUN_STORE, index.format(**wildcards))))
+        return retry_gate_input(RUN_STORE, index.format(**wildcards), dry_run=workflow.dryrun)
 
     return gate
 

@@ -23,6 +23,10 @@ def main(smk):
         special_cases=smk.params.special_cases,
         generator=smk.params.generator,
         llm=smk.params.llm,
+        # the llm rewriter goes through the model layer like the judge: the study's retry policy
+        # (not a rule param: it changes no pool), its response cache and its budget
+        retries=smk.config["agent"]["retries"],
+        job=f"generate_canaries-{smk.wildcards.pool}",
         source=source,
         tasks_source=smk.input.tasks,
     )

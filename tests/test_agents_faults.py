@@ -17,7 +17,12 @@ from fakes.openai_server import FakeOpenAIServer
 from fakes.study import make_study
 
 from canarykit.agents import run_grid
-from canarykit.agents.store import ensure_retry_gate, mark_failed_runs_for_retry, retry_gate_path
+from canarykit.agents.store import (
+    ensure_retry_gate,
+    mark_failed_runs_for_retry,
+    mark_retry_gate,
+    retry_gate_path,
+)
 from canarykit.detect import classify_calls
 from canarykit.records import read_record
 
@@ -70,6 +75,7 @@ def test_faults_are_contained_reported_and_retried_exactly(tmp_path: Path, capsy
         second = grid(server.url)
     assert second.failed == 0 and second.executed == first.failed and second.reused == second.total - first.failed
     assert not pl.read_parquet(index)["error"].any()
+    assert gate.stat().st_mtime < index.stat().st_mtime and json.loads(gate.read_text())["retry"] == 0  # settled
 
 
 def test_retry_gate_is_newer_than_the_index_only_while_failures_remain(tmp_path: Path) -> None:
@@ -80,12 +86,101 @@ def test_retry_gate_is_newer_than_the_index_only_while_failures_remain(tmp_path:
     pl.DataFrame({"run_id": ["a", "b"], "error": [False, False]}).write_parquet(index)
     assert mark_failed_runs_for_retry(index, store) == 0 and gate.stat().st_mtime == 0
     pl.DataFrame({"run_id": ["a", "b"], "error": [True, False]}).write_parquet(index)
+    mark_retry_gate(gate, index, 1)  # the run job
     before = gate.read_bytes()
-    assert mark_failed_runs_for_retry(index, store) == 1
-    assert gate.stat().st_mtime >= index.stat().st_mtime + 1  # Snakemake: the run rule is out of date
+    assert mark_failed_runs_for_retry(index, store) == 1  # a job reading the index after it
+    assert gate.stat().st_mtime > index.stat().st_mtime  # Snakemake: the run rule is out of date
     after = gate.read_bytes()
     assert after != before  # DVC: the store changed
     assert mark_failed_runs_for_retry(index, store) == 1 and gate.read_bytes() != after  # every time
-    os.utime(index)  # a rerun rewrote the index without failures
+
+
+def test_a_rerun_that_fixes_the_failures_settles_the_gate_however_quickly_it_ends(tmp_path: Path) -> None:
+    store, index = tmp_path / "store", tmp_path / "runs/index.parquet"
+    gate = ensure_retry_gate(retry_gate_path(store, index))
+    index.parent.mkdir(parents=True)
+    pl.DataFrame({"run_id": ["a", "b"], "error": [True, False]}).write_parquet(index)
+    mark_retry_gate(gate, index, 1)
+    written = index.stat().st_mtime
+    # the rerun rewrites the index without failures within the same instant (mtime unchanged)
     pl.DataFrame({"run_id": ["a", "b"], "error": [False, False]}).write_parquet(index)
-    assert mark_failed_runs_for_retry(index, store) == 0 and gate.stat().st_mtime < index.stat().st_mtime + 1
+    os.utime(index, (written, written))
+    mark_retry_gate(gate, index, 0)  # what the run job does at its end
+    assert gate.stat().st_mtime < index.stat().st_mtime  # Snakemake: nothing to do
+    assert mark_failed_runs_for_retry(index, store) == 0 and gate.stat().st_mtime < index.stat().st_mtime
+    settled = gate.read_bytes()
+    mark_retry_gate(gate, index, 0)
+    assert gate.read_bytes() == settled == b'{\n  "failed": 0,\n  "retry": 0\n}\n'  # DVC: unchanged from run to run
+
+
+def test_failures_accepted_by_the_policy_do_not_keep_the_job_out_of_date(tmp_path: Path) -> None:
+    store, index = tmp_path / "store", tmp_path / "runs/index.parquet"
+    gate = retry_gate_path(store, index)
+    index.parent.mkdir(parents=True)
+    pl.DataFrame({"run_id": ["a", "b", "c"], "error": [True, True, False]}).write_parquet(index)
+    # agent.retries.rerun_failed: transient, one 401 (accepted) and one 503 (retried)
+    mark_retry_gate(gate, index, 2, retry=1, accepted={"AuthenticationError (401)": 1}, policy="transient")
+    assert gate.stat().st_mtime > index.stat().st_mtime
+    assert mark_failed_runs_for_retry(index, store) == 1 and json.loads(gate.read_text())["retry"] == 1
+    # the rerun: the 503 run succeeded, the 401 failed again and is accepted
+    pl.DataFrame({"run_id": ["a", "b", "c"], "error": [True, False, False]}).write_parquet(index)
+    mark_retry_gate(gate, index, 1, retry=0, accepted={"AuthenticationError (401)": 1}, policy="transient")
+    assert gate.stat().st_mtime < index.stat().st_mtime
+    settled = gate.read_bytes()
+    assert mark_failed_runs_for_retry(index, store) == 0 and gate.read_bytes() == settled
+    state = json.loads(settled)
+    assert state["failed"] == 1 and state["retry"] == 0 and state["accepted"] == {"AuthenticationError (401)": 1}
+
+
+def test_runs_that_keep_failing_are_named_each_time_and_the_policy_can_accept_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=3, pools={"standard": ["baseline"]})
+    refused, flaky = tasks[0].prompt, tasks[1].prompt
+    agent = OracleAgent(tasks_path)
+    state = {"healthy": False}
+
+    def handler(body: Any, headers: dict[str, str], n: int) -> Any:
+        from fakes.gateway import user_prompt
+        from fakes.openai_server import Reply, error_body
+
+        prompt = user_prompt(body)
+        if prompt == refused:  # refused for good: the key is wrong
+            return Reply(error_body(f"bad key {headers.get('authorization')}", "authentication_error"), status=401)
+        if prompt == flaky and not state["healthy"]:
+            return Reply(error_body("overloaded"), status=503)
+        return agent(body, headers, n)
+
+    store, index = tmp_path / "store", tmp_path / "index.parquet"
+    gate = retry_gate_path(store, index)
+
+    def grid(url: str, rerun_failed: str) -> Any:
+        model = {"name": "fake-gw", "backend": "litellm", "model": "openai/fake-model", "api_base": url, "api_key_env": KEY_ENV}
+        retries = {**AGENT["retries"], "rerun_failed": rerun_failed}
+        return run_grid([model], tasks_path, pools, [0], {**AGENT, "retries": retries, "cache_dir": str(tmp_path / "cache")},
+                        store, index, tmp_path / "summary.json", retry_gate=gate)
+
+    with FakeOpenAIServer(handler) as server:
+        first = grid(server.url, "transient")
+        err = capsys.readouterr().err
+        assert first.failed == 2 and first.failed_again == 0 and first.retry_pending == 1
+        assert "fake-gw: 2 runs failed: AuthenticationError (401) x 1, ServiceUnavailableError (503) x 1" in err
+        assert "not transient: AuthenticationError (401)" in err and "accepted as failed" in err
+        state_doc = json.loads(gate.read_text())
+        assert state_doc["retry"] == 1 and state_doc["accepted"] == {"AuthenticationError (401)": 1}
+        assert gate.stat().st_mtime > index.stat().st_mtime  # the 503 keeps the job out of date
+
+        state["healthy"] = True
+        second = grid(server.url, "transient")
+        err = capsys.readouterr().err
+        assert second.failed == 1 and second.executed == 2 and second.failed_again == 1
+        assert "fake-gw: 1 runs failed: AuthenticationError (401) x 1; 1 of them failed in an earlier invocation too" in err
+        assert gate.stat().st_mtime < index.stat().st_mtime  # only the accepted 401 is left: up to date
+        assert json.loads(gate.read_text())["retry"] == 0
+
+        third = grid(server.url, "all")  # the default: every failure is retried, and said so
+        err = capsys.readouterr().err
+        assert third.failed == 1 and third.failed_again == 1 and third.retry_pending == 1
+        assert "set agent.retries.rerun_failed: transient" in err and "1 of them failed in an earlier invocation too" in err
+        assert gate.stat().st_mtime > index.stat().st_mtime
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["per_model"]["fake-gw"]["failed_again"] == 1 and summary["rerun_failed"] == "all"

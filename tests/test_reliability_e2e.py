@@ -147,36 +147,72 @@ def test_injected_faults_are_retried_and_never_recorded_as_traps_or_successes(tm
         assert "Nothing to be done" in again.stdout + again.stderr
 
 
+def _assert_no_key_under(root: Path, keys: tuple[str, ...]) -> list[Path]:
+    """Every file under ``root`` (Parquet decoded, not just grepped) is free of ``keys``."""
+    files = [p for p in root.rglob("*") if p.is_file()]
+    for p in files:
+        data = p.read_bytes()
+        for key in keys:
+            assert key.encode() not in data, p
+        if data[:4] == b"PAR1":  # a Parquet file or DVC object: compressed text hides nothing
+            text = _parquet_text(p)
+            for key in keys:
+                assert key not in text, p
+    return files
+
+
+def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
+    repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=("oracle",))
+    out = run(repo, "snakemake", "-n", "--quiet", "rules").stdout
+    assert "run_agents" in out
+    assert not (repo / "results").exists()  # no retry gate (nor anything else) created by `snakemake -n`
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # four `dvc repro`, each stage its own Snakemake: minutes on a loaded machine
 def test_dvc_repro_retries_failed_runs_and_keeps_keys_out_of_the_dvc_cache(tmp_path: Path) -> None:
-    state: dict[str, Any] = {}
-    with FakeOpenAIServer(lambda b, h, n: state["faults"](b, h, n)) as server:
-        repo = make_repo(tmp_path, server.url, per_difficulty=1)
+    state: dict[str, Any] = {"judge_down": True}
+
+    def handler(body: Any, headers: dict[str, str], n: int) -> Reply:
+        if not body.get("tools") and state["judge_down"]:  # the LLM judge, echoing its key
+            echo = f"bad credentials: Authorization: {headers.get('authorization', '')}"
+            return Reply(error_body(echo, "authentication_error"), status=401 if n % 2 else 500)
+        return state["faults"](body, headers, n)
+
+    with FakeOpenAIServer(handler) as server:
+        repo = make_repo(tmp_path, server.url, per_difficulty=1, llm_judge=True)
         p = prompts(repo)
         faults = Faults(OracleAgent(repo / "data/tasks.json"), rate=0.0, always={p["easy-001"]})
         state["faults"] = faults
         for cmd in (("git", "init", "-q"), ("dvc", "init", "-q"), ("git", "add", "-A"), ("git", "commit", "-qm", "study")):
             run(repo, *cmd)
         first = run(repo, "dvc", "repro")
+        console = first.stdout + first.stderr
         summary = json.loads((repo / "results/logs/run-summary.json").read_text())
-        assert summary["failed"] == 2 and "fake-gw: 2 runs failed" in first.stdout + first.stderr
+        assert summary["failed"] == 2 and "fake-gw: 2 runs failed" in console
+        assert "verdicts failed" in console  # the judge failed too, echoing its key
         status = run(repo, "dvc", "status").stdout
         assert "run:" in status  # failures remain: the run stage is out of date
+        sent = {h.get("authorization") for _, h in server.requests}
+        assert f"Bearer {AGENT_KEY}" in sent and f"Bearer {JUDGE_KEY}" in sent
 
         faults.healthy = True
+        state["judge_down"] = False
         second = run(repo, "dvc", "repro").stdout
         assert "Running stage 'run'" in second
         summary = json.loads((repo / "results/logs/run-summary.json").read_text())
         assert summary["failed"] == 0 and summary["executed"] == 2
-        assert not pl.read_parquet(repo / "results/runs.parquet")["error"].any()
+        runs = pl.read_parquet(repo / "results/runs.parquet")
+        assert not runs["error"].any() and runs["judge_status"].to_list() == ["ok"] * runs.height
         third = run(repo, "dvc", "repro").stdout
         assert "Running stage 'run'" not in third
         fourth = run(repo, "dvc", "repro").stdout
         assert "Running stage" not in fourth and "up to date" in fourth
+        for key in (AGENT_KEY, JUDGE_KEY):
+            assert key not in console + second + third + fourth
+    # the first reproduction's failed verdicts and runs went through the DVC cache: no key there,
+    # nor anywhere else under the repository
     cached = [f for f in (repo / ".dvc" / "cache").rglob("*") if f.is_file()]
-    assert cached
-    for f in cached:
-        data = f.read_bytes()
-        assert AGENT_KEY.encode() not in data, f
-        if data[:4] == b"PAR1":  # a Parquet object: decode it, compressed text hides nothing
-            assert AGENT_KEY not in _parquet_text(f), f
+    assert cached and any(f.read_bytes()[:4] == b"PAR1" for f in cached)
+    files = _assert_no_key_under(repo, (AGENT_KEY, JUDGE_KEY))
+    assert any(".dvc" in f.parts for f in files) and any("verdicts" in f.parts for f in files)

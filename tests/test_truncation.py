@@ -61,6 +61,19 @@ def test_a_too_small_max_turns_is_refused_naming_the_key_and_the_task() -> None:
     assert len(check_study(validate_params(cfg), "params.yaml")) == 120
 
 
+def test_the_check_covers_the_tasks_the_study_runs_not_the_whole_suite() -> None:
+    """study.limit_tasks picks the tasks (as the pipeline does): only those must fit max_turns."""
+    cfg = _params()
+    cfg["agent"]["max_turns"] = 3
+    cfg["study"]["limit_tasks"] = 2  # easy-001 (1 call + answer) and medium-001 (2 calls + answer)
+    assert len(check_study(validate_params(cfg), "params.yaml")) == 120  # the suite, all of it loaded
+    cfg["study"]["limit_tasks"] = 3  # now hard-001 too, which needs 5
+    with pytest.raises(ConfigError) as err:
+        check_study(validate_params(cfg), "params.yaml")
+    msg = str(err.value)
+    assert msg.startswith("params.yaml: agent.max_turns: 3 is below what task hard-001 needs") and "other task" not in msg
+
+
 def test_the_override_only_warns_loudly() -> None:
     cfg = _params()
     cfg["agent"].update(max_turns=3, allow_short_max_turns=True)
@@ -81,6 +94,9 @@ def test_a_missing_task_file_names_params_yaml_and_study_tasks() -> None:
 @pytest.mark.parametrize("key,value", [
     (("agent", "max_turns"), 100000), (("agent", "retries", "max_attempts"), 1000), (("agent", "timeout_s"), 1e9),
     (("judge", "max_attempts"), 500), (("judge", "stability", "sample"), 10**9), (("agent", "concurrency"), 10**6),
+    (("judge", "stability", "seed"), 2**32), (("judge", "stability", "seed"), -1), (("judge", "agreement", "seed"), 2**64),
+    (("study", "limit_tasks"), 10**12), (("agent", "budget_usd"), 1e12), (("judge", "budget_usd"), 1e12),
+    (("canaries", "llm", "budget_usd"), -1), (("canaries", "llm", "max_attempts"), 0), (("canaries", "llm", "timeout_s"), 0),
 ])
 def test_numeric_settings_have_sane_bounds(key: tuple[str, ...], value: Any) -> None:
     cfg = _params()
@@ -91,6 +107,40 @@ def test_numeric_settings_have_sane_bounds(key: tuple[str, ...], value: Any) -> 
     with pytest.raises(ConfigError) as err:
         validate_params(cfg, "params.yaml")
     assert ".".join(key) in str(err.value)
+
+
+def test_every_numeric_key_of_the_schema_is_bounded_on_both_sides() -> None:
+    from canarykit.config import params_schema
+
+    unbounded: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        types = node.get("type")
+        types = types if isinstance(types, list) else [types]
+        if {"integer", "number"} & set(types):
+            low = "minimum" in node or "exclusiveMinimum" in node
+            high = "maximum" in node or "exclusiveMaximum" in node
+            if not (low and high):
+                unbounded.append(path)
+        for key, sub in (node.get("properties") or {}).items():
+            walk(sub, f"{path}.{key}" if path else key)
+        for key in ("items", "additionalProperties"):
+            walk(node.get(key), f"{path}[{key}]")
+        for key, sub in (node.get("$defs") or {}).items():
+            walk(sub, f"$defs.{key}")
+
+    walk(params_schema(), "")
+    assert not unbounded, unbounded
+
+
+def test_seeds_up_to_two_to_the_32_are_accepted() -> None:
+    cfg = _params()
+    cfg["judge"]["stability"] = {"seed": 2**32 - 1}
+    cfg["judge"]["agreement"] = {"seed": 2**32 - 1}
+    validated = validate_params(cfg, "params.yaml")
+    assert validated["judge"]["stability"]["seed"] == validated["judge"]["agreement"]["seed"] == 2**32 - 1
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])

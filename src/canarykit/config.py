@@ -187,13 +187,14 @@ def check_study(cfg: dict[str, Any], source: str = "params.yaml", *, warn: Any =
 
     ``study.tasks`` must name a readable, valid task file (a missing one is reported against
     ``study.tasks`` in ``source``; a broken one names its own file and field), and
-    ``agent.max_turns`` must fit it (:func:`check_max_turns`). With the built-in tools the
+    ``agent.max_turns`` must fit the tasks the study runs (:func:`check_max_turns` over
+    :func:`~canarykit.tasks.select_tasks` with ``study.limit_tasks``, the pipeline's selection). With the built-in tools the
     tasks' tool names and plan arguments are checked here; with ``environment.kind: mcp``
     they are checked against the servers' tools once those are listed (the canary and
     assembly stages), and only the file's structure here. Models and judges that need plans
     or rubrics must have them (:func:`check_plans_and_rubrics`).
     """
-    from .tasks import ANY_TOOLS, load_tasks
+    from .tasks import ANY_TOOLS, load_tasks, select_tasks
 
     path = Path(cfg["study"]["tasks"])
     if not path.is_file():
@@ -202,7 +203,8 @@ def check_study(cfg: dict[str, Any], source: str = "params.yaml", *, warn: Any =
     mcp = cfg.get("environment", {}).get("kind") == "mcp"
     tasks = load_tasks(path, tools=ANY_TOOLS if mcp else None)  # an invalid suite names its own file and field
     check_plans_and_rubrics(cfg, tasks, str(path), source)
-    check_max_turns(cfg, tasks, source, warn=warn)
+    # the tasks the study runs (study.limit_tasks picks them as the pipeline does), not the whole suite
+    check_max_turns(cfg, select_tasks(tasks, cfg["study"].get("limit_tasks")), source, warn=warn)
     return tasks
 
 

@@ -90,7 +90,8 @@ def run_job(
     write_json(summary_out, doc)
 
 
-_COUNTS = ("executed", "reused", "deduplicated", "failed", "skipped", "total", "backend_calls", "cached_calls", "retries")
+_COUNTS = ("executed", "reused", "deduplicated", "failed", "skipped", "total", "backend_calls", "cached_calls", "retries",
+           "failed_again")
 
 
 def gather_runs(
@@ -137,6 +138,8 @@ def gather_runs(
             for reason, n in (t.get("failures") or {}).items():
                 tally.failures[reason] = tally.failures.get(reason, 0) + int(n)
                 total.failures[reason] = total.failures.get(reason, 0) + int(n)
+        total.retry_pending += int(doc.get("retry_pending", doc.get("failed")) or 0)
+        total.rerun_failed = str(doc.get("rerun_failed") or total.rerun_failed)
         if current:
             total.elapsed_s += float(doc.get("elapsed_s") or 0.0)
             total.budget_exhausted = total.budget_exhausted or bool(doc.get("budget_exhausted"))
@@ -160,7 +163,7 @@ def _cell_counts(t: Mapping[str, Any], current: bool) -> dict[str, Any]:
     part: dict[str, Any] = {k: int(t.get(k) or 0) for k in _COUNTS}
     part["cost_usd"] = float(t.get("cost_usd") or 0.0)
     if not current:  # nothing of this cell ran now: its finished runs were reused as they are
-        part.update(executed=0, deduplicated=0, backend_calls=0, cached_calls=0, retries=0, cost_usd=0.0,
+        part.update(executed=0, deduplicated=0, backend_calls=0, cached_calls=0, retries=0, cost_usd=0.0, failed_again=0,
                     reused=part["total"] - part["failed"] - part["skipped"])
     return part
 

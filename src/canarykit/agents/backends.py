@@ -11,7 +11,8 @@ message is scrubbed of every configured key (:func:`.secrets.scrub`) before it l
 A malformed reply (no choices, a choice without a message) is a retryable
 :class:`~.protocol.BackendError` (``MalformedResponse``), never an empty final answer. litellm is imported only when a litellm/local model is used
 (the import costs seconds), with ``LITELLM_LOCAL_MODEL_COST_MAP`` set so it never fetches the
-cost map over the network.
+cost map over the network; the model layer imports it through a backend's ``prepare()``, before
+the first request and outside its timeout (:mod:`.calls`).
 """
 
 from __future__ import annotations
@@ -156,9 +157,17 @@ class LiteLLMBackend:
             return value
         return NO_KEY if self.api_base else None
 
+    async def prepare(self) -> None:
+        """Import litellm (once per process, in a thread: the event loop keeps serving).
+
+        The model layer awaits this before the first request, outside the call's timeout, so a
+        cold import (10-17 s on a loaded machine) never counts against an attempt."""
+        if self._litellm is None and self.completion_fn is None:
+            self._litellm = await asyncio.to_thread(import_litellm)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         if self._litellm is None and self.completion_fn is None:
-            self._litellm = import_litellm()
+            self._litellm = import_litellm()  # a caller that skipped prepare()
         litellm = self._litellm
         key = self._api_key()
         kwargs: dict[str, Any] = {
@@ -296,6 +305,11 @@ def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _import_ollama() -> None:
+    import httpx  # noqa: F401
+    import ollama  # noqa: F401
+
+
 class OllamaBackend:
     """A local model served by Ollama (``/api/chat``, non-streaming, with tools)."""
 
@@ -321,6 +335,10 @@ class OllamaBackend:
             client = ollama.AsyncClient(host=self.host, timeout=timeout_s)
             self._clients = {loop_id: client}  # one event loop at a time
         return client
+
+    async def prepare(self) -> None:
+        """Import the Ollama client off the event loop, before any timed call."""
+        await asyncio.to_thread(_import_ollama)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         import httpx

@@ -20,12 +20,15 @@ CACHE_FORMAT = 1
 
 
 def response_key(scope: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
-                 *, sample: int = 0) -> str:
+                 *, sample: int = 0, repeat: int | None = None) -> str:
     """The cache key of a request; ``sample`` > 0 numbers a repeated draw of the same request
-    (a judge re-asked after an unparseable reply), which gets its own entry."""
+    (a judge re-asked after an unparseable reply) and ``repeat`` an independent repetition (a
+    stability re-grading): each gets its own entry. Without either the key is the plain one."""
     ident: dict[str, Any] = {"format": CACHE_FORMAT, "scope": dict(scope), "messages": list(messages), "tools": list(tools)}
     if sample:
         ident["sample"] = int(sample)
+    if repeat is not None:
+        ident["repeat"] = int(repeat)
     return content_hash(ident)
 
 

@@ -12,6 +12,10 @@ Every error message is scrubbed of every configured key (:mod:`.secrets`) where 
 
 Synchronous callers (judges, the rewriter) run their coroutines on one background event loop
 per process (:func:`run_sync`), so async clients are never shared between event loops.
+
+A backend's one-off set-up (importing litellm costs 10-17 s on a loaded machine; a local model
+server starts) is its ``prepare()``: the caller awaits it once, before the first request and
+outside every timed section, so a cold import never eats an attempt as a fake timeout.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ from .protocol import Backend, BackendError, ChatRequest, ChatResponse
 from .secrets import scrub
 
 T = TypeVar("T")
+
+#: Seconds the caller waits beyond ``1.5 * timeout_s`` for a backend that ignores its own
+#: timeout (a stuck client), before it gives up on the attempt as a ``Timeout``.
+BACKSTOP_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,12 @@ class SpendLedger:
         self._others = 0.0
         self._read_at = -1e9
         self._reported: float | None = None
+
+    def scoped(self, budget: str) -> SpendLedger:
+        """The ledger of another budget of this invocation (``judge``, ``rewriter``): its own
+        subdirectory, so one budget never counts the spend of another (the agents' files sit
+        at the top level and are not read by the scoped ones, nor they by them)."""
+        return SpendLedger(self.dir.parent, f"{self.dir.name}/{budget}", self.own.stem, self.refresh_s)
 
     def others(self) -> float:
         now = time.monotonic()
@@ -192,6 +206,7 @@ class ModelCaller:
         self.budget = budget
         self._sleep = sleep
         self._rng = random.Random()
+        self._prepared = False
 
     async def __call__(self, request: ChatRequest) -> tuple[ChatResponse, bool]:
         """The response and whether it came from the cache. Raises :class:`BackendFailure`."""
@@ -199,19 +214,22 @@ class ModelCaller:
         return resp, cached
 
     async def call(
-        self, request: ChatRequest, *, max_attempts: int | None = None, sample: int = 0,
+        self, request: ChatRequest, *, max_attempts: int | None = None, sample: int = 0, repeat: int | None = None,
     ) -> tuple[ChatResponse, bool, int]:
         """The response, whether it came from the cache, and the requests it took.
 
         ``max_attempts`` overrides the policy's attempts for this call (a caller with its own
         per-item budget of requests, e.g. a judge's ``max_attempts`` per verdict). ``sample``
-        numbers repeated draws of one request (a judge re-asked after an unparseable reply, a
-        stability re-grading): the n-th draw has its own cache entry, so a rerun replays the
-        same sequence of answers. Raises :class:`BackendFailure` (``attempts`` = requests sent).
+        numbers the draws of one request within one answer (a judge re-asked after an
+        unparseable reply); ``repeat`` numbers independent repetitions of it (the r-th
+        stability re-grading). Each (repeat, sample) has its own cache entry, keyed by those
+        numbers and not by how often this process asked, so a rerun replays the same answers
+        and one repetition is never answered from another's. Raises :class:`BackendFailure`
+        (``attempts`` = requests sent).
         """
         key = None
         if self.cache is not None:
-            key = response_key(self.backend.cache_scope, request.messages, request.tools, sample=sample)
+            key = response_key(self.backend.cache_scope, request.messages, request.tools, sample=sample, repeat=repeat)
             hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cached_calls += 1
@@ -224,6 +242,7 @@ class ModelCaller:
                 raise BackendFailure(budget_exhausted_error(self.budget), attempt)
             attempt += 1
             try:
+                await self._prepare()  # once, untimed: a cold import is not a timeout
                 self.stats.backend_calls += 1
                 resp = await self._once(request)
             except BackendError as exc:
@@ -241,6 +260,20 @@ class ModelCaller:
                 await asyncio.to_thread(self.cache.put, key, resp)
             return resp, False, attempt
 
+    async def _prepare(self) -> None:
+        """Await the backend's ``prepare()`` (if it has one) until it has succeeded once."""
+        if self._prepared:
+            return
+        prepare = getattr(self.backend, "prepare", None)
+        if prepare is not None:
+            try:
+                await prepare()
+            except BackendError:
+                raise
+            except Exception as exc:  # a failed set-up is a failed attempt, never a crash of the grid
+                raise BackendError(scrub(f"{type(exc).__name__}: {exc}")[:1000], error_type=type(exc).__name__) from None
+        self._prepared = True
+
     async def _once(self, request: ChatRequest) -> ChatResponse:
         if self.limiter is None:
             return await self._timed(request)
@@ -251,7 +284,7 @@ class ModelCaller:
         t0 = time.perf_counter()
         try:
             # The backend enforces timeout_s itself; this is a backstop for a stuck client.
-            resp = await asyncio.wait_for(self.backend.complete(request), timeout=self.timeout_s * 1.5 + 5.0)
+            resp = await asyncio.wait_for(self.backend.complete(request), timeout=self.timeout_s * 1.5 + BACKSTOP_S)
         except BackendError:
             raise
         except TimeoutError as exc:

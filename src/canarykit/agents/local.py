@@ -402,6 +402,13 @@ class LocalBackend:
             self._clients[tool_names] = client
         return client
 
+    async def prepare(self) -> None:
+        """Import litellm and start the model server, before the first (timed) call."""
+        from .backends import import_litellm
+
+        await asyncio.to_thread(import_litellm)
+        await self._ensure()
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         server = await self._ensure()
         names = tuple(str(t.get("function", {}).get("name")) for t in request.tools)

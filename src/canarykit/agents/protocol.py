@@ -7,6 +7,7 @@ Backends are registered by name; ``params.yaml`` selects one per model with ``ba
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -128,6 +129,28 @@ def is_retryable_status(status: int | None) -> bool:
     return status is not None and (status in RETRYABLE_STATUS or status >= 500)
 
 
+#: Failures without an HTTP status that a later attempt can cure: timeouts, connection errors,
+#: malformed replies, a tool server that died, a spent budget (each invocation has its own).
+TRANSIENT_ERROR_TYPES = frozenset({
+    "Timeout", "TimeoutError", "APIConnectionError", "ConnectionError", "ServiceUnavailableError",
+    "InternalServerError", "RateLimitError", "MalformedResponse", "ToolServerError", "BudgetExhausted",
+})
+_REASON = re.compile(r"^(?P<type>.*?)(?: \((?P<status>\d{3})\))?$")
+
+
+def is_transient_reason(reason: str) -> bool:
+    """Whether a failure reason (``ErrorType (status)``, :attr:`BackendError.reason`) is
+    transient: a retryable status, or one of :data:`TRANSIENT_ERROR_TYPES`. Anything else
+    (400, 401, 403, 404, 422, a missing key, an unexpected client error) is a refusal that
+    a retry cannot fix."""
+    m = _REASON.match(reason.strip())
+    if m is None:  # pragma: no cover - the pattern matches every string
+        return False
+    if m.group("status"):
+        return is_retryable_status(int(m.group("status")))
+    return m.group("type") in TRANSIENT_ERROR_TYPES
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A model (or reference agent) behind the loop.
@@ -136,6 +159,10 @@ class Backend(Protocol):
     besides the conversation and tools, decides a response (endpoint, model, decoding; never
     a key) and keys the response cache; ``cacheable`` is false for reference agents, whose
     answers cost nothing; ``provider`` picks the concurrency pool.
+
+    A backend may also define ``async def prepare(self) -> None``: one-off set-up (importing a
+    heavy client, starting a local server) that the model layer awaits before the first
+    request, outside the call's timeout (it is optional, so it is not part of the protocol).
     """
 
     @property

@@ -16,9 +16,13 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   elsewhere is put back and taken up when the claim is released, and then its record,
   finished by the other invocation, is reused (``reused``) instead of paid again.
 - **Failures in sight.** A failure that outlives the retries is printed grouped by model and
-  reason (``fake-gw: 12 runs failed: AuthenticationError (401) x 12``), counted per model in
-  the summary (``per_model.<m>.failures``), and marks the index's retry gate
-  (:func:`~.store.mark_retry_gate`) so that a plain ``snakemake``/``dvc repro`` retries them.
+  reason (``fake-gw: 12 runs failed: AuthenticationError (401) x 12``), with how many of them
+  had failed in an earlier invocation too and which reasons are not transient (a refusal a
+  retry cannot fix); it is counted per model in the summary (``per_model.<m>.failures``,
+  ``failed_again``) and marks the index's retry gate (:func:`~.store.mark_retry_gate`) so that
+  a plain ``snakemake``/``dvc repro`` retries it. ``agent.retries.rerun_failed`` says which
+  failures mark the gate: ``all`` (default), ``transient`` (refusals for good are accepted
+  as failed) or ``none``; a run that leaves none settles the gate.
 - **Concurrency.** ``agent.concurrency`` model runs are in flight at once (a global
   semaphore; one call in flight per run), and each provider's calls are also bounded by
   ``agent.provider_concurrency[provider]`` when given. Reference agents need no slot: they
@@ -78,9 +82,9 @@ from ..records import RunRecord, normalise_status
 from .cache import ResponseCache
 from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
-from .protocol import Backend, make_backend
+from .protocol import Backend, is_transient_reason, make_backend
 from .secrets import register_secret_envs
-from .store import RunStore, ensure_retry_gate, mark_retry_gate, model_identity
+from .store import RERUN_FAILED, RunStore, mark_retry_gate, model_identity
 
 #: Backends whose model runs may be sharded over processes: their calls cost client CPU
 #: (litellm's request building, response parsing, logging and cost lookup), not a local model.
@@ -113,6 +117,8 @@ class ModelTally:
     cost_usd: float = 0.0
     #: failed runs by reason (``ErrorType (status)``)
     failures: dict[str, int] = field(default_factory=dict)
+    #: failed runs that had failed in an earlier invocation too
+    failed_again: int = 0
 
 
 @dataclass
@@ -121,6 +127,9 @@ class RunSummary(ModelTally):
 
     budget_usd: float | None = None
     budget_exhausted: bool = False
+    #: ``agent.retries.rerun_failed``, and the failed runs that keep the job out of date under it
+    rerun_failed: str = "all"
+    retry_pending: int = 0
     elapsed_s: float = 0.0
     per_model: dict[str, ModelTally] = field(default_factory=dict)
 
@@ -144,6 +153,7 @@ class _Planned:
     copied: bool = False  # a copy of a run executed in this invocation (same identity)
     late: bool = False  # finished by another invocation while this one waited for its claim
     reason: str | None = None  # ErrorType (status) of a failed run
+    failed_before: bool = False  # a failed record of this run was in the store when it started
 
 
 class _Progress:
@@ -699,10 +709,13 @@ def _run_grid(
     ledger: SpendLedger | None,
 ) -> RunSummary:
     max_turns = int(agent_cfg.get("max_turns", 12))
+    rerun_failed = str((agent_cfg.get("retries") or {}).get("rerun_failed") or "all")
+    if rerun_failed not in RERUN_FAILED:
+        raise ConfigError("params.yaml", "agent.retries.rerun_failed", f"{rerun_failed!r} is not one of {list(RERUN_FAILED)}")
     planned = plan_grid(models, tasks, pools, seeds, max_turns, env.identity)
     register_secret_envs(m.get("api_key_env") for m in models)
     store = RunStore(store_dir)
-    summary = RunSummary(total=len(planned), budget_usd=agent_cfg.get("budget_usd"))
+    summary = RunSummary(total=len(planned), budget_usd=agent_cfg.get("budget_usd"), rerun_failed=rerun_failed)
     for m in models:
         summary.per_model.setdefault(str(m["name"]), ModelTally())
 
@@ -720,6 +733,7 @@ def _run_grid(
     for p in planned:
         if p.status is not None:
             continue
+        p.failed_before = store.path(p.spec.run_id).exists()  # a record, but not a finished one
         key = (p.model_idx, p.spec.identity_hash)
         src = done_by_identity.get(key)
         # An identical run is stored: one of this grid, or any finished run of this identity
@@ -763,12 +777,15 @@ def _run_grid(
     n_shards = 1 if env.blocking else _n_shards(agent_cfg, model_groups, backends, provider_limits)
     bar = _Progress(summary.total, out if progress else None)
     bar.done = summary.reused
+    if any(backends[g[0].model_idx].kind in ("litellm", "local") for g in model_groups):
+        from .backends import import_litellm
+
+        # Once, here, before any event loop and any timed call (10-17 s on a loaded machine):
+        # shards inherit it, and no first call spends its timeout on the import. (Callers of
+        # the model layer elsewhere import it through the backend's prepare().)
+        import_litellm()
     try:
         if n_shards > 1:
-            if any(b.kind == "litellm" for b in backends.values()):
-                from .backends import import_litellm
-
-                import_litellm()  # once, here: the shards inherit it (each import costs seconds)
             model_backends = {g[0].model_idx: backends[g[0].model_idx] for g in model_groups}
             job = _ShardJob(model_groups, model_backends, {mi: providers[mi] for mi in model_backends}, cache, retry, store, env,
                             timeout_s, concurrency, provider_limits, budget_f, ledger, _Shared(mp.get_context("fork")), n_shards,
@@ -833,6 +850,9 @@ def _run_grid(
             reason = p.reason or "BackendError"
             tally.failures[reason] = tally.failures.get(reason, 0) + 1
             summary.failures[reason] = summary.failures.get(reason, 0) + 1
+            if p.failed_before:
+                tally.failed_again += 1
+                summary.failed_again += 1
         spec = models[p.model_idx]
         rows.append({
             "model": name, "group": str(spec.get("group", "")), "backend": str(spec.get("backend", "")),
@@ -849,12 +869,12 @@ def _run_grid(
         summary.cost_usd += s.cost_usd
     _write_index(rows, index_out)
     summary.elapsed_s = time.monotonic() - t0
+    accepted = {r: n for r, n in summary.failures.items() if not _keeps_out_of_date(r, rerun_failed)}
+    summary.retry_pending = summary.failed - sum(accepted.values())
     write_json(summary_out, summary.to_dict())
     if retry_gate is not None:
-        if summary.failed:
-            mark_retry_gate(retry_gate, index_out, summary.failed)
-        else:
-            ensure_retry_gate(retry_gate)
+        mark_retry_gate(retry_gate, index_out, summary.failed, retry=summary.retry_pending, accepted=accepted,
+                        policy=rerun_failed)
     if progress:
         bar.spend = summary.cost_usd
         bar.tick(0, force=True)
@@ -872,10 +892,20 @@ def _run_grid(
     return summary
 
 
+def _keeps_out_of_date(reason: str, rerun_failed: str) -> bool:
+    """Whether a run that failed for ``reason`` keeps its job out of date under the policy."""
+    if rerun_failed == "all":
+        return True
+    return rerun_failed == "transient" and is_transient_reason(reason)
+
+
 def failure_lines(summary: RunSummary, *, limit: int = 8) -> list[str]:
     """Failed runs grouped by model and reason, e.g.
-    ``[canarykit runs] fake-gw: 12 runs failed: AuthenticationError (401) x 12``."""
+    ``[canarykit runs] fake-gw: 12 runs failed: AuthenticationError (401) x 12``, then what
+    happens to them under ``agent.retries.rerun_failed`` (``summary.rerun_failed``) and which
+    reasons are not transient: said every time, so runs that keep failing never go unnoticed."""
     lines = []
+    permanent: dict[str, int] = {}
     for name, tally in summary.per_model.items():
         if not tally.failed:
             continue
@@ -883,10 +913,33 @@ def failure_lines(summary: RunSummary, *, limit: int = 8) -> list[str]:
         shown = ", ".join(f"{reason} x {n}" for reason, n in ordered[:limit])
         more = f", ... ({len(ordered) - limit} more reasons)" if len(ordered) > limit else ""
         every = " (every run of this model)" if tally.failed == tally.total else ""
-        lines.append(f"[canarykit runs] {name}: {tally.failed} runs failed{every}: {shown}{more}")
-    if lines:
+        again = f"; {tally.failed_again} of them failed in an earlier invocation too" if tally.failed_again else ""
+        lines.append(f"[canarykit runs] {name}: {tally.failed} runs failed{every}: {shown}{more}{again}")
+        for reason, n in ordered:
+            if not is_transient_reason(reason):
+                permanent[reason] = permanent.get(reason, 0) + n
+    if not lines:
+        return lines
+    if permanent:
+        names = ", ".join(sorted(permanent))
+        lines.append(f"[canarykit runs] not transient: {names}: the backend refused these requests (check the key, "
+                     "the model id, the endpoint or the request); a retry fails the same way until that is fixed")
+    policy = summary.rerun_failed
+    tail = "the reasons are in each run record's backend_error event"
+    if policy == "none":
+        lines.append("[canarykit runs] failed runs are kept out of every metric and counted in every table; "
+                     "agent.retries.rerun_failed is none, so they are not retried until their job reruns "
+                     f"(`snakemake --forcerun run_agents`, or set rerun_failed: all); {tail}")
+    elif policy == "transient" and permanent:
+        n = sum(permanent.values())
+        lines.append(f"[canarykit runs] failed runs are kept out of every metric; the transient ones are retried by the "
+                     f"next plain `snakemake` (or `dvc repro`); the {n} not transient are accepted as failed "
+                     f"(agent.retries.rerun_failed: transient) until their job reruns; {tail}")
+    else:
+        hint = (" (to accept the ones that are not transient as failed instead, set agent.retries.rerun_failed: transient)"
+                if permanent else "")
         lines.append("[canarykit runs] failed runs are kept out of every metric and retried by the next plain "
-                     "`snakemake` (or `dvc repro`); the reasons are in each run record's backend_error event")
+                     f"`snakemake` (or `dvc repro`){hint}; {tail}")
     return lines
 
 

@@ -34,6 +34,11 @@ filesystem provides.
 (:func:`mark_retry_gate`), a small file in the store that the run rule takes as input: the
 rule is then out of date for Snakemake (the gate is newer than the index) and the store has
 changed for DVC, so a plain ``snakemake`` or ``dvc repro`` re-executes exactly the failed runs.
+A run that leaves none to retry *settles* the gate (:func:`settle_retry_gate`: the same
+content every time, dated before the index), so a rerun that fixes the failures is up to date
+however quickly it finished. ``agent.retries.rerun_failed`` decides which failures count:
+``all`` (default), ``transient`` (runs refused for good, e.g. a 401, are accepted as failed)
+or ``none``.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import functools
+import json
 import os
 import re
 import socket
@@ -318,6 +324,15 @@ IDENTITY_DIR = ".identities"
 
 RETRY_DIR = ".retry"
 
+#: Seconds a marked gate is dated after the index (and after now): more than the coarsest
+#: common mtime granularity (2 s on FAT/exFAT, 1 s on HFS+ and some NFS servers), so the gate
+#: is newer than the index on any filesystem. Never relied on to *un*-mark a gate: a run that
+#: leaves nothing to retry settles it explicitly (:func:`settle_retry_gate`).
+MARK_AHEAD_S = 2.0
+
+#: ``agent.retries.rerun_failed``: which failed runs keep their job out of date.
+RERUN_FAILED = ("all", "transient", "none")
+
 
 def retry_gate_path(store_dir: str | Path, index_path: str | Path) -> Path:
     """The retry gate of the run index ``index_path`` (one per index: one per run job)."""
@@ -329,9 +344,30 @@ def ensure_retry_gate(gate: str | Path) -> Path:
     """Create the gate if it is missing, dated to the epoch (it never triggers a rerun by itself)."""
     p = Path(gate)
     if not p.exists():
-        write_json(p, {"failed": 0})
+        write_json(p, {"failed": 0, "retry": 0})
         os.utime(p, (0, 0))
     return p
+
+
+def retry_gate_input(store_dir: str | Path, index_path: str | Path, *, dry_run: bool = False) -> str | list[str]:
+    """What the run rule takes as its ``retry`` input (``rules/common.smk``): the index's gate,
+    created (epoch-dated) when missing, except in a dry run (``snakemake -n``), which writes
+    nothing: a missing gate is then no input (it would not have triggered a rerun anyway)."""
+    gate = retry_gate_path(store_dir, index_path)
+    if gate.exists():
+        return str(gate)
+    if dry_run:
+        return []
+    return str(ensure_retry_gate(gate))
+
+
+def read_retry_gate(gate: str | Path) -> dict[str, Any] | None:
+    """The gate's content, or ``None`` when it is missing or unreadable."""
+    try:
+        data = json.loads(Path(gate).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def failed_runs_in_index(index_path: str | Path) -> int:
@@ -344,23 +380,67 @@ def failed_runs_in_index(index_path: str | Path) -> int:
         return 0
 
 
-def mark_retry_gate(gate: str | Path, index_path: str | Path, failed: int) -> None:
-    """Record that ``index_path`` holds ``failed`` failed runs: the gate's content changes (DVC)
-    and its mtime passes the index's (Snakemake), so the run rule is out of date."""
-    p = Path(gate)
-    write_json(p, {"failed": int(failed), "index": str(index_path), "marked_at": datetime.now(UTC).isoformat(),
-                   "nonce": time.time_ns()})
+def _index_mtime(index_path: str | Path) -> float | None:
     try:
-        after = Path(index_path).stat().st_mtime + 1.0
+        return Path(index_path).stat().st_mtime
     except OSError:
-        after = time.time()
-    stamp = max(time.time(), after)
+        return None
+
+
+def mark_retry_gate(gate: str | Path, index_path: str | Path, failed: int, *, retry: int | None = None,
+                    accepted: Mapping[str, int] | None = None, policy: str = "all") -> None:
+    """Record the failures of ``index_path`` in its gate: ``failed`` runs failed, ``retry`` of
+    them (default: all) keep the run rule out of date, the rest (``accepted``: reason -> runs)
+    were accepted as failed by ``agent.retries.rerun_failed``.
+
+    With runs to retry the gate is *marked*: its content changes every time (a nonce: DVC sees
+    the run stage's store modified) and it is dated :data:`MARK_AHEAD_S` after the index and
+    after now (Snakemake sees an input newer than the rule's oldest output). Otherwise it is
+    *settled* (:func:`settle_retry_gate`)."""
+    retry = int(failed) if retry is None else int(retry)
+    if retry <= 0:
+        settle_retry_gate(gate, index_path, failed, accepted=accepted, policy=policy)
+        return
+    p = Path(gate)
+    write_json(p, {"failed": int(failed), "retry": retry, "accepted": dict(accepted or {}), "policy": policy,
+                   "index": str(index_path), "marked_at": datetime.now(UTC).isoformat(), "nonce": time.time_ns()})
+    index_mtime = _index_mtime(index_path)
+    stamp = max(time.time(), index_mtime if index_mtime is not None else 0.0) + MARK_AHEAD_S
+    os.utime(p, (stamp, stamp))
+
+
+def settle_retry_gate(gate: str | Path, index_path: str | Path, failed: int = 0, *,
+                      accepted: Mapping[str, int] | None = None, policy: str = "all") -> None:
+    """The index leaves nothing to retry: the gate's content is the same on every such run
+    (DVC sees no change) and it is dated before the index, however fast the run was
+    (Snakemake sees nothing newer than the rule's outputs), whatever it was marked before."""
+    p = Path(gate)
+    doc: dict[str, Any] = {"failed": int(failed), "retry": 0}
+    if failed:
+        doc.update(accepted=dict(accepted or {}), policy=policy)
+    write_json(p, doc)
+    index_mtime = _index_mtime(index_path)
+    # before the index (by more than any mtime granularity), never in the future; distinct
+    # from run to run (the index is rewritten), so no content cache keyed on mtime goes stale
+    stamp = max(0.0, (index_mtime if index_mtime is not None else time.time()) - MARK_AHEAD_S)
     os.utime(p, (stamp, stamp))
 
 
 def mark_failed_runs_for_retry(index_path: str | Path, store_dir: str | Path) -> int:
-    """Mark the retry gate of ``index_path`` if it records failed runs; return their number."""
+    """Mark the retry gate of ``index_path`` again (for DVC: every job that reads the index
+    after the run stage) if the run job left runs to retry; return their number.
+
+    The gate's ``retry`` (what the run job decided under ``agent.retries.rerun_failed``) is
+    authoritative; a gate without it (missing, unreadable, or older) retries every failed run."""
+    gate = retry_gate_path(store_dir, index_path)
     failed = failed_runs_in_index(index_path)
-    if failed:
-        mark_retry_gate(retry_gate_path(store_dir, index_path), index_path, failed)
-    return failed
+    if not failed:
+        return 0
+    state = read_retry_gate(gate) or {}
+    retry = state.get("retry")
+    if not isinstance(retry, int) or state.get("failed") != failed:
+        retry = failed
+    if retry:
+        mark_retry_gate(gate, index_path, failed, retry=retry, accepted=state.get("accepted") or {},
+                        policy=str(state.get("policy") or "all"))
+    return int(retry)

@@ -330,6 +330,8 @@ def study_pool(
     special_cases: Mapping[str, Mapping[str, Any]] | None,
     generator: str = "offline",
     llm: Mapping[str, Any] | None = None,
+    retries: Mapping[str, Any] | None = None,
+    job: str | None = None,
     source: str = "<tools>",
     tasks_source: str = "<tasks>",
 ) -> Pool:
@@ -337,7 +339,9 @@ def study_pool(
     controls, the rewriter of ``canaries.generator``, and the granularity cases checked
     against ``tasks`` (validated :class:`canarykit.tasks.Task` objects; their evidence too
     when the tools are canarykit's own, which :func:`builtin_executor` can run). The other
-    arguments are params.yaml's ``canaries`` settings for ``pool``; a configured special
+    arguments are params.yaml's ``canaries`` settings for ``pool`` (``retries``: the study's
+    ``agent.retries``, and ``job``, the pool job's name in the spend ledger, go to an llm
+    rewriter: :func:`make_rewriter`); a configured special
     case that a task needs is an :class:`InputError` naming ``params.yaml``. Tests that
     need the study's pools call this, so they see what a study sees."""
     from ._cases import suite_from_tasks
@@ -352,7 +356,7 @@ def study_pool(
         control_suffixes=control_suffixes,
         controls=True,
         special_cases=special_cases,
-        rewriter=make_rewriter(generator, llm),
+        rewriter=make_rewriter(generator, llm, retries=retries, job=job),
         suite=suite,
         source=source,
         special_cases_source="params.yaml",

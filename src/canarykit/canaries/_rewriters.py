@@ -2,10 +2,13 @@
 
 ``offline`` (the default) is a deterministic rewording from synonym tables and works for
 any tool name. ``llm`` asks a model at temperature 0 through the one model layer of
-:mod:`canarykit.agents` (the LiteLLM backend with the SDK's retries off, the shared retry
-policy, the key scrubber, optionally the response cache and a budget) and persists every
-rewording in a JSON cache keyed by the content hash of (model, prompt version, tool,
-type), so that the pool is generated once and reruns are byte-identical without a call.
+:mod:`canarykit.agents`, treated as the LLM judge is: the LiteLLM backend with the SDK's
+retries off, the study's retry policy (``agent.retries``: delays and the ``Retry-After`` cap),
+the key scrubber, the response cache (``canaries.llm.cache_dir``) and a budget
+(``canaries.llm.budget_usd``, held over the invocation's pool jobs together). It persists every
+rewording in a JSON file (``canaries.llm.cache_path``) keyed by the content hash of (model,
+prompt version, tool, type), so that the pool is generated once and reruns are
+byte-identical without a call.
 """
 
 from __future__ import annotations
@@ -209,8 +212,12 @@ class LLMRewriter:
     servers ignore it). ``completion_fn`` replaces ``litellm.completion`` (tests inject a
     fake); its replies go through the same checks. ``max_attempts`` bounds the requests per
     rewording (transport retries and re-asks after an unusable answer share it);
-    ``response_cache_dir`` and ``budget_usd`` give the rewriter the agents' response cache and
-    a spending limit; ``retry`` the delays of the shared retry policy.
+    ``response_cache_dir`` and ``budget_usd`` give the rewriter a response cache (the j-th ask
+    of a rewording is draw j, so a rerun replays the same answers) and a spending limit, which
+    ``ledger`` (a :class:`~canarykit.agents.calls.SpendLedger`) makes hold over every pool job
+    of the invocation; ``retry`` is the shared retry policy (a
+    :class:`~canarykit.agents.calls.RetryPolicy` or ``agent.retries``); ``sleep`` replaces
+    ``asyncio.sleep`` between attempts (tests read the waits the policy asked for).
     """
 
     name = "llm"
@@ -229,6 +236,9 @@ class LLMRewriter:
         response_cache_dir: str | os.PathLike[str] | None = None,
         budget_usd: float | None = None,
         retry: Any = None,
+        ledger: Any = None,
+        sleep: Any = None,
+        stats: Any = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(
@@ -248,8 +258,13 @@ class LLMRewriter:
         self._response_cache_dir = response_cache_dir
         self._budget_usd = budget_usd
         self._retry = retry
+        self._ledger = ledger
+        self._sleep = sleep
         self._caller: Any = None
-        self._asked: dict[str, int] = {}
+        from ..agents.calls import CallStats
+
+        #: the model layer's counters of this rewriter: requests, cache hits, retries, cost
+        self.stats = stats if stats is not None else CallStats()
 
     def _load_cache(self) -> dict[str, dict[str, Any]]:
         if not self.cache_path.exists():
@@ -314,7 +329,9 @@ class LLMRewriter:
                 cache=ResponseCache(Path(self._response_cache_dir)) if self._response_cache_dir else None,
                 retry=policy.with_attempts(self.max_attempts),
                 timeout_s=self.timeout_s,
-                budget=Budget(self._budget_usd),
+                stats=self.stats,
+                budget=Budget(self._budget_usd, self._ledger),
+                **({"sleep": self._sleep} if self._sleep is not None else {}),
             )
         return self._caller
 
@@ -358,9 +375,9 @@ class LLMRewriter:
         request = ChatRequest(messages=self.messages(tool, canary_type, style), tools=[], turn=0, timeout_s=self.timeout_s)
         problem = "no attempt made"
         used = 0
-        while used < self.max_attempts:
-            sample = self._asked.get(key, 0)
-            self._asked[key] = sample + 1
+        for sample in range(self.max_attempts):  # the j-th ask of this rewording is draw j
+            if used >= self.max_attempts:
+                break
             self.calls += 1
             try:
                 resp, _cached, sent = run_sync(caller.call(request, max_attempts=self.max_attempts - used, sample=sample))
@@ -404,12 +421,26 @@ def register_rewriter(name: str, factory: RewriterFactory) -> None:
 DEFAULT_REWORDING_CACHE = "results/cache/canary_rewordings.json"
 
 
-def make_rewriter(name: str, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Rewriter:
+#: Under the rewriter's response cache: the spend of each pool job of an invocation
+#: (``<cache_dir>/.budget/<invocation>/rewriter/<job>.json``), so ``budget_usd`` holds over all.
+LEDGER_DIR = ".budget"
+
+#: ``canaries.llm`` keys and the :class:`LLMRewriter` arguments they set.
+_LLM_KEYS = {"model": "model", "api_base": "api_base", "api_key_env": "api_key_env", "cache_path": "cache_path",
+             "cache_dir": "response_cache_dir", "budget_usd": "budget_usd", "max_attempts": "max_attempts",
+             "timeout_s": "timeout_s"}
+
+
+def make_rewriter(name: str, config: Mapping[str, Any] | None = None, *, retries: Mapping[str, Any] | None = None,
+                  job: str | None = None, **kwargs: Any) -> Rewriter:
     """Build the rewriter registered as ``name``.
 
     ``config`` is params.yaml's ``canaries.llm`` section (``model``, ``api_base``,
-    ``api_key_env``); keyword arguments override it. ``offline`` ignores both. The llm
-    rewriter's cache defaults to :data:`DEFAULT_REWORDING_CACHE`.
+    ``api_key_env``, ``cache_path``, ``cache_dir``, ``budget_usd``, ``max_attempts``,
+    ``timeout_s``); keyword arguments override it. ``retries`` is ``agent.retries`` (the
+    study's one retry policy); ``job`` names this pool job in the invocation's spend ledger
+    (with ``budget_usd`` and ``cache_dir`` set, inside a workflow invocation). ``offline``
+    ignores all of them. The llm rewriter's cache defaults to :data:`DEFAULT_REWORDING_CACHE`.
     """
     if name not in REWRITERS:
         raise ConfigError(
@@ -419,11 +450,19 @@ def make_rewriter(name: str, config: Mapping[str, Any] | None = None, **kwargs: 
         )
     if name == "offline":
         return OfflineRewriter()
-    options = {k: v for k, v in dict(config or {}).items() if v is not None}
+    options = {_LLM_KEYS.get(k, k): v for k, v in dict(config or {}).items() if v is not None}
     options.update(kwargs)
     if name == "llm":
         options.setdefault("cache_path", DEFAULT_REWORDING_CACHE)
         if not options.get("model"):
             raise ConfigError("params.yaml", "canaries.llm.model", "generator llm needs a model id")
+        if retries is not None:
+            options.setdefault("retry", retries)
+        cache_dir = options.get("response_cache_dir")
+        if job and cache_dir and options.get("budget_usd") is not None and "ledger" not in options:
+            from ..agents.calls import SpendLedger
+
+            ledger = SpendLedger.for_job(Path(cache_dir) / LEDGER_DIR, job)
+            options["ledger"] = ledger.scoped("rewriter") if ledger is not None else None
         return LLMRewriter(options.pop("model"), **options)
     return REWRITERS[name](**options)

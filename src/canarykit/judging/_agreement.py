@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import inspect
 import random
 import re
 import sys
@@ -197,6 +198,14 @@ def cross_judge_report(
     }
 
 
+def _judge_repeat(judge: Judge, run: JudgeInput, repeat: int) -> Verdict:
+    """Repeat ``repeat`` of a re-grading: a judge that takes ``repeat`` (the LLM judge) keys its
+    model calls by it, so a repeat is never answered from another repeat's cached reply."""
+    if "repeat" in inspect.signature(judge.judge).parameters:
+        return judge.judge(run, repeat=repeat)  # type: ignore[call-arg]
+    return judge.judge(run)
+
+
 def stability(
     judge_factory: Callable[[float], Judge],
     inputs: Sequence[JudgeInput],
@@ -239,7 +248,7 @@ def stability(
                 key = cache.key(hot, run, extra={"stability_repeat": r})
                 verdict = cache.get(key)
             if verdict is None:
-                verdict = hot.judge(run)
+                verdict = _judge_repeat(hot, run, r)
                 if cache is not None and key is not None:
                     cache.put(key, verdict, hot)
             votes.append(verdict.success if verdict.status == "ok" else None)

@@ -84,11 +84,14 @@ class LLMJudge:
     transport retries and re-asks after an unparseable reply draw on the same allowance, so a
     failing judge with ``max_attempts: 3`` sends 3 requests per verdict, not 3 x the SDK's.
 
-    The n-th time this judge asks one exact prompt (a re-ask after an unparseable reply, a
-    stability re-grading at temperature > 0) is its own draw with its own cache entry, so a
-    rerun replays the same sequence of answers and repeats never collapse into one.
+    Each request of a verdict has its own entry in the response cache, keyed by where it
+    stands, never by how often this process asked: the j-th re-ask after an unparseable reply
+    is draw ``j``, and the r-th stability re-grading (``repeat=r``) has its own draws. A rerun
+    thus replays the same answers, and a repeat that failed is asked again instead of being
+    answered from another repeat's cached reply.
     ``completion_fn`` replaces ``litellm.completion`` (tests inject canned replies); its reply
-    goes through the same checks.
+    goes through the same checks. ``sleep`` replaces ``asyncio.sleep`` between attempts (tests
+    read the waits the retry policy asked for).
     """
 
     name = "llm"
@@ -114,6 +117,7 @@ class LLMJudge:
         concurrency: int = 8,
         source: str = "params.yaml",
         key: str = "judge",
+        sleep: Any = None,
     ) -> None:
         if max_attempts < 1:
             raise ConfigError(source, "judge.max_attempts", "must be at least 1")
@@ -135,8 +139,8 @@ class LLMJudge:
         policy = retry or RetryPolicy(max_attempts, retry_delay_s, max(30.0, retry_delay_s))
         self.stats = stats or CallStats()
         self.caller = ModelCaller(self.backend, cache=response_cache, retry=policy.with_attempts(max_attempts),
-                                  stats=self.stats, timeout_s=timeout_s, budget=budget)
-        self._asked: dict[str, int] = {}
+                                  stats=self.stats, timeout_s=timeout_s, budget=budget,
+                                  **({"sleep": sleep} if sleep is not None else {}))
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -159,28 +163,29 @@ class LLMJudge:
         if self.api_key_env and not os.environ.get(self.api_key_env):
             raise ConfigError(self.source, f"{self.key}.api_key_env", f"environment variable {self.api_key_env} is not set")
 
-    def judge(self, run: JudgeInput) -> Verdict:
+    def judge(self, run: JudgeInput, *, repeat: int | None = None) -> Verdict:
         if run.error:
             return Verdict(None, "the run ended with a backend error; not judged", "error", attempts=0)
         self._check_key()
-        return run_sync(self.ajudge(run))
+        return run_sync(self.ajudge(run, repeat=repeat))
 
-    async def ajudge(self, run: JudgeInput) -> Verdict:
-        """The verdict on one run (see the class doc); never raises for a failing model."""
+    async def ajudge(self, run: JudgeInput, *, repeat: int | None = None) -> Verdict:
+        """The verdict on one run (see the class doc); never raises for a failing model.
+        ``repeat``: the index of a stability re-grading (its own draws in the response cache)."""
         if run.error:
             return Verdict(None, "the run ended with a backend error; not judged", "error", attempts=0)
         self._check_key()
         prompt = judge_prompt(self.template, run)
         request = ChatRequest(messages=[{"role": "user", "content": prompt}], tools=[], turn=0, timeout_s=self.timeout_s)
-        ask_key = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
         used = 0
         raw = ""
         problem = ""
-        while used < self.max_attempts:
-            sample = self._asked.get(ask_key, 0)
-            self._asked[ask_key] = sample + 1
+        for sample in range(self.max_attempts):  # the j-th ask of this verdict is draw j
+            if used >= self.max_attempts:
+                break
             try:
-                resp, _cached, sent = await self.caller.call(request, max_attempts=self.max_attempts - used, sample=sample)
+                resp, _cached, sent = await self.caller.call(request, max_attempts=self.max_attempts - used, sample=sample,
+                                                             repeat=repeat)
             except BackendFailure as fail:
                 e = fail.error
                 return Verdict(None, truncate(scrub(f"{ERROR_PREFIX}{e.reason}: {e.message}"), 1000), "error",
@@ -242,6 +247,7 @@ def _make_llm(
     budget: Budget | None = None,
     stats: CallStats | None = None,
     concurrency: int = 8,
+    sleep: Any = None,
     **_: Any,
 ) -> LLMJudge:
     model = cfg.get("model")
@@ -266,4 +272,5 @@ def _make_llm(
         concurrency=concurrency,
         source=source,
         key=key,
+        sleep=sleep,
     )

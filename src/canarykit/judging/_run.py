@@ -248,7 +248,9 @@ def judge_options(
     ``retries`` is ``agent.retries`` (the one retry policy's delays). With ``model_layer`` the
     options also carry what LLM judges share: the response cache (``<judge.cache_dir>/responses``),
     one budget (``judge.budget_usd``; with ``ledger``, a :class:`~canarykit.agents.calls.SpendLedger`,
-    it bounds every judging job of the invocation together) and the concurrency (``judge.concurrency``).
+    it bounds every judging job of the invocation together, and only them: the judges keep
+    their own ledger, so the agents' spend never counts against it nor theirs against the
+    agents' budget) and the concurrency (``judge.concurrency``).
     """
     opts: dict[str, Any] = {
         "template_path": judge_block.get("template") or "data/prompts/judge_appendix_b.txt",
@@ -265,7 +267,7 @@ def judge_options(
 
         cache_dir = judge_block.get("cache_dir")
         opts["response_cache"] = ResponseCache(Path(cache_dir) / "responses") if cache_dir else None
-        opts["budget"] = Budget(judge_block.get("budget_usd"), ledger)
+        opts["budget"] = Budget(judge_block.get("budget_usd"), ledger.scoped("judge") if ledger is not None else None)
     return opts
 
 
