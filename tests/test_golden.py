@@ -1,0 +1,98 @@
+"""The whole workflow on a small reference study, end to end, and what it computes held
+byte for byte against tests/fixtures/golden_study.json.
+
+The study: 2 tasks of each difficulty, one seed, the five conditions and the ablation, five
+reference agents (the oracle, the chance and BM25 baselines, a planted capability-mirage
+agent and the surface-attracted agent), the default judges. Reference agents need no model,
+so every number they produce is a pure function of the code and the configuration: a
+change that is meant to be a refactoring must leave them all as they were.
+
+What is compared: every file the study writes except timings (``benchmarks/``, ``logs/``),
+caches and the run store. A run's id hashes its identity, which holds the code of the tool
+environment, the canaries and the reference agents (editing that code re-executes the runs:
+README, "Reruns"), so Parquet tables are compared as their rows with the id columns dropped
+and the rows sorted; every other file by its bytes.
+
+A change of behaviour that is intended updates the fixture:
+``CANARYKIT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` (then review the diff).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+from fakes.workflow import copy_workflow, run
+
+FIXTURE = Path(__file__).parent / "fixtures" / "golden_study.json"
+AGENTS = ("oracle", "random", "lexical", "planted:capability_mirage", "planted:surface")
+#: Timings and caches: not results. The run store, the run index and the per-job indexes
+#: hold run ids and records whose identity includes code hashes (see the module docstring).
+SKIP_DIRS = ("benchmarks", "logs", "cache", "runs")
+#: Columns that hold a run id or a content hash derived from one.
+ID_COLUMNS = ("run_id", "verdict_key")
+
+
+def _digest(path: Path) -> str:
+    if path.suffix == ".parquet":
+        df = pl.read_parquet(path)
+        df = df.drop([c for c in ID_COLUMNS if c in df.columns])
+        if df.width:
+            df = df.sort(df.columns, nulls_last=True)
+        return hashlib.sha256(df.write_csv().encode("utf-8")).hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def study_digests(results: Path) -> dict[str, str]:
+    """Every result file of the study (relative path -> digest), as compared by this test."""
+    out = {}
+    for p in sorted(results.rglob("*")):
+        rel = p.relative_to(results)
+        if p.is_file() and rel.parts[0] not in SKIP_DIRS and not any(part.startswith(".") for part in rel.parts):
+            out[rel.as_posix()] = _digest(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = copy_workflow(tmp_path_factory.mktemp("golden") / "repo", per_difficulty=2, models=AGENTS)
+    run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy")
+    return repo
+
+
+def test_the_study_runs_and_the_oracle_is_perfect(study: Path) -> None:
+    table = (study / "results/table1.csv").read_text().splitlines()
+    assert table[0].startswith("model,tier,csr,csr_lo,csr_hi,tsr,recovery,recovery_n")
+    rows = [dict(zip(table[0].split(","), line.split(","), strict=True)) for line in table[1:]]
+    oracle = next(r for r in rows if r["model"] == "oracle")
+    assert float(oracle["csr"]) == 0.0 and float(oracle["tsr"]) == 1.0
+    assert {r["model"] for r in rows} == set(AGENTS), "every agent keeps its row"
+    for fig in ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10"):
+        assert (study / f"results/figures/{fig}.svg").stat().st_size > 1000
+    # DVC metrics: one file per (model, grid cell), the ablation cell named by its role
+    assert sorted(p.name for p in (study / "results/metrics/oracle").iterdir()) == [
+        "ablation.json", "baseline.json", "control.json", "declared.json", "full.json", "mirrored.json"]
+    assert set(json.loads((study / "results/metrics/oracle/declared.json").read_text())) == {"csr", "tsr", "recovery", "runs"}
+    # dvc plots render offline: the template inlines Vega (no CDN)
+    page = (study / "results/plots/vega-offline.html").read_text()
+    assert "{plot_divs}" in page and "cdn.jsdelivr" not in page and "vegaEmbed" in page
+
+
+def test_a_second_invocation_has_nothing_to_do(study: Path) -> None:
+    assert "Nothing to be done" in run(study, "snakemake", "--cores", "2", "-n").stdout
+
+
+def test_what_the_study_computes_is_byte_identical_to_the_fixture(study: Path) -> None:
+    got = study_digests(study / "results")
+    assert "stats.json" in got and "runs.parquet" in got and "canaries/standard.json" in got
+    if os.environ.get("CANARYKIT_UPDATE_GOLDEN"):
+        FIXTURE.write_text(json.dumps({"agents": list(AGENTS), "files": got}, indent=1, sort_keys=True) + "\n")
+    want = json.loads(FIXTURE.read_text())["files"]
+    changed = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])
+    assert not changed and got.keys() == want.keys(), (
+        f"changed: {changed}; new: {sorted(got.keys() - want.keys())}; gone: {sorted(want.keys() - got.keys())} "
+        "(an intended change of behaviour: CANARYKIT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py)")
