@@ -54,7 +54,7 @@ if workflow.is_main_process or INVOCATION_ENV not in os.environ:
 # A fresh clone after `dvc pull`: DVC checks outputs out in no particular mtime order, so
 # restore the pipeline order (only when DVC confirms every output matches dvc.lock).
 if not Path(".snakemake/metadata").exists() and Path("dvc.lock").exists():
-    from canarykit.workflow import align_mtimes_with_dvc_lock
+    from canarykit.dvcsync import align_mtimes_with_dvc_lock
 
     align_mtimes_with_dvc_lock(".")
 

@@ -22,4 +22,5 @@ def main(smk):
     write_assemblies(assemblies, smk.output[0])
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="assemble")

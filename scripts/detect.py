@@ -8,4 +8,5 @@ def main(smk):
     detect_model(smk.input.indexes, smk.params.store, smk.output.metrics, smk.output.calls)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="detect")

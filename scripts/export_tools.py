@@ -25,4 +25,5 @@ def main(smk):
     print(f"export_tools: {len(document['tools'])} tools from {servers}", file=sys.stderr)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="export_tools")

@@ -10,4 +10,5 @@ def main(smk):
     make_figures(smk.input.stats, Path(smk.output[0]).parent, formats=smk.params.formats)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="figures")

@@ -37,4 +37,5 @@ def main(smk):
         print(line, file=sys.stderr)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="generate_canaries")

@@ -18,4 +18,5 @@ def main(smk):
     )
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule=("judge_primary", "judge_cross"))

@@ -8,4 +8,5 @@ def main(smk):
     write_metrics(smk.input.runs, smk.params.cells, smk.params.slugs, smk.params.directory)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="metrics")

@@ -10,4 +10,5 @@ def main(smk):
     atomic_write_text(smk.output[0], offline_plots_template())
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="plots_template")

@@ -8,4 +8,5 @@ def main(smk):
     gather_runs(smk.input.indexes, smk.input.summaries, smk.params.store, smk.output.index, smk.output.summary)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="run_index")

@@ -17,4 +17,5 @@ def main(smk):
     write_outputs(compute_all(df, config, source=smk.input.runs, validate=False), Path(smk.output.stats).parent)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="stats")

@@ -12,4 +12,5 @@ def main(smk):
     atomic_write_text(smk.output[0], text)
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="study_parameters")

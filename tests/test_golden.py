@@ -20,8 +20,10 @@ A change of behaviour that is intended updates the fixture:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -96,3 +98,25 @@ def test_what_the_study_computes_is_byte_identical_to_the_fixture(study: Path) -
     assert not changed and got.keys() == want.keys(), (
         f"changed: {changed}; new: {sorted(got.keys() - want.keys())}; gone: {sorted(want.keys() - got.keys())} "
         "(an intended change of behaviour: CANARYKIT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py)")
+
+
+def test_a_script_runs_by_hand_as_its_job_would(study: Path) -> None:
+    """Scripts run outside Snakemake for debugging (the job chosen by its wildcards) and
+    write what the rule's job wrote; the last test here: it rewrites a result."""
+    target = study / "results/detect/oracle.parquet"
+    before = target.read_bytes()
+    target.unlink()
+    proc = run(study, sys.executable, "scripts/detect.py", "model=oracle")
+    assert target.read_bytes() == before, proc.stderr
+    proc = run(study, sys.executable, "scripts/detect.py", check=False)
+    assert proc.returncode == 2 and "choose one of: model=lexical; model=oracle;" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_importing_a_script_runs_nothing(tmp_path: Path) -> None:
+    for script in sorted((Path(__file__).parents[1] / "scripts").glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"script_{script.stem}", script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert callable(module.main), script.name
