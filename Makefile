@@ -60,7 +60,8 @@ test: install
 	$(BIN)/python -m pytest
 
 # Slow tests: the embedded Gemma model, the end-to-end DVC study, the single-node SLURM cluster
-# (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root).
+# (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root), the
+# study report in headless Chromium (installs Debian's chromium when missing: needs root).
 test-slow: install-local
 	$(BIN)/python -m pytest -m slow
 

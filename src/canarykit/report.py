@@ -478,7 +478,7 @@ def _clipped(text: str | None, limit: int) -> dict[str, Any]:
     return {"text": shown, "more": more}
 
 
-def trace_view(record: RunRecord, row: Mapping[str, Any], sampling: TraceSampling) -> dict[str, Any]:
+def trace_view(record: RunRecord, sampling: TraceSampling) -> dict[str, Any]:
     """One run's conversation for the viewer: the task prompt, each model turn's text, each
     tool call (arguments, its class) and its result, errors, and the final answer."""
     calls = {c.idx: c for c in classify_calls(record)}
@@ -537,7 +537,7 @@ def traces(runs: pl.DataFrame, store: str | Path | None, sampling: TraceSampling
         path = record_path(store, row["run_id"]) if store is not None else None
         if path is not None and path.is_file():
             try:
-                entry.update(trace_view(read_record(path), row, sampling))
+                entry.update(trace_view(read_record(path), sampling))
             except (InputError, OSError) as exc:
                 entry["problem"] = f"record unreadable: {exc}"
                 missing += 1
