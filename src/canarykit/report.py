@@ -395,7 +395,7 @@ def study_summary(params: Mapping[str, Any], result: Mapping[str, Any], runs: pl
                        f"alpha {value_text(meta.get('alpha', st.get('alpha')))}, seed {value_text(st.get('seed', meta.get('seed')))}"),
         ("Runs", f"{n_runs:,} (every model, condition, pool, seed and task)"),
     ]
-    return {"facts": facts, "primary_pool": primary}
+    return {"facts": facts, "primary_pool": primary, "n_runs": n_runs}
 
 
 def run_counts(runs: pl.DataFrame) -> pl.DataFrame:
