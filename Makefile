@@ -60,7 +60,8 @@ test: install
 	$(BIN)/python -m pytest
 
 # Slow tests: the embedded Gemma model, the end-to-end DVC study, the single-node SLURM cluster
-# (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root).
+# (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root), the
+# study report in headless Chromium (installs Debian's chromium when missing: needs root).
 test-slow: install-local
 	$(BIN)/python -m pytest -m slow
 
@@ -75,7 +76,8 @@ bench: install
 clean-results:
 	rm -rf results .snakemake
 
-# One self-contained HTML report (tables, figures with captions, parameters).
-report: run
-	$(BIN)/snakemake --report results/report.html
-	@echo "open results/report.html in a browser"
+# The study report, one self-contained HTML file (part of `make run`; this builds only it and
+# what it needs): <study.output_dir>/report.html, results/report.html for the default study.
+report: install
+	$(BIN)/snakemake --cores $(CORES) --scheduler greedy report $(SMK_ARGS)
+	@echo "open results/report.html (or <study.output_dir>/report.html) in a browser"

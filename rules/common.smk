@@ -115,6 +115,7 @@ ALL_TARGETS = [
     *METRICS,
     out("plots/vega-offline.html"),
     *[out(f"figures/{f}.{fmt}") for f in FIGURES for fmt in config["figures"]["formats"]],
+    out("report.html"),
 ]
 
 

@@ -1,0 +1,33 @@
+# The study report: one self-contained HTML file (open it in any browser, offline). It holds the
+# oracle instrument check, what was run, the diagnosis per model in words, the tables (sortable),
+# each figure once (interactive, with a PNG fallback), a seeded sample of trapped runs with
+# their conversations, and the parameters. Rendered by canarykit.report from the study's outputs
+# (and the sampled runs' records in the run store). `snakemake --report` still builds
+# Snakemake's own report, to another path.
+REPORT_RESOURCES = [f"src/canarykit/resources/report.{ext}" for ext in ("html.j2", "css", "js")]
+REPORT_CAPTIONS = sorted(str(p) for p in (Path(workflow.basedir) / "report").glob("*.rst") if p.stem in {*TABLES, *FIGURES})
+
+
+rule report:
+    input:
+        **{t: getattr(rules.stats.output, t) for t in TABLES},
+        stats=rules.stats.output.stats,
+        validation=rules.judge_report.output.validation,
+        params=rules.study_parameters.output[0],
+        runs=rules.runs_table.output.runs,
+        captions=REPORT_CAPTIONS,
+        resources=REPORT_RESOURCES,
+        code=code("report"),
+    output:
+        out("report.html"),
+    params:
+        tables=TABLES,
+        store=RUN_STORE,
+        seed=config["stats"]["seed"],
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    log:
+        out("logs/report.log"),
+    script:
+        "../scripts/report.py"
