@@ -12,6 +12,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from fakes.readme import command, shown
+from fakes.readme import sh as readme
 from fakes.workflow import copy_workflow, run, set_param
 
 from canarykit.records import read_record
@@ -26,7 +28,22 @@ def sh(cwd: Path, *args: str) -> str:
 
 
 def _summary(repo: Path) -> dict:
-    return json.loads((repo / "results/logs/run-summary.json").read_text())
+    """The run summary, read with the README's command."""
+    return json.loads(readme(repo, command("cat results/logs/run-summary.json").text).stdout)
+
+
+def _rows(text: str) -> set[str]:
+    return {" ".join(line.split()) for line in text.splitlines() if line.strip()}
+
+
+def assert_shows(repo: Path, start: str) -> str:
+    """Run the README's command as printed; every line the README shows under it (but '...')
+    is a line of what it prints, up to white space."""
+    out = readme(repo, command(start).text).stdout
+    want = [line for line in shown(start) if line.strip() != "..."]
+    missing = [line for line in want if " ".join(line.split()) not in _rows(out)]
+    assert not missing, f"README shows under `{command(start).text}` lines it does not print: {missing}\nprinted:\n{out}"
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +57,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -> None:
-    sh(repo, "dvc", "repro")
+    readme(repo, command("dvc repro").text)
     first = _summary(repo)
     # 3 agents x 24 tasks x (5 conditions + the subtle ablation)
     assert first["failed"] == 0 and first["executed"] + first["reused"] == first["total"] == 3 * N_TASKS * 6
@@ -75,10 +92,13 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
 
 
 def test_switching_pools_is_one_key_and_diffs_as_data(repo: Path) -> None:
-    set_param(repo, ["canaries", "pool"], "subtle")
-    sh(repo, "dvc", "repro")
-    sh(repo, "git", "add", "-A")
-    sh(repo, "git", "commit", "-qm", "main grid on the subtle pool")
+    readme(repo, command("dvc exp run -S canaries.pool=subtle").text)
+    readme(repo, command("git add -A && git commit").text)
+    # the README's commands as printed, printing what it shows
+    assert_shows(repo, "dvc params diff HEAD~1")
+    assert_shows(repo, "dvc metrics diff HEAD~1")
+    targeted = readme(repo, command("dvc diff HEAD~1 --targets").text).stdout
+    assert "results/runs.parquet" in targeted and "results/assembly/" in targeted and "runs/store" not in targeted
 
     params = sh(repo, "dvc", "params", "diff", "HEAD~1", "--json")
     assert json.loads(params)["params.yaml"]["canaries.pool"] == {"old": "standard", "new": "subtle"}
@@ -94,11 +114,10 @@ def test_switching_pools_is_one_key_and_diffs_as_data(repo: Path) -> None:
     lexical = metrics["results/metrics/lexical/declared.json"]["csr"]
     assert lexical["old"] != lexical["new"]  # the declared cell moved from the standard to the subtle pool
     # `dvc metrics show` fits a terminal
-    shown = sh(repo, "dvc", "metrics", "show")
-    assert max(len(line) for line in shown.splitlines()) <= 100, shown
-    # `dvc plots diff` renders offline: Vega inlined, no CDN
-    sh(repo, "dvc", "plots", "diff", "HEAD~1", "--targets", "results/fig8_ablation.csv", "-o", "dvc_plots",
-       "--html-template", "results/plots/vega-offline.html")
+    table = assert_shows(repo, "dvc metrics show")
+    assert max(len(line) for line in table.splitlines()) <= 100, table
+    # `dvc plots diff` renders offline (the committed .dvc/config names the template: Vega inlined, no CDN)
+    readme(repo, command("dvc plots diff HEAD~1 --targets results/fig8_ablation.csv -o dvc_plots").text)
     page = (repo / "dvc_plots/index.html").read_text()
     assert "cdn.jsdelivr" not in page and "vegaEmbed" in page and "fig8_ablation" in page
 
@@ -121,10 +140,10 @@ def test_push_clone_pull_then_nothing_to_do(repo: Path, tmp_path: Path) -> None:
     sh(repo, "dvc", "remote", "add", "-d", "-f", "local", str(remote))
     sh(repo, "git", "add", ".dvc/config")
     sh(repo, "git", "commit", "-qm", "remote")
-    sh(repo, "dvc", "push", "-q")
+    readme(repo, command("dvc push").text)
     clone = tmp_path / "clone"
     sh(tmp_path, "git", "clone", "-q", str(repo), str(clone))
-    sh(clone, "dvc", "pull", "-q")
-    out = sh(clone, "snakemake", "-n", "results/table1.csv")
+    readme(clone, command("dvc pull").text)
+    out = readme(clone, command("snakemake -n results/table1.csv").text).stdout
     assert "Nothing to be done" in out
     assert (clone / "results/table1.csv").read_bytes() == (repo / "results/table1.csv").read_bytes()

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import queue
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,10 @@ import polars as pl
 import pytest
 import yaml
 from fakes.mcp_time import time_server
+from fakes.readme import README, command, shown
+from fakes.readme import sh as readme_sh
 from fakes.workflow import copy_workflow, run
+from fakes.workflow import env as workflow_env
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -198,3 +205,68 @@ def test_tasks_naming_tools_the_environment_lacks_are_refused(tmp_path: Path, ti
     assert "data/time_tasks.json: tasks[1].correct_tools[1]: unknown tool 'get_time'; known: get_current_time, convert_time" in out
     assert "Traceback" not in out
     assert (repo / "results/tools.json").exists(), "what was computed is kept"
+
+
+def _python_block(after: str) -> str:
+    """The README's ```python block that follows the line containing ``after``."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\n", text.index(after)) + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+def _banner(cwd: Path, text: str, e: dict[str, str], lines: int) -> list[str]:
+    """Start a long-running README command, read its first ``lines`` stderr lines (within
+    LIMIT_S), stop it."""
+    proc = subprocess.Popen(["bash", "-c", f"exec {text}"], cwd=cwd, env=e, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    got: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [got.put(line.rstrip("\n")) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        return [got.get(timeout=LIMIT_S) for _ in range(lines)]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def test_the_readme_walkthrough_with_mcp_server_time_as_printed(tmp_path: Path) -> None:
+    """"Diagnose your own server or agent", line by line as printed: the server installed into
+    ~/.venvs/mcp-time (HOME is a temporary directory), the proxy on stdio and on HTTP, the
+    scripted SDK session, the diagnosis; and the export of an npm server (npm registry)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    e = {**workflow_env(), "HOME": str(home)}
+    for start in ("python3.11 -m venv ~/.venvs/mcp-time", "~/.venvs/mcp-time/bin/pip install --quiet mcp-server-time==2026.10.19"):
+        readme_sh(tmp_path, command(start).text, env=e, timeout=900)
+    stdio = command("canarykit proxy --trace-dir traces -- ~/.venvs/mcp-time/bin/mcp-server-time")
+    assert _banner(tmp_path, stdio.text, e, 1) == list(shown(stdio.text))
+    http = command("canarykit proxy --http 8931 --trace-dir traces")
+    assert _banner(tmp_path, http.text, e, 2) == list(shown(http.text))
+    shutil.rmtree(tmp_path / "traces", ignore_errors=True)  # the two starts above made no session
+
+    (tmp_path / "agent_session.py").write_text(_python_block("a scripted session with the official SDK"))
+    session = readme_sh(tmp_path, command("python agent_session.py").text, env=e, timeout=LIMIT_S)
+    printed = session.stdout.splitlines()
+    want = shown("python agent_session.py")
+    assert printed[0] == want[0], "the ten tools the proxy offers, in its order"
+    assert printed[1].startswith("fetch_current_time -> {'timezone': 'Asia/Tokyo', 'datetime': ")
+    assert "'cached': True" in printed[1] and "'cached'" not in printed[2]
+    assert session.stderr.strip().splitlines()[-1] == want[-1]
+
+    diagnosis = readme_sh(tmp_path, command("canarykit diagnose traces -o diagnosis").text, env=e).stdout.splitlines()
+    want = shown("canarykit diagnose traces -o diagnosis")
+    assert diagnosis[0] == want[0] and diagnosis[2:] == list(want[2:]), diagnosis
+    assert diagnosis[1].split("):")[1] == want[1].split("):")[1], "the session line, its id aside"
+
+
+def test_the_readme_exports_an_npm_server_as_printed(tmp_path: Path) -> None:
+    if shutil.which("npx") is None:
+        pytest.skip("npx (Node.js) is not installed")
+    ping = subprocess.run(["npm", "ping"], capture_output=True, text=True, timeout=60)
+    if ping.returncode != 0:
+        pytest.skip(f"the npm registry does not answer: {ping.stderr.strip()[-200:]}")
+    readme_sh(tmp_path, command("canarykit list-mcp-tools --server weather -o tools.json").text)
+    readme_sh(tmp_path, command("canarykit list-mcp-tools --server files -o tools.json --append").text, timeout=600)
+    tools = json.loads((tmp_path / "tools.json").read_text())
+    servers = [t["server"] for t in tools]
+    assert servers[:3] == ["weather"] * 3 and servers.count("files") > 5, "the second server appended to the first"
+    assert {"get_weather", "read_text_file", "list_directory"} <= {t["name"] for t in tools}

@@ -19,6 +19,7 @@ A change of behaviour that is intended updates the fixture:
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import importlib.util
 import json
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from fakes.readme import command, sh, shown
 from fakes.workflow import copy_workflow, run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "golden_study.json"
@@ -82,6 +84,17 @@ def test_the_study_runs_and_the_oracle_is_perfect(study: Path) -> None:
     # dvc plots render offline: the template inlines Vega (no CDN)
     page = (study / "results/plots/vega-offline.html").read_text()
     assert "{plot_divs}" in page and "cdn.jsdelivr" not in page and "vegaEmbed" in page
+
+
+def test_the_readme_commands_on_a_study_as_printed(study: Path) -> None:
+    summary = json.loads(sh(study, command("cat results/logs/run-summary.json").text).stdout)
+    assert summary["failed"] == 0 and summary["executed"] + summary["reused"] == summary["total"] > 0
+    head = sh(study, command("head -3 results/table1.csv").text).stdout.splitlines()
+    assert len(head) == 3 and head[0] == shown("head -3 results/table1.csv")[0], "Table 1's columns as the README shows them"
+    sh(study, command("canarykit human-sheet --n 40 --stratify model,difficulty -o sheet.csv").text)
+    with open(study / "sheet.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 40 and "planted:" not in (study / "sheet.csv").read_text(), "40 runs, blinded"
 
 
 def test_a_second_invocation_has_nothing_to_do(study: Path) -> None:

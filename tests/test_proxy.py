@@ -22,6 +22,8 @@ from typing import Any
 
 import anyio
 import pytest
+from fakes.readme import command
+from fakes.readme import sh as readme_sh
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -138,6 +140,12 @@ def test_proxy_plants_canaries_forwards_real_calls_and_diagnose_classifies_every
     assert all(e["duration_ms"] >= e["upstream_ms"] >= 0 for e in calls)
     assert calls[0]["result"]["content"][0]["text"] == execute("get_weather", {"city": "Paris"}).content
     assert sum(e["event"] == "tools/list" for e in events) == 1
+    # The README's commands over the same traces, as printed (from the directory holding traces/)
+    assert traces.name == "traces"
+    for start in ("canarykit diagnose traces -o diagnosis/", "canarykit diagnose traces -o diagnosis"):
+        printed = readme_sh(traces.parent, command(start).text)
+        assert "1 session, 10 tool calls: 3 real, 6 canary, 0 control, 1 unknown" in printed.stdout
+    assert (traces.parent / "diagnosis/calls.csv").read_text() == (tmp_path / "out/calls.csv").read_text()
 
 
 def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) -> None:
