@@ -10,8 +10,10 @@ change that is meant to be a refactoring must leave them all as they were.
 What is compared: every file the study writes except timings (``benchmarks/``, ``logs/``),
 caches and the run store. A run's id hashes its identity, which holds the code of the tool
 environment, the canaries and the reference agents (editing that code re-executes the runs:
-README, "Reruns"), so Parquet tables are compared as their rows with the id columns dropped
-and the rows sorted; every other file by its bytes.
+README, "Reruns"), and the rubric judge's identity holds the code of the task checker; so
+every such hash (a hex string of 12 to 64 characters with letters and digits) reads as
+``<id>``, Parquet tables are compared as their rows with the id columns dropped and the rows
+sorted, and every other file byte for byte once its hashes are masked.
 
 A change of behaviour that is intended updates the fixture:
 ``CANARYKIT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` (then review the diff).
@@ -24,6 +26,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -41,14 +44,23 @@ SKIP_DIRS = ("benchmarks", "logs", "cache", "runs")
 ID_COLUMNS = ("run_id", "verdict_key")
 
 
+#: A run id, a verdict key, a code hash: hex with at least one letter and one digit.
+HASH = re.compile(rb"(?<![0-9a-f])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,64}(?![0-9a-f])")
+TEXT = {".json", ".csv", ".md", ".html", ".yaml", ".svg", ".txt"}
+
+
 def _digest(path: Path) -> str:
     if path.suffix == ".parquet":
         df = pl.read_parquet(path)
         df = df.drop([c for c in ID_COLUMNS if c in df.columns])
-        if df.width:
-            df = df.sort(df.columns, nulls_last=True)
-        return hashlib.sha256(df.write_csv().encode("utf-8")).hexdigest()
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+        data = df.write_csv().encode("utf-8")
+        lines = HASH.sub(b"<id>", data).splitlines(keepends=True)
+        data = b"".join(lines[:1] + sorted(lines[1:]))
+    else:
+        data = path.read_bytes()
+        if path.suffix in TEXT:
+            data = HASH.sub(b"<id>", data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def study_digests(results: Path) -> dict[str, str]:
