@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from ..errors import InputError
 from ..jsonio import canonical_json
+from ..registry import Registry
 from ._cases import (
     Coincidence,
     TaskSuite,
@@ -623,29 +624,26 @@ class GranularityTrap:
 
 
 #: Canary transforms by type id, so configuration can select them.
-TRANSFORMS: dict[str, CanaryTransform] = {
-    t.type: t
-    for t in (
-        SemanticDecoy(),
-        ParameterTrap(),
-        CapabilityMirage(),
-        PrerequisiteBlindness(),
-        TemporalDecoy(),
-        GranularityTrap(),
-    )
-}
+TRANSFORMS: Registry[CanaryTransform] = Registry("canary transform")
 
 
 def register_transform(transform: CanaryTransform) -> None:
     """Register (or replace) the transform for ``transform.type``."""
-    TRANSFORMS[transform.type] = transform
+    TRANSFORMS.add(transform.type, transform)
 
 
-def get_transform(canary_type: str) -> CanaryTransform:
-    try:
-        return TRANSFORMS[canary_type]
-    except KeyError:
-        raise KeyError(
-            f"no canary transform registered for {canary_type!r}; known: {sorted(TRANSFORMS)}"
-        ) from None
+def get_transform(canary_type: str, *, source: str = "<types>", field: str = "types") -> CanaryTransform:
+    """The transform registered for ``canary_type``; unknown: a :class:`ConfigError` naming
+    ``source`` and ``field``."""
+    return TRANSFORMS.get(canary_type, source=source, field=field)
 
+
+for _transform in (
+    SemanticDecoy(),
+    ParameterTrap(),
+    CapabilityMirage(),
+    PrerequisiteBlindness(),
+    TemporalDecoy(),
+    GranularityTrap(),
+):
+    register_transform(_transform)
