@@ -390,6 +390,24 @@ def _jsonable(v: Any) -> tuple[Any, bool]:
 
 
 def query_database(sql: str) -> dict[str, Any]:
+    body = _checked_sql(sql)
+    conn, budget = _connection()
+    budget.start()
+    _local.udf_error = None
+    try:
+        cur = conn.execute(body)
+        read = _read_rows(cur, budget)
+    except sqlite3.DatabaseError as exc:
+        raise _sql_error(exc, budget) from exc
+    except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
+        raise ToolError(f"SQL error: {exc}") from exc
+    if cur.description is None:
+        raise ToolError("the statement returned no result set; only SELECT queries are allowed")
+    return read.result([d[0] for d in cur.description])
+
+
+def _checked_sql(sql: str) -> str:
+    """The one read-only, clock-free statement of ``sql`` (comments and trailing ``;`` removed)."""
     if len(sql) > MAX_SQL_CHARS:
         raise ToolError(f"query is longer than {MAX_SQL_CHARS} characters")
     body = _strip_comments(sql).strip()
@@ -404,73 +422,84 @@ def query_database(sql: str) -> dict[str, Any]:
         raise ToolError(f"the database is read-only: {match.group(1).upper()} statements are not allowed")
     if _CLOCK.search(body):
         raise ToolError("the database clock is not available; use literal dates (today is 2026-11-30)")
-    conn, budget = _connection()
-    budget.start()
-    _local.udf_error = None
-    rows: list[list[Any]] = []
+    return body
+
+
+class _Rows:
+    """The rows of a result as shown, and how they were cut."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+        self.cut_values = 0
+        self.more = False
+        self.out_of_time = False
+
+    def result(self, columns: list[str]) -> dict[str, Any]:
+        """The tool's answer: columns, rows and, for a cut result, a note saying how."""
+        rows = self.rows
+        notes = []
+        if self.more:
+            notes.append(f"only the first {len(rows)} rows are returned" +
+                         (f" (at most {MAX_ROWS})" if len(rows) >= MAX_ROWS else f" (results are capped at about {MAX_RESULT_CHARS:,} characters)"))
+        if self.out_of_time:
+            notes.append(f"reading rows stopped at the time limit of {QUERY_TIME_LIMIT_S:g} s after {len(rows)} rows")
+        if self.cut_values:
+            notes.append(f"{self.cut_values} long values are cut (text to {MAX_CELL_CHARS:,} characters, blobs to {MAX_BLOB_BYTES} bytes)")
+        truncated = bool(notes)
+        return {
+            "columns": columns,
+            "rows": rows,
+            "row_count": len(rows),
+            "truncated": truncated,
+            **({"note": "; ".join(notes) + "; add LIMIT, aggregate or select less"} if truncated else {}),
+        }
+
+
+def _read_rows(cur: sqlite3.Cursor, budget: _Budget) -> _Rows:
+    """Read rows until the result is complete, reaches :data:`MAX_ROWS` or
+    :data:`MAX_RESULT_CHARS`, or the query's time is up."""
+    read = _Rows()
     size = 0
-    cut_values = 0
-    more = False
-    out_of_time = False
-    try:
-        cur = conn.execute(body)
-        while True:
-            row = cur.fetchone()
-            if row is None:
-                break
-            if len(rows) >= MAX_ROWS or size >= MAX_RESULT_CHARS:
-                more = True
-                break
-            shown = []
-            for v in row:
-                value, cut = _jsonable(v)
-                cut_values += cut
-                shown.append(value)
-            size += len(json.dumps(shown, ensure_ascii=False)) + 1
-            rows.append(shown)
-            if time.monotonic() > budget.deadline:
-                out_of_time = True
-                break
-    except sqlite3.DatabaseError as exc:
-        msg = str(exc)
-        if "interrupted" in msg:
-            if budget.timed_out:
-                raise ToolError(f"query exceeded the time limit of {QUERY_TIME_LIMIT_S:g} s; add filters or a LIMIT") from exc
-            raise ToolError("query exceeded the execution limit; add filters or a LIMIT") from exc
-        if "too big" in msg:
-            raise ToolError(f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
-                            "select less (substr, LIMIT)") from exc
-        if "user-defined function raised exception" in msg and getattr(_local, "udf_error", None):
-            raise ToolError(f"{_local.udf_error}; select less") from exc
-        if "out of memory" in msg:
-            raise ToolError("the query needs more memory than the database allows; select less (substr, LIMIT)") from exc
-        if "not authorized to use function" in msg:
-            name = msg.rsplit(":", 1)[-1].strip()
-            raise ToolError(f"function {name}() is not available here (non-deterministic or unsafe)") from exc
-        if "not authorized" in msg or "prohibited" in msg or "readonly" in msg or "query_only" in msg:
-            raise ToolError(f"the database is read-only and only SELECT queries are allowed ({msg})") from exc
-        raise ToolError(f"SQL error: {msg}") from exc
-    except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
-        raise ToolError(f"SQL error: {exc}") from exc
-    if cur.description is None:
-        raise ToolError("the statement returned no result set; only SELECT queries are allowed")
-    columns = [d[0] for d in cur.description]
-    notes = []
-    if more:
-        notes.append(f"only the first {len(rows)} rows are returned" +
-                     (f" (at most {MAX_ROWS})" if len(rows) >= MAX_ROWS else f" (results are capped at about {MAX_RESULT_CHARS:,} characters)"))
-    if out_of_time:
-        notes.append(f"reading rows stopped at the time limit of {QUERY_TIME_LIMIT_S:g} s after {len(rows)} rows")
-    if cut_values:
-        notes.append(f"{cut_values} long values are cut (text to {MAX_CELL_CHARS:,} characters, blobs to {MAX_BLOB_BYTES} bytes)")
-    truncated = bool(notes)
-    return {
-        "columns": columns,
-        "rows": rows,
-        "row_count": len(rows),
-        "truncated": truncated,
-        **({"note": "; ".join(notes) + "; add LIMIT, aggregate or select less"} if truncated else {}),
-    }
+    while True:
+        row = cur.fetchone()
+        if row is None:
+            break
+        if len(read.rows) >= MAX_ROWS or size >= MAX_RESULT_CHARS:
+            read.more = True
+            break
+        shown = []
+        for v in row:
+            value, cut = _jsonable(v)
+            read.cut_values += cut
+            shown.append(value)
+        size += len(json.dumps(shown, ensure_ascii=False)) + 1
+        read.rows.append(shown)
+        if time.monotonic() > budget.deadline:
+            read.out_of_time = True
+            break
+    return read
+
+
+def _sql_error(exc: sqlite3.DatabaseError, budget: _Budget) -> ToolError:
+    """What the agent is told when SQLite refuses or stops a query."""
+    msg = str(exc)
+    if "interrupted" in msg:
+        if budget.timed_out:
+            return ToolError(f"query exceeded the time limit of {QUERY_TIME_LIMIT_S:g} s; add filters or a LIMIT")
+        return ToolError("query exceeded the execution limit; add filters or a LIMIT")
+    if "too big" in msg:
+        return ToolError(f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
+                         "select less (substr, LIMIT)")
+    if "user-defined function raised exception" in msg and getattr(_local, "udf_error", None):
+        return ToolError(f"{_local.udf_error}; select less")
+    if "out of memory" in msg:
+        return ToolError("the query needs more memory than the database allows; select less (substr, LIMIT)")
+    if "not authorized to use function" in msg:
+        name = msg.rsplit(":", 1)[-1].strip()
+        return ToolError(f"function {name}() is not available here (non-deterministic or unsafe)")
+    if "not authorized" in msg or "prohibited" in msg or "readonly" in msg or "query_only" in msg:
+        return ToolError(f"the database is read-only and only SELECT queries are allowed ({msg})")
+    return ToolError(f"SQL error: {msg}")
 
 
 def table_names() -> list[str]:
