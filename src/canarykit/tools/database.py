@@ -164,9 +164,23 @@ def _cents(x: Decimal) -> Decimal:
 
 
 def _build_connection() -> sqlite3.Connection:
+    """The shop database, drawn from :data:`SEED` (one generator, the tables in this order)."""
     rng = random.Random(SEED)
     conn = sqlite3.connect(":memory:")
     conn.executescript(_SCHEMA)
+    customers = _customers(rng)
+    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?)", customers)
+    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?)", _products(rng))
+    orders, items = _orders(rng, {c[0]: date.fromisoformat(c[6]) for c in customers})
+    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?)", orders)
+    conn.executemany("INSERT INTO order_items VALUES (?,?,?,?,?,?)", items)
+    conn.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?,?)", _employees(rng))
+    conn.commit()
+    return conn
+
+
+def _customers(rng: random.Random) -> list[tuple[Any, ...]]:
+    """150 customers with unique emails, signed up 2023-2025."""
     customers = []
     used_emails: set[str] = set()
     for cid in range(1, 151):
@@ -182,15 +196,22 @@ def _build_connection() -> sqlite3.Connection:
         signup = date(2023, 1, 1) + timedelta(days=rng.randrange(0, 1000))
         customers.append((cid, f"{first} {last}", email, rng.choice(cities), country,
                           rng.choice(_SEGMENTS), signup.isoformat()))
-    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?)", customers)
+    return customers
 
+
+def _products(rng: random.Random) -> list[tuple[Any, ...]]:
     products = []
     for pid, (cat, name, price) in enumerate(_PRODUCTS, start=1):
         sku = f"{cat[:3].upper()}-{1000 + pid * 7}"
         products.append((pid, sku, name, cat, float(price), rng.randrange(0, 400)))
-    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?)", products)
+    return products
 
-    signup_by_id = {c[0]: date.fromisoformat(c[6]) for c in customers}
+
+def _orders(
+    rng: random.Random, signup_by_id: dict[int, date]
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """800 orders (none before its customer signed up) and their line items; every order's
+    total is the sum of its lines."""
     orders = []
     items = []
     item_id = 1
@@ -212,9 +233,11 @@ def _build_connection() -> sqlite3.Connection:
             items.append((item_id, oid, pid, qty, float(unit_price), float(line)))
             item_id += 1
         orders.append((oid, cid, day.isoformat(), status, float(total)))
-    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?)", orders)
-    conn.executemany("INSERT INTO order_items VALUES (?,?,?,?,?,?)", items)
+    return orders, items
 
+
+def _employees(rng: random.Random) -> list[tuple[Any, ...]]:
+    """Each department's head, then 6-10 staff reporting to them."""
     employees: list[tuple[Any, ...]] = []
     eid = 1
     for dept, titles, lo, hi in _DEPARTMENTS:
@@ -229,9 +252,7 @@ def _build_connection() -> sqlite3.Connection:
             employees.append((eid, f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", dept, rng.choice(titles),
                               rng.choice(_OFFICES), salary, hired.isoformat(), head))
             eid += 1
-    conn.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?,?)", employees)
-    conn.commit()
-    return conn
+    return employees
 
 
 _build_lock = threading.Lock()
