@@ -587,6 +587,62 @@ def test_rewriters_are_selected_by_name_from_the_params_sections(tmp_path: Path)
         make_rewriter("gpt", unset)
 
 
+def test_a_registered_transform_replaces_its_type_and_an_unknown_type_is_one_line() -> None:
+    from canarykit.canaries import TRANSFORMS, build_pool, get_transform, register_transform
+    from canarykit.errors import ConfigError
+
+    original = get_transform("temporal_decoy")
+
+    class Marked:
+        type = "temporal_decoy"
+
+        def apply(self, tool: dict[str, Any], ctx: Any) -> dict[str, Any]:
+            built = original.apply(tool, ctx)
+            return {**built, "description": "Marked. " + built["description"]}
+
+    register_transform(Marked())
+    try:
+        built = build_pool(TOOLS[:1], "standard", DEFAULT_SUFFIXES["standard"], fit="paper", types=("temporal_decoy",))
+    finally:
+        register_transform(original)
+    assert [r["description"][:8] for r in built.canaries] == ["Marked. "]
+    assert get_transform("temporal_decoy") is original and sorted(CANARY_TYPES) == TRANSFORMS.names()
+    with pytest.raises(ConfigError) as err:
+        build_pool(TOOLS[:1], "standard", DEFAULT_SUFFIXES["standard"], types=("semantic_decoy", "stale_decoy"))
+    assert str(err.value) == (
+        f"<types>: types: unknown canary transform 'stale_decoy'; expected one of {sorted(CANARY_TYPES)}"
+    )
+
+
+def test_a_registered_rewriter_is_selectable_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from canarykit.canaries import REWRITERS, OfflineRewriter, make_rewriter, register_rewriter
+    from canarykit.errors import ConfigError
+    from canarykit.registry import Registry
+
+    fresh: Registry[Any] = Registry("rewriter")
+    for name in REWRITERS.names():
+        fresh.add(name, REWRITERS.get(name))
+    monkeypatch.setattr("canarykit.canaries._rewriters.REWRITERS", fresh)  # leave the real one as it was
+
+    class Shouting(OfflineRewriter):
+        def reword(self, tool: Any, canary_type: str, *, style: str = "paper") -> tuple[str, str]:
+            name, description = super().reword(tool, canary_type)
+            return name, description.upper()
+
+    register_rewriter("shouting", Shouting)
+    rw = make_rewriter("shouting", {"model": None})
+    assert isinstance(rw, Shouting)
+    records = generate_pool(TOOLS[:1], "standard", DEFAULT_SUFFIXES["standard"], rewriter=rw, fit="paper",
+                            types=("semantic_decoy",))
+    body = records[0]["description"].removesuffix(" " + DEFAULT_SUFFIXES["standard"]["semantic_decoy"])
+    assert body != records[0]["description"] and body == body.upper() and "WEATHER" in body
+    with pytest.raises(ConfigError) as err:
+        make_rewriter("whisper", None)
+    assert str(err.value) == (
+        "params.yaml: canaries.generator: unknown rewriter 'whisper'; expected one of ['llm', 'offline', 'shouting']"
+    )
+
+
 def test_mcp_names_with_dots_get_function_safe_canary_names() -> None:
     """MCP allows dots and 128 characters in tool names; function calling does not."""
     tool = {"name": "github.create_issue", "description": "Create an issue.",

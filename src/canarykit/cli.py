@@ -210,14 +210,12 @@ def _serve_tools(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="canarykit",
-        description="Diagnose why LLM agents pick the wrong tool: canary tools, agent runs, traps, judges, statistics.",
-        epilog="A user error (a bad file or field) prints one line naming the file and the field and exits with status 2.",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
+#: What ``add_subparsers`` returns: each ``_add_*`` below adds one subcommand to it.
+_Subcommands = argparse._SubParsersAction  # argparse names no public type for it
 
+
+def _add_generate(sub: _Subcommands) -> None:
+    """The ``generate-canaries`` subcommand's arguments."""
     g = sub.add_parser("generate-canaries", help="generate canaries (and their controls) for any MCP tool list")
     g.add_argument("tools", metavar="TOOLS.json", help="tool list: MCP tool definitions (name, description, inputSchema; optional title, annotations, outputSchema, server)")
     g.add_argument("-o", "--output", required=True, metavar="OUT.json", help="the pool file to write")
@@ -231,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
     g.set_defaults(func=_generate)
 
+
+def _add_stats(sub: _Subcommands) -> None:
+    """The ``stats`` subcommand's arguments."""
     s = sub.add_parser("stats", help="every statistic, table and figure-data file from a per-run table")
     s.add_argument("runs", metavar="RUNS", help="per-run table (Parquet), e.g. results/runs.parquet")
     s.add_argument("-o", "--output", required=True, metavar="DIR",
@@ -239,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000; at most 100,000)")
     s.set_defaults(func=_stats)
 
+
+def _add_human_sheet(sub: _Subcommands) -> None:
+    """The ``human-sheet`` subcommand's arguments."""
     h = sub.add_parser(
         "human-sheet",
         help="write a blinded, stratified sheet of runs for a person to grade (Appendix D)",
@@ -256,12 +260,18 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--tasks", default=None, help="task file, for records that do not carry their prompt")
     h.set_defaults(func=_human_sheet)
 
+
+def _add_validate_config(sub: _Subcommands) -> None:
+    """The ``validate-config`` subcommand's arguments."""
     v = sub.add_parser("validate-config", help="check params.yaml and the task suite it names")
     v.add_argument("params", nargs="?", default="params.yaml", help="the params file to check (default params.yaml)")
     v.add_argument("--configfile", nargs="+", action="extend", metavar="PROFILE.yaml",
                    help="profiles merged over PARAMS the way snakemake --configfile merges them")
     v.set_defaults(func=_validate_config)
 
+
+def _add_list_mcp_tools(sub: _Subcommands) -> None:
+    """The ``list-mcp-tools`` subcommand's arguments."""
     ls = sub.add_parser("list-mcp-tools", help="list the tools of any MCP server (stdio or streamable HTTP) as TOOLS.json")
     ls.add_argument("-o", "--output", default=None, metavar="TOOLS.json", help="write the tool list here (default: standard output)")
     ls.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds to wait for the server (default 60)")
@@ -273,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments (only the first -- separates)")
     ls.set_defaults(func=_list_mcp_tools)
 
+
+def _add_proxy(sub: _Subcommands) -> None:
+    """The ``proxy`` subcommand's arguments."""
     px = sub.add_parser(
         "proxy",
         help="an MCP server in front of your MCP servers that plants canaries and traces every client session",
@@ -305,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     px.add_argument("command", nargs=argparse.REMAINDER, help="-- the upstream stdio server's command and arguments")
     px.set_defaults(func=_proxy)
 
+
+def _add_diagnose(sub: _Subcommands) -> None:
+    """The ``diagnose`` subcommand's arguments."""
     dg = sub.add_parser(
         "diagnose",
         help="the detector and metrics over proxy traces: per session and overall",
@@ -317,9 +333,29 @@ def build_parser() -> argparse.ArgumentParser:
                     help="directory for diagnosis.json and calls.csv (created if missing)")
     dg.set_defaults(func=_diagnose)
 
+
+def _add_serve_tools(sub: _Subcommands) -> None:
+    """The ``serve-tools`` subcommand's arguments."""
     sv = sub.add_parser("serve-tools", help="serve one of the five tool servers over MCP stdio")
     sv.add_argument("server", choices=["weather", "math", "file", "search", "database"], help="which of the five built-in servers")
     sv.set_defaults(func=_serve_tools)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="canarykit",
+        description="Diagnose why LLM agents pick the wrong tool: canary tools, agent runs, traps, judges, statistics.",
+        epilog="A user error (a bad file or field) prints one line naming the file and the field and exits with status 2.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    _add_generate(sub)
+    _add_stats(sub)
+    _add_human_sheet(sub)
+    _add_validate_config(sub)
+    _add_list_mcp_tools(sub)
+    _add_proxy(sub)
+    _add_diagnose(sub)
+    _add_serve_tools(sub)
     return p
 
 

@@ -140,87 +140,180 @@ def synthetic_runs(
             raise ValueError(f"unknown condition {c!r}")
     rng = np.random.default_rng(seed)
     profiles = synthetic_profiles(n_models)
-    n_types = len(CANARY_TYPES)
-    task_ids = np.array([f"task-{i:03d}" for i in range(tasks)])
     difficulty = np.array(DIFFICULTIES)[np.arange(tasks) * len(DIFFICULTIES) // max(tasks, 1)]
     declared = _declared_types(tasks, rng)
-
     cells: list[tuple[int, str, str]] = [(m, c, "standard") for m in range(n_models) for c in conditions]
     if ablation:
         cells += [(m, ablation_condition, "subtle") for m in range(n_models)]
-    n_cells = len(cells)
-    per_cell = seeds * tasks
-    n = n_cells * per_cell
+    rows = _Rows.of(cells, seeds, tasks)
+    draws = _draw_runs(rng, profiles, cells, rows, difficulty, declared,
+                       zero_call_rate=zero_call_rate, unjudged_rate=unjudged_rate, error_rate=error_rate)
+    return _runs_frame(profiles, rows, tasks, difficulty, draws)
 
-    cell_idx = np.repeat(np.arange(n_cells), per_cell)
-    seed_col = np.tile(np.repeat(np.arange(seeds), tasks), n_cells)
-    task_idx = np.tile(np.arange(tasks), n_cells * seeds)
 
-    model_of = np.array([m for m, _, _ in cells])[cell_idx]
-    cond_names = np.array([c for _, c, _ in cells])
-    pool_names = np.array([p for _, _, p in cells])
-    q_cell = np.array([profiles[m].planted_csr(c, p) for m, c, p in cells])
-    r_cell = np.array([profiles[m].recovery.get(c, 0.0) for m, c, _ in cells])
-    clean = np.array([p.clean_success for p in profiles])[model_of]
-    scale = np.array([p.call_scale for p in profiles])[model_of]
-    weights = np.array([p.type_weights for p in profiles], dtype=float)[model_of]
+@dataclass(frozen=True)
+class _Rows:
+    """The rows of a synthetic table: for each, its cell (a (model, condition, pool) of the
+    grid: ``model`` is the profile's index), seed and task; cell-major, then seed, then task."""
 
+    cell: np.ndarray
+    seed: np.ndarray
+    task: np.ndarray
+    model: np.ndarray
+    condition: np.ndarray
+    pool: np.ndarray
+
+    @classmethod
+    def of(cls, cells: Sequence[tuple[int, str, str]], seeds: int, tasks: int) -> _Rows:
+        per_cell = seeds * tasks
+        cell = np.repeat(np.arange(len(cells)), per_cell)
+        return cls(
+            cell=cell,
+            seed=np.tile(np.repeat(np.arange(seeds), tasks), len(cells)),
+            task=np.tile(np.arange(tasks), len(cells) * seeds),
+            model=np.array([m for m, _, _ in cells])[cell],
+            condition=np.array([c for _, c, _ in cells])[cell],
+            pool=np.array([p for _, _, p in cells])[cell],
+        )
+
+    @property
+    def n(self) -> int:
+        return len(self.cell)
+
+
+@dataclass(frozen=True)
+class _Outcomes:
+    trapped: np.ndarray
+    recovered: np.ndarray
+    success: np.ndarray
+    unjudged: np.ndarray
+    error: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """Every drawn column of a synthetic table, one entry (or row) per run."""
+
+    calls: np.ndarray
+    canary: np.ndarray
+    present: np.ndarray
+    trapped_types: np.ndarray
+    outcomes: _Outcomes
+
+
+def _draw_runs(
+    rng: np.random.Generator,
+    profiles: Sequence[SyntheticProfile],
+    cells: Sequence[tuple[int, str, str]],
+    rows: _Rows,
+    difficulty: np.ndarray,
+    declared: np.ndarray,
+    *,
+    zero_call_rate: float,
+    unjudged_rate: float,
+    error_rate: float,
+) -> _Draws:
+    """The draws of the generative model, in this order (the same arguments always give the
+    same table)."""
     lam = np.array([CALL_LAMBDA[d] for d in DIFFICULTIES])
-    diff_idx = np.array([DIFFICULTIES.index(d) for d in difficulty])[task_idx]
-    calls = 1 + rng.poisson(lam[diff_idx] * scale)
-    calls[rng.random(n) < zero_call_rate] = 0
-    canary = rng.binomial(calls, q_cell[cell_idx])
+    diff_idx = np.array([DIFFICULTIES.index(d) for d in difficulty])[rows.task]
+    scale = np.array([p.call_scale for p in profiles])[rows.model]
+    q_cell = np.array([profiles[m].planted_csr(c, p) for m, c, p in cells])
+    calls, canary = _draw_calls(rng, lam[diff_idx] * scale, q_cell[rows.cell], zero_call_rate)
+    present = _present_types(rows.condition, declared, rows.task)
+    weights = np.array([p.type_weights for p in profiles], dtype=float)[rows.model]
+    trapped_t = _draw_trapped_types(rng, canary, present, weights)
+    r_cell = np.array([profiles[m].recovery.get(c, 0.0) for m, c, _ in cells])
+    clean = np.array([p.clean_success for p in profiles])[rows.model]
+    out = _draw_outcomes(rng, canary, r_cell[rows.cell], clean, unjudged_rate, error_rate)
+    calls[out.error] = 0
+    canary[out.error] = 0
+    trapped_t[out.error] = False
+    return _Draws(calls, canary, present, trapped_t, out)
 
-    cond_run = cond_names[cell_idx]
-    present = np.zeros((n, n_types), dtype=bool)
-    present[cond_run == "declared"] = declared[task_idx[cond_run == "declared"]]
-    present[cond_run == "full"] = True
-    canary[~present.any(axis=1)] = 0
-    probs = weights * present
-    totals = probs.sum(axis=1, keepdims=True)
-    probs = np.divide(probs, totals, out=np.full_like(probs, 1.0 / n_types), where=totals > 0)
-    per_type = rng.multinomial(canary, probs)
-    trapped_t = per_type > 0
 
-    trapped = canary > 0
-    recovered = trapped & (rng.random(n) < r_cell[cell_idx])
-    p_success = np.where(trapped, np.where(recovered, RECOVERED_SUCCESS, STUCK_SUCCESS), clean)
-    success = rng.random(n) < p_success
-    unjudged = rng.random(n) < unjudged_rate
-    error = rng.random(n) < error_rate
-    calls[error] = 0
-    canary[error] = 0
-    trapped[error] = False
-    trapped_t[error] = False
-    unjudged |= error
-
-    csr = np.divide(canary, calls, out=np.zeros(n), where=calls > 0)
+def _runs_frame(
+    profiles: Sequence[SyntheticProfile], rows: _Rows, tasks: int, difficulty: np.ndarray, draws: _Draws
+) -> pl.DataFrame:
+    """The per-run table of the draws (csr, recovered and success null where undefined)."""
+    calls, canary, out = draws.calls, draws.canary, draws.outcomes
+    csr = np.divide(canary, calls, out=np.zeros(rows.n), where=calls > 0)
     data: dict[str, pl.Series] = {
-        "model": pl.Series([p.model for p in profiles])[model_of],
-        "group": pl.Series([p.group for p in profiles])[model_of],
-        "provider": pl.Series([p.provider for p in profiles])[model_of],
-        "condition": pl.Series(cond_run),
-        "pool": pl.Series(pool_names[cell_idx]),
-        "seed": pl.Series(seed_col, dtype=pl.Int64),
-        "task_id": pl.Series(task_ids[task_idx]),
-        "difficulty": pl.Series(difficulty[task_idx]),
+        "model": pl.Series([p.model for p in profiles])[rows.model],
+        "group": pl.Series([p.group for p in profiles])[rows.model],
+        "provider": pl.Series([p.provider for p in profiles])[rows.model],
+        "condition": pl.Series(rows.condition),
+        "pool": pl.Series(rows.pool),
+        "seed": pl.Series(rows.seed, dtype=pl.Int64),
+        "task_id": pl.Series(np.array([f"task-{i:03d}" for i in range(tasks)])[rows.task]),
+        "difficulty": pl.Series(difficulty[rows.task]),
         "tool_calls": pl.Series(calls, dtype=pl.Int64),
         "canary_calls": pl.Series(canary, dtype=pl.Int64),
         "csr": pl.Series(csr),
-        "trapped": pl.Series(trapped),
-        "recovered": pl.Series(recovered),
-        "success": pl.Series(success),
-        "error": pl.Series(error),
+        "trapped": pl.Series(out.trapped),
+        "recovered": pl.Series(out.recovered),
+        "success": pl.Series(out.success),
+        "error": pl.Series(out.error),
     }
     for j, t in enumerate(CANARY_TYPES):
-        data[f"present_{t}"] = pl.Series(present[:, j])
-        data[f"trapped_{t}"] = pl.Series(trapped_t[:, j])
+        data[f"present_{t}"] = pl.Series(draws.present[:, j])
+        data[f"trapped_{t}"] = pl.Series(draws.trapped_types[:, j])
     df = pl.DataFrame({k: v.alias(k) for k, v in data.items()})
     return df.with_columns(
         csr=pl.when(pl.col("tool_calls") > 0).then(pl.col("csr")),
         recovered=pl.when(pl.col("trapped")).then(pl.col("recovered")),
-        success=pl.when(pl.Series(~unjudged)).then(pl.col("success")),
+        success=pl.when(pl.Series(~out.unjudged)).then(pl.col("success")),
     )
+
+
+def _draw_calls(
+    rng: np.random.Generator, lam: np.ndarray, q: np.ndarray, zero_call_rate: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's tool calls (0, else ``1 + Poisson(lam)``) and canary calls (``Binomial(calls, q)``)."""
+    calls = 1 + rng.poisson(lam)
+    calls[rng.random(len(calls)) < zero_call_rate] = 0
+    return calls, rng.binomial(calls, q)
+
+
+def _present_types(cond_run: np.ndarray, declared: np.ndarray, task: np.ndarray) -> np.ndarray:
+    """(n, 6) boolean: the canary types a run is offered (none in baseline, the task's two in
+    ``declared``, all six in ``full``)."""
+    present = np.zeros((len(cond_run), len(CANARY_TYPES)), dtype=bool)
+    present[cond_run == "declared"] = declared[task[cond_run == "declared"]]
+    present[cond_run == "full"] = True
+    return present
+
+
+def _draw_trapped_types(
+    rng: np.random.Generator, canary: np.ndarray, present: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """(n, 6) boolean: the types a run's canary calls landed on (in proportion to the model's
+    type weights over the present types). A run offered no type makes no canary call
+    (``canary`` is zeroed there, in place)."""
+    canary[~present.any(axis=1)] = 0
+    probs = weights * present
+    totals = probs.sum(axis=1, keepdims=True)
+    probs = np.divide(probs, totals, out=np.full_like(probs, 1.0 / len(CANARY_TYPES)), where=totals > 0)
+    return np.asarray(rng.multinomial(canary, probs) > 0)
+
+
+def _draw_outcomes(
+    rng: np.random.Generator, canary: np.ndarray, r: np.ndarray, clean: np.ndarray, unjudged_rate: float,
+    error_rate: float,
+) -> _Outcomes:
+    """Trapped (a canary call), recovered (``Bernoulli(r)`` among trapped runs), success (the
+    planted probability of the run's fate), unjudged and error; an error run is neither
+    trapped nor judged."""
+    n = len(canary)
+    trapped = canary > 0
+    recovered = trapped & (rng.random(n) < r)
+    p_success = np.where(trapped, np.where(recovered, RECOVERED_SUCCESS, STUCK_SUCCESS), clean)
+    success = rng.random(n) < p_success
+    unjudged = rng.random(n) < unjudged_rate
+    error = rng.random(n) < error_rate
+    trapped[error] = False
+    unjudged |= error
+    return _Outcomes(trapped, recovered, success, unjudged, error)
 
 
 # --------------------------------------------------------------------------- clustered studies
@@ -239,6 +332,29 @@ class ClusteredTruth:
     def tsr_delta(self) -> float:
         """Baseline tsr minus declared tsr (positive: canaries hurt)."""
         return self.tsr_baseline - self.tsr_declared
+
+
+def _clustered_frame(cond: str, calls: np.ndarray, canary: np.ndarray, succ: np.ndarray) -> pl.DataFrame:
+    """The runs of one condition of :func:`clustered_studies`: arrays of shape (study, task,
+    seed) as a per-run table (only the capability mirage is offered, in ``declared``)."""
+    shape = calls.shape
+    n = calls.size
+    trapped = canary > 0
+    study_idx, task_idx, seed_idx = (a.ravel() for a in np.indices(shape))
+    data: dict[str, Any] = {
+        "study": study_idx, "model": ["sim"] * n, "group": ["sim"] * n, "condition": [cond] * n,
+        "pool": ["standard"] * n, "seed": seed_idx.astype(np.int64),
+        "task_id": np.char.add("task-", task_idx.astype(str)),
+        "difficulty": np.array(DIFFICULTIES)[task_idx % len(DIFFICULTIES)],
+        "tool_calls": calls.ravel().astype(np.int64), "canary_calls": canary.ravel().astype(np.int64),
+        "csr": (canary / calls).ravel(), "trapped": trapped.ravel(), "recovered": pl.Series(np.zeros(n, dtype=bool)),
+        "success": succ.ravel(), "error": np.zeros(n, dtype=bool),
+    }
+    for t in CANARY_TYPES:
+        on = cond == "declared" and t == "capability_mirage"
+        data[f"present_{t}"] = np.full(n, on)
+        data[f"trapped_{t}"] = trapped.ravel() & on
+    return pl.DataFrame(data, strict=False)
 
 
 def clustered_studies(
@@ -289,24 +405,7 @@ def clustered_studies(
         q = np.broadcast_to(p_task[:, :, None], shape) if cond == "declared" else np.zeros(shape)
         canary = rng.binomial(calls, q)
         p_succ = np.broadcast_to((s_decl if cond == "declared" else s_task)[:, :, None], shape)
-        succ = u < p_succ
-        trapped = canary > 0
-        n = s_n * g * k
-        study_idx, task_idx, seed_idx = (a.ravel() for a in np.indices(shape))
-        data: dict[str, Any] = {
-            "study": study_idx, "model": ["sim"] * n, "group": ["sim"] * n, "condition": [cond] * n,
-            "pool": ["standard"] * n, "seed": seed_idx.astype(np.int64),
-            "task_id": np.char.add("task-", task_idx.astype(str)),
-            "difficulty": np.array(DIFFICULTIES)[task_idx % len(DIFFICULTIES)],
-            "tool_calls": calls.ravel().astype(np.int64), "canary_calls": canary.ravel().astype(np.int64),
-            "csr": (canary / calls).ravel(), "trapped": trapped.ravel(), "recovered": pl.Series(np.zeros(n, dtype=bool)),
-            "success": succ.ravel(), "error": np.zeros(n, dtype=bool),
-        }
-        for t in CANARY_TYPES:
-            on = cond == "declared" and t == "capability_mirage"
-            data[f"present_{t}"] = np.full(n, on)
-            data[f"trapped_{t}"] = trapped.ravel() & on
-        frames.append(pl.DataFrame(data, strict=False))
+        frames.append(_clustered_frame(cond, calls, canary, u < p_succ))
     df = pl.concat(frames).with_columns(recovered=pl.when(pl.col("trapped")).then(pl.col("recovered")))
     mean_s = success[0] / sum(success)
     truth = ClusteredTruth(

@@ -59,9 +59,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ..jsonio import canonical_json
-from ._cases import case_slug, describe_case, with_defaults
-from ._text import append_suffix, fit_name, join_sentences
-from ._transforms import special_case_label, special_case_slug
+from ._cases import describe_case, with_defaults
+from ._text import fit_name
+from ._transforms import case_description, case_name, special_case_label
 
 CONTROL_PREFIX: Final = "control:"
 
@@ -215,13 +215,8 @@ def instantiate_control(
     template = control["behaviour"]["template"]
     args = copy.deepcopy(dict(case))
     label = special_case_label(args)
-    slug_ = special_case_slug(args) if template.get("fit") == "paper" else case_slug(args)
-    out["name"] = _unique(fit_name(f"{template['name_base']}_{slug_}"), taken)
-    description = join_sentences(
-        f"{template['first_sentence']}, for {label} only",
-        "Hardcoded to this single case: it takes no parameters and serves no other request",
-    )
-    out["description"] = append_suffix(description, str(template.get("suffix", "")).replace("{special_case}", label))
+    out["name"] = _unique(case_name(template["name_base"], args, template.get("fit")), taken)
+    out["description"] = case_description(template["first_sentence"], label, str(template.get("suffix", "")))
     out["behaviour"] = {"kind": "task_case", "is_error": False, "args": args, "special_case": label}
     title = out.get("title")
     if isinstance(title, str) and isinstance(template.get("title_base"), str):

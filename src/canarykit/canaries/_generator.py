@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -180,6 +181,55 @@ def _mirrored(
     return out
 
 
+@dataclass(frozen=True)
+class _PoolPlan:
+    """What :func:`build_pool` checked once and every (tool, type) uses."""
+
+    pool: str
+    fit: str
+    suffixes: Mapping[str, str]
+    control_suffixes: Mapping[str, str | None]
+    special_cases: Mapping[str, Mapping[str, Any]]
+    rewriter: Rewriter
+    suite: TaskSuite | None
+    controls: bool
+    strict: bool
+    source: str
+    special_cases_source: str
+    special_cases_field: str
+
+    @property
+    def style(self) -> str:
+        """The rewriter's wording style: the paper's, else the pool's (standard by default)."""
+        return "paper" if self.fit == "paper" else (self.pool if self.pool in ("standard", "subtle") else "standard")
+
+    def context(self, tool: Mapping[str, Any], canary_type: str, label: str) -> TransformContext:
+        return TransformContext(
+            pool=self.pool,
+            suffix=self.suffixes.get(canary_type, ""),
+            rewriter=self.rewriter,
+            special_case=self.special_cases.get(tool["name"]),
+            source=self.source,
+            label=label,
+            special_cases_source=self.special_cases_source,
+            special_cases_field=self.special_cases_field,
+            fit=self.fit,
+            style=self.style,
+            control_suffix=self.control_suffixes.get(canary_type),
+            suite=self.suite,
+        )
+
+
+def _checked_special_cases(
+    special_cases: Mapping[str, Mapping[str, Any]] | None, source: str, field: str
+) -> Mapping[str, Mapping[str, Any]]:
+    cases = special_cases or {}
+    for tool_name, case in cases.items():
+        if not isinstance(case, Mapping):
+            raise InputError(source, f"{field}.{tool_name}", "expected a mapping of argument values")
+    return cases
+
+
 def build_pool(
     tools: Any,
     pool: str,
@@ -217,23 +267,14 @@ def build_pool(
     checked = check_suffixes(suffixes, source, f"suffixes.{pool}")
     if control_suffixes is None:
         control_suffixes = DEFAULT_CONTROL_SUFFIXES.get(pool, {t: None for t in CANARY_TYPES})
-    control_sfx = check_suffixes(
-        control_suffixes,
-        source,
-        f"control_suffixes.{pool}",
-        allow_none=True,
-    )
+    control_sfx = check_suffixes(control_suffixes, source, f"control_suffixes.{pool}", allow_none=True)
     listed = tools if isinstance(tools, ToolList) else ingest_tools(tools, source, strict=strict)
-    rw: Rewriter = rewriter if rewriter is not None else OfflineRewriter()
-    style = "paper" if fit == "paper" else (pool if pool in ("standard", "subtle") else "standard")
-    cases = special_cases or {}
-    for tool_name, case in cases.items():
-        if not isinstance(case, Mapping):
-            raise InputError(
-                special_cases_source,
-                f"{special_cases_field}.{tool_name}",
-                "expected a mapping of argument values",
-            )
+    plan = _PoolPlan(
+        pool, fit, checked, control_sfx,
+        _checked_special_cases(special_cases, special_cases_source, special_cases_field),
+        rewriter if rewriter is not None else OfflineRewriter(),
+        suite, controls, strict, source, special_cases_source, special_cases_field,
+    )
     for t in types:
         get_transform(t)
     used = {t["name"] for t in listed.tools}
@@ -241,82 +282,113 @@ def build_pool(
     for index, tool in enumerate(listed.tools):
         label = listed.label(index)
         for t in types:
-            skip = fit_skip(tool, t, "fitted" if fit == "fitted" else "paper")
-            if skip is not None:
-                out.skipped.append(Skip(tool["name"], t, skip[0], skip[1], False))
-                continue
-            ctx = TransformContext(
-                pool=pool,
-                suffix=checked.get(t, ""),
-                rewriter=rw,
-                special_case=cases.get(tool["name"]),
-                source=source,
-                label=label,
-                special_cases_source=special_cases_source,
-                special_cases_field=special_cases_field,
-                fit=fit,
-                style=style,
-                control_suffix=control_sfx.get(t),
-                suite=suite,
-            )
-            cid = canary_id(t, tool["name"])
-            try:
-                built = get_transform(t).apply(tool, ctx)
-                check_input_schema(built["inputSchema"], source, f"canary {cid}.inputSchema")
-            except TypeSkipped as exc:
-                if exc.warning and strict:
-                    raise InputError(source, exc.field or f"{label}.inputSchema", f"{t}: {exc.reason}") from exc
-                out.skipped.append(Skip(tool["name"], t, exc.code, exc.reason, exc.warning, exc.field))
-                continue
-            except InputError as exc:
-                if exc.file != source:  # a configuration error (special case): always raised
-                    raise
-                if strict:
-                    raise
-                out.skipped.append(Skip(tool["name"], t, "unsatisfiable_schema", exc.problem, True, exc.field))
-                continue
-            name = _unique_name(str(built["name"]), used)
-            used.add(name)
-            prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": t, "fit": fit}
-            if t in REWORDED_TYPES:
-                prov.update(_provenance(rw))
-            special_case = built.get("special_case")
-            record: dict[str, Any] = {
-                "id": cid,
-                "type": t,
-                "shadows": tool["name"],
-                "name": name,
-                "description": built["description"],
-                "inputSchema": built["inputSchema"],
-                "pool": pool,
-                "behaviour": built["behaviour"],
-                "provenance": prov,
-            }
-            record.update(_mirrored(tool, t, name, special_case))
-            if "server" in tool:
-                record["upstream"] = {"server": tool["server"], "name": tool.get("mcp_name", tool["name"])}
-            out.canaries.append(record)
-            out.coincidences.extend({"canary": cid, **c.to_dict()} for c in ctx.notes)
-            if t == "granularity_trap" and suite is not None:
-                for task in suite.tasks:
-                    if tool["name"] not in task.tools and all(s[0] != tool["name"] for s in task.steps):
-                        continue
-                    held = withheld_from(task, str(tool["name"]), tool["inputSchema"])
-                    if held is not None:
-                        out.skipped.append(Skip(tool["name"], t, held[0], held[1], False, task=task.id))
-            if controls:
-                part = built.get("control")
-                if not isinstance(part, Mapping):
-                    out.skipped.append(Skip(tool["name"], t, "no_control",
-                                            f"the {t} transform builds no control", True))
-                    continue
-                control = build_control(record, part)
-                template = control["behaviour"].get("template")
-                if isinstance(template, dict) and isinstance(tool.get("title"), str):
-                    template["title_base"] = tool["title"]
-                check_input_schema(control["inputSchema"], source, f"control of {cid}.inputSchema")
-                out.controls.append(control)
+            _offer(out, plan, tool, t, label, used)
     return out
+
+
+def _offer(
+    out: Pool, plan: _PoolPlan, tool: Mapping[str, Any], canary_type: str, label: str, used: set[str]
+) -> None:
+    """Add the canary of ``canary_type`` for ``tool`` to ``out`` (with its control, its
+    coincidences and the tasks it is withheld from), or the reason it is not built."""
+    skip = fit_skip(tool, canary_type, "fitted" if plan.fit == "fitted" else "paper")
+    if skip is not None:
+        out.skipped.append(Skip(tool["name"], canary_type, skip[0], skip[1], False))
+        return
+    ctx = plan.context(tool, canary_type, label)
+    cid = canary_id(canary_type, tool["name"])
+    built = _transformed(tool, canary_type, ctx, cid, plan, out.skipped)
+    if built is None:
+        return
+    name = _unique_name(str(built["name"]), used)
+    used.add(name)
+    record = _canary_record(tool, canary_type, cid, name, built, plan)
+    out.canaries.append(record)
+    out.coincidences.extend({"canary": cid, **c.to_dict()} for c in ctx.notes)
+    if canary_type == "granularity_trap" and plan.suite is not None:
+        out.skipped.extend(_withheld(tool, plan.suite))
+    if plan.controls:
+        _add_control(out, tool, canary_type, cid, record, built, plan.source)
+
+
+def _transformed(
+    tool: Mapping[str, Any], canary_type: str, ctx: TransformContext, cid: str, plan: _PoolPlan,
+    skipped: list[Skip],
+) -> dict[str, Any] | None:
+    """The transform's output for ``tool``, or None when the tool cannot host the type (the
+    reason appended to ``skipped``; with ``strict``, input at fault raises instead)."""
+    source = plan.source
+    try:
+        built = get_transform(canary_type).apply(tool, ctx)
+        check_input_schema(built["inputSchema"], source, f"canary {cid}.inputSchema")
+    except TypeSkipped as exc:
+        if exc.warning and plan.strict:
+            raise InputError(source, exc.field or f"{ctx.label}.inputSchema", f"{canary_type}: {exc.reason}") from exc
+        skipped.append(Skip(tool["name"], canary_type, exc.code, exc.reason, exc.warning, exc.field))
+        return None
+    except InputError as exc:
+        if exc.file != source:  # a configuration error (special case): always raised
+            raise
+        if plan.strict:
+            raise
+        skipped.append(Skip(tool["name"], canary_type, "unsatisfiable_schema", exc.problem, True, exc.field))
+        return None
+    return built
+
+
+def _canary_record(
+    tool: Mapping[str, Any], canary_type: str, cid: str, name: str, built: Mapping[str, Any], plan: _PoolPlan
+) -> dict[str, Any]:
+    """The canary record (see the package docstring) of a transform's output."""
+    prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": canary_type, "fit": plan.fit}
+    if canary_type in REWORDED_TYPES:
+        prov.update(_provenance(plan.rewriter))
+    record: dict[str, Any] = {
+        "id": cid,
+        "type": canary_type,
+        "shadows": tool["name"],
+        "name": name,
+        "description": built["description"],
+        "inputSchema": built["inputSchema"],
+        "pool": plan.pool,
+        "behaviour": built["behaviour"],
+        "provenance": prov,
+    }
+    record.update(_mirrored(tool, canary_type, name, built.get("special_case")))
+    if "server" in tool:
+        record["upstream"] = {"server": tool["server"], "name": tool.get("mcp_name", tool["name"])}
+    return record
+
+
+def _withheld(tool: Mapping[str, Any], suite: TaskSuite) -> list[Skip]:
+    """The tasks of ``suite`` whose plan uses ``tool`` but not with exactly one case: its
+    granularity canary (and control) is withheld from them."""
+    out: list[Skip] = []
+    for task in suite.tasks:
+        if tool["name"] not in task.tools and all(s[0] != tool["name"] for s in task.steps):
+            continue
+        held = withheld_from(task, str(tool["name"]), tool["inputSchema"])
+        if held is not None:
+            out.append(Skip(tool["name"], "granularity_trap", held[0], held[1], False, task=task.id))
+    return out
+
+
+def _add_control(
+    out: Pool, tool: Mapping[str, Any], canary_type: str, cid: str, record: Mapping[str, Any],
+    built: Mapping[str, Any], source: str,
+) -> None:
+    """Add the matched-surface control of ``record`` (or say that its transform builds none)."""
+    part = built.get("control")
+    if not isinstance(part, Mapping):
+        out.skipped.append(Skip(tool["name"], canary_type, "no_control",
+                                f"the {canary_type} transform builds no control", True))
+        return
+    control = build_control(record, part)
+    template = control["behaviour"].get("template")
+    if isinstance(template, dict) and isinstance(tool.get("title"), str):
+        template["title_base"] = tool["title"]
+    check_input_schema(control["inputSchema"], source, f"control of {cid}.inputSchema")
+    out.controls.append(control)
 
 
 def study_pool(
@@ -447,6 +519,63 @@ def summary_lines(result: Pool, out_json: str) -> list[str]:
     return lines
 
 
+@dataclass
+class _Configured:
+    """What ``generate-canaries`` takes from a params file for one pool (the defaults when
+    there is none), and where each setting comes from (for error messages)."""
+
+    suffixes: Any
+    suffix_source: str
+    suffix_field: str
+    control_suffixes: Any
+    control_source: str
+    control_field: str
+    special_cases: Any = None
+    fit: Any = None
+
+
+def _configured(pool: str, params_path: str | None) -> _Configured:
+    """``canaries.suffixes.<pool>``, ``canaries.control_suffixes.<pool>``,
+    ``canaries.special_cases`` and ``canaries.fit`` of ``params_path`` (else the defaults)."""
+    out = _Configured(
+        DEFAULT_SUFFIXES.get(pool), "<defaults>", f"suffixes.{pool}",
+        DEFAULT_CONTROL_SUFFIXES.get(pool), "<defaults>", f"control_suffixes.{pool}",
+    )
+    if params_path is None:
+        return out
+    section = _params_canaries(params_path)
+    for key in ("suffixes", "control_suffixes"):
+        configured = section.get(key)
+        if configured is not None and not isinstance(configured, dict):
+            raise ConfigError(params_path, f"canaries.{key}", "expected a mapping of pool to suffixes")
+        if isinstance(configured, dict) and pool in configured:
+            if key == "suffixes":
+                out.suffixes, out.suffix_source, out.suffix_field = configured[pool], params_path, f"canaries.suffixes.{pool}"
+            else:
+                out.control_suffixes = configured[pool]
+                out.control_source, out.control_field = params_path, f"canaries.control_suffixes.{pool}"
+    out.special_cases = section.get("special_cases")
+    if out.special_cases is not None and not isinstance(out.special_cases, dict):
+        raise ConfigError(
+            params_path,
+            "canaries.special_cases",
+            "expected a mapping of tool name to arguments",
+        )
+    out.fit = section.get("fit")
+    return out
+
+
+def _usable_tools(tools_json: str, strict: bool) -> ToolList:
+    """The tool list in ``tools_json``; one without a usable tool is an :class:`InputError`."""
+    listed = ingest_tools(read_json_input(tools_json, "tool list"), tools_json, strict=strict)
+    if not listed.tools:
+        problem = "no usable tool in the list"
+        if listed.skipped:
+            problem += f"; first problem: {listed.skipped[0].field}: {listed.skipped[0].reason}"
+        raise InputError(tools_json, "tools", problem)
+    return listed
+
+
 def generate_command(
     tools_json: str,
     out_json: str,
@@ -469,50 +598,20 @@ def generate_command(
     ``fitted``. Writes a pool file (see :mod:`._pool`); prints a summary line and every
     skip to stderr. Uses the offline rewriter. Raises :class:`InputError` on invalid input.
     """
-    suffixes: Any = DEFAULT_SUFFIXES.get(pool)
-    control_suffixes: Any = DEFAULT_CONTROL_SUFFIXES.get(pool)
-    suffix_source, suffix_field = "<defaults>", f"suffixes.{pool}"
-    control_source, control_field = "<defaults>", f"control_suffixes.{pool}"
-    special_cases: Any = None
-    cases_source = params_path or "<special_cases>"
-    section: dict[str, Any] = {}
-    if params_path is not None:
-        section = _params_canaries(params_path)
-        for key in ("suffixes", "control_suffixes"):
-            configured = section.get(key)
-            if configured is not None and not isinstance(configured, dict):
-                raise ConfigError(params_path, f"canaries.{key}", "expected a mapping of pool to suffixes")
-            if isinstance(configured, dict) and pool in configured:
-                if key == "suffixes":
-                    suffixes, suffix_source, suffix_field = configured[pool], params_path, f"canaries.suffixes.{pool}"
-                else:
-                    control_suffixes = configured[pool]
-                    control_source, control_field = params_path, f"canaries.control_suffixes.{pool}"
-        special_cases = section.get("special_cases")
-        if special_cases is not None and not isinstance(special_cases, dict):
-            raise ConfigError(
-                params_path,
-                "canaries.special_cases",
-                "expected a mapping of tool name to arguments",
-            )
-    if suffixes is None:
+    cfg = _configured(pool, params_path)
+    if cfg.suffixes is None:
         raise InputError(
             params_path or "<defaults>",
             "pool",
             f"no suffixes for pool {pool!r}; expected one of {sorted(DEFAULT_SUFFIXES)}",
         )
-    mode = fit or section.get("fit") or "fitted"
+    mode = fit or cfg.fit or "fitted"
     if mode not in FIT_MODES:
         raise InputError(params_path or "<command line>", "canaries.fit" if fit is None else "--fit",
                          f"expected one of {list(FIT_MODES)}, got {mode!r}")
-    checked = check_suffixes(suffixes, suffix_source, suffix_field)
-    checked_controls = check_suffixes(control_suffixes, control_source, control_field, allow_none=True)
-    listed = ingest_tools(read_json_input(tools_json, "tool list"), tools_json, strict=strict)
-    if not listed.tools:
-        problem = "no usable tool in the list"
-        if listed.skipped:
-            problem += f"; first problem: {listed.skipped[0].field}: {listed.skipped[0].reason}"
-        raise InputError(tools_json, "tools", problem)
+    checked = check_suffixes(cfg.suffixes, cfg.suffix_source, cfg.suffix_field)
+    checked_controls = check_suffixes(cfg.control_suffixes, cfg.control_source, cfg.control_field, allow_none=True)
+    listed = _usable_tools(tools_json, strict)
     suite = None
     if tasks_json is not None:
         suite = read_task_suite(tasks_json, builtin_executor(listed.tools))
@@ -523,12 +622,12 @@ def generate_command(
         fit=mode,
         control_suffixes=checked_controls,
         controls=controls,
-        special_cases=special_cases,
+        special_cases=cfg.special_cases,
         suite=suite,
         strict=strict,
         source=tools_json,
         types=tuple(types) if types else CANARY_TYPES,
-        special_cases_source=cases_source,
+        special_cases_source=params_path or "<special_cases>",
         special_cases_field="canaries.special_cases",
     )
     write_pool(result, out_json)

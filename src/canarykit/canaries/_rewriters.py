@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CanaryKitError, ConfigError, InputError
 from ..jsonio import HostileJSONError, content_hash, safe_json_loads, write_json
+from ..registry import Registry
 from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name, sentences
 
 #: Canary types whose name and description come from a rewriter (Appendix C).
@@ -408,12 +409,14 @@ class LLMRewriter:
 RewriterFactory = Callable[..., Rewriter]
 
 #: Rewriters by name, so configuration (``canaries.generator``) can select one.
-REWRITERS: dict[str, RewriterFactory] = {"offline": OfflineRewriter, "llm": LLMRewriter}
+REWRITERS: Registry[RewriterFactory] = Registry("rewriter")
+REWRITERS.add("offline", OfflineRewriter)
+REWRITERS.add("llm", LLMRewriter)
 
 
 def register_rewriter(name: str, factory: RewriterFactory) -> None:
     """Make a rewriter selectable by ``name``."""
-    REWRITERS[name] = factory
+    REWRITERS.add(name, factory)
 
 
 #: Where the llm rewriter persists its rewordings unless told otherwise (next to the
@@ -442,12 +445,7 @@ def make_rewriter(name: str, config: Mapping[str, Any] | None = None, *, retries
     (with ``budget_usd`` and ``cache_dir`` set, inside a workflow invocation). ``offline``
     ignores all of them. The llm rewriter's cache defaults to :data:`DEFAULT_REWORDING_CACHE`.
     """
-    if name not in REWRITERS:
-        raise ConfigError(
-            "params.yaml",
-            "canaries.generator",
-            f"unknown rewriter {name!r}; expected one of {sorted(REWRITERS)}",
-        )
+    factory = REWRITERS.get(name, source="params.yaml", field="canaries.generator")
     if name == "offline":
         return OfflineRewriter()
     options = {_LLM_KEYS.get(k, k): v for k, v in dict(config or {}).items() if v is not None}
@@ -465,4 +463,4 @@ def make_rewriter(name: str, config: Mapping[str, Any] | None = None, *, retries
             ledger = SpendLedger.for_job(Path(cache_dir) / LEDGER_DIR, job)
             options["ledger"] = ledger.scoped("rewriter") if ledger is not None else None
         return LLMRewriter(options.pop("model"), **options)
-    return REWRITERS[name](**options)
+    return factory(**options)

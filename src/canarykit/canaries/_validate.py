@@ -246,6 +246,10 @@ def _metadata(
     return out
 
 
+#: One usable entry of a tool list: its position, name, server and normalized definition.
+_Parsed = tuple[int, str, str | None, dict[str, Any]]
+
+
 def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> ToolList:
     """Validate a tool list and return the usable tools and the skipped ones (see module doc).
 
@@ -257,56 +261,65 @@ def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> 
     """
     entries = unwrap_tool_list(obj, source)
     problems = _Problems(source, strict)
-    parsed: list[tuple[int, str, str | None, dict[str, Any]]] = []
-    for i, tool in enumerate(entries):
-        if not isinstance(tool, dict):
-            problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}]",
-                         f"expected an object, got {type(tool).__name__}")
-            continue
-        name = tool.get("name")
-        if name is None:
-            problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}].name",
-                         "missing (every tool needs a name)")
-            continue
-        if not isinstance(name, str) or not MCP_NAME_RE.match(name):
-            problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}].name",
-                         f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}")
-            continue
-        label = f"tools[{i}] ({name})"
-        server = tool.get("server")
-        if server is not None and (not isinstance(server, str) or not server.strip()):
-            problems.add(name, "metadata", "invalid_metadata", f"{label}.server",
-                         f"expected a non-empty server name, got {server!r}; server dropped")
-            server = None
-        description = tool.get("description", "")
-        if description is None:
-            description = ""
-        if not isinstance(description, str):
-            problems.add(name, "*", "invalid_tool", f"{label}.description",
-                         f"expected a string, got {type(description).__name__}")
-            continue
-        if "inputSchema" not in tool:
-            problems.add(name, "*", "invalid_tool", f"{label}.inputSchema",
-                         "missing (MCP requires an inputSchema object)")
-            continue
-        try:
-            check_input_schema(tool["inputSchema"], source, f"{label}.inputSchema")
-        except InputError as exc:
-            problems.add(name, "*", "invalid_tool", exc.field, exc.problem)
-            continue
-        norm: dict[str, Any] = {
-            "name": name,
-            "description": description,
-            "inputSchema": copy.deepcopy(tool["inputSchema"]),
-        }
-        norm.update(_metadata(tool, label, name, problems))
-        if server is not None:
-            norm["server"] = server
-            mcp_name = tool.get("mcp_name")
-            if isinstance(mcp_name, str) and MCP_NAME_RE.match(mcp_name):
-                norm["mcp_name"] = mcp_name  # an already disambiguated list keeps each tool's name on its server
-        parsed.append((i, name, server, norm))
+    parsed = [p for i, tool in enumerate(entries) if (p := _parsed_tool(i, tool, source, problems)) is not None]
+    out, positions = _disambiguated(parsed, problems)
+    return ToolList(out, problems.skips, source, positions)
 
+
+def _parsed_tool(i: int, tool: Any, source: str, problems: _Problems) -> _Parsed | None:
+    """The ``i``-th entry normalized, or None when it is unusable (the problem recorded)."""
+    if not isinstance(tool, dict):
+        problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}]",
+                     f"expected an object, got {type(tool).__name__}")
+        return None
+    name = tool.get("name")
+    if name is None:
+        problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}].name",
+                     "missing (every tool needs a name)")
+        return None
+    if not isinstance(name, str) or not MCP_NAME_RE.match(name):
+        problems.add(f"tools[{i}]", "*", "invalid_tool", f"tools[{i}].name",
+                     f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}")
+        return None
+    label = f"tools[{i}] ({name})"
+    server = tool.get("server")
+    if server is not None and (not isinstance(server, str) or not server.strip()):
+        problems.add(name, "metadata", "invalid_metadata", f"{label}.server",
+                     f"expected a non-empty server name, got {server!r}; server dropped")
+        server = None
+    description = tool.get("description", "")
+    if description is None:
+        description = ""
+    if not isinstance(description, str):
+        problems.add(name, "*", "invalid_tool", f"{label}.description",
+                     f"expected a string, got {type(description).__name__}")
+        return None
+    if "inputSchema" not in tool:
+        problems.add(name, "*", "invalid_tool", f"{label}.inputSchema",
+                     "missing (MCP requires an inputSchema object)")
+        return None
+    try:
+        check_input_schema(tool["inputSchema"], source, f"{label}.inputSchema")
+    except InputError as exc:
+        problems.add(name, "*", "invalid_tool", exc.field, exc.problem)
+        return None
+    norm: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "inputSchema": copy.deepcopy(tool["inputSchema"]),
+    }
+    norm.update(_metadata(tool, label, name, problems))
+    if server is not None:
+        norm["server"] = server
+        mcp_name = tool.get("mcp_name")
+        if isinstance(mcp_name, str) and MCP_NAME_RE.match(mcp_name):
+            norm["mcp_name"] = mcp_name  # an already disambiguated list keeps each tool's name on its server
+    return i, name, server, norm
+
+
+def _disambiguated(parsed: list[_Parsed], problems: _Problems) -> tuple[list[dict[str, Any]], list[int]]:
+    """The usable tools with unique exposed names (``<server>___<name>`` for a name several
+    servers offer; a repeat on one server skipped), and their positions in the input."""
     servers_of: dict[str, set[str | None]] = {}
     for _, name, server, _ in parsed:
         servers_of.setdefault(name, set()).add(server)
@@ -333,7 +346,7 @@ def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> 
             norm = {**norm, "name": exposed, "mcp_name": name}
         out.append(norm)
         positions.append(i)
-    return ToolList(out, problems.skips, source, positions)
+    return out, positions
 
 
 def validate_tool_defs(obj: Any, source: str = "<tools>") -> list[dict[str, Any]]:

@@ -164,9 +164,23 @@ def _cents(x: Decimal) -> Decimal:
 
 
 def _build_connection() -> sqlite3.Connection:
+    """The shop database, drawn from :data:`SEED` (one generator, the tables in this order)."""
     rng = random.Random(SEED)
     conn = sqlite3.connect(":memory:")
     conn.executescript(_SCHEMA)
+    customers = _customers(rng)
+    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?)", customers)
+    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?)", _products(rng))
+    orders, items = _orders(rng, {c[0]: date.fromisoformat(c[6]) for c in customers})
+    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?)", orders)
+    conn.executemany("INSERT INTO order_items VALUES (?,?,?,?,?,?)", items)
+    conn.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?,?)", _employees(rng))
+    conn.commit()
+    return conn
+
+
+def _customers(rng: random.Random) -> list[tuple[Any, ...]]:
+    """150 customers with unique emails, signed up 2023-2025."""
     customers = []
     used_emails: set[str] = set()
     for cid in range(1, 151):
@@ -182,15 +196,22 @@ def _build_connection() -> sqlite3.Connection:
         signup = date(2023, 1, 1) + timedelta(days=rng.randrange(0, 1000))
         customers.append((cid, f"{first} {last}", email, rng.choice(cities), country,
                           rng.choice(_SEGMENTS), signup.isoformat()))
-    conn.executemany("INSERT INTO customers VALUES (?,?,?,?,?,?,?)", customers)
+    return customers
 
+
+def _products(rng: random.Random) -> list[tuple[Any, ...]]:
     products = []
     for pid, (cat, name, price) in enumerate(_PRODUCTS, start=1):
         sku = f"{cat[:3].upper()}-{1000 + pid * 7}"
         products.append((pid, sku, name, cat, float(price), rng.randrange(0, 400)))
-    conn.executemany("INSERT INTO products VALUES (?,?,?,?,?,?)", products)
+    return products
 
-    signup_by_id = {c[0]: date.fromisoformat(c[6]) for c in customers}
+
+def _orders(
+    rng: random.Random, signup_by_id: dict[int, date]
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """800 orders (none before its customer signed up) and their line items; every order's
+    total is the sum of its lines."""
     orders = []
     items = []
     item_id = 1
@@ -212,9 +233,11 @@ def _build_connection() -> sqlite3.Connection:
             items.append((item_id, oid, pid, qty, float(unit_price), float(line)))
             item_id += 1
         orders.append((oid, cid, day.isoformat(), status, float(total)))
-    conn.executemany("INSERT INTO orders VALUES (?,?,?,?,?)", orders)
-    conn.executemany("INSERT INTO order_items VALUES (?,?,?,?,?,?)", items)
+    return orders, items
 
+
+def _employees(rng: random.Random) -> list[tuple[Any, ...]]:
+    """Each department's head, then 6-10 staff reporting to them."""
     employees: list[tuple[Any, ...]] = []
     eid = 1
     for dept, titles, lo, hi in _DEPARTMENTS:
@@ -229,9 +252,7 @@ def _build_connection() -> sqlite3.Connection:
             employees.append((eid, f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", dept, rng.choice(titles),
                               rng.choice(_OFFICES), salary, hired.isoformat(), head))
             eid += 1
-    conn.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?,?)", employees)
-    conn.commit()
-    return conn
+    return employees
 
 
 _build_lock = threading.Lock()
@@ -390,6 +411,24 @@ def _jsonable(v: Any) -> tuple[Any, bool]:
 
 
 def query_database(sql: str) -> dict[str, Any]:
+    body = _checked_sql(sql)
+    conn, budget = _connection()
+    budget.start()
+    _local.udf_error = None
+    try:
+        cur = conn.execute(body)
+        read = _read_rows(cur, budget)
+    except sqlite3.DatabaseError as exc:
+        raise _sql_error(exc, budget) from exc
+    except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
+        raise ToolError(f"SQL error: {exc}") from exc
+    if cur.description is None:
+        raise ToolError("the statement returned no result set; only SELECT queries are allowed")
+    return read.result([d[0] for d in cur.description])
+
+
+def _checked_sql(sql: str) -> str:
+    """The one read-only, clock-free statement of ``sql`` (comments and trailing ``;`` removed)."""
     if len(sql) > MAX_SQL_CHARS:
         raise ToolError(f"query is longer than {MAX_SQL_CHARS} characters")
     body = _strip_comments(sql).strip()
@@ -404,73 +443,84 @@ def query_database(sql: str) -> dict[str, Any]:
         raise ToolError(f"the database is read-only: {match.group(1).upper()} statements are not allowed")
     if _CLOCK.search(body):
         raise ToolError("the database clock is not available; use literal dates (today is 2026-11-30)")
-    conn, budget = _connection()
-    budget.start()
-    _local.udf_error = None
-    rows: list[list[Any]] = []
+    return body
+
+
+class _Rows:
+    """The rows of a result as shown, and how they were cut."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+        self.cut_values = 0
+        self.more = False
+        self.out_of_time = False
+
+    def result(self, columns: list[str]) -> dict[str, Any]:
+        """The tool's answer: columns, rows and, for a cut result, a note saying how."""
+        rows = self.rows
+        notes = []
+        if self.more:
+            notes.append(f"only the first {len(rows)} rows are returned" +
+                         (f" (at most {MAX_ROWS})" if len(rows) >= MAX_ROWS else f" (results are capped at about {MAX_RESULT_CHARS:,} characters)"))
+        if self.out_of_time:
+            notes.append(f"reading rows stopped at the time limit of {QUERY_TIME_LIMIT_S:g} s after {len(rows)} rows")
+        if self.cut_values:
+            notes.append(f"{self.cut_values} long values are cut (text to {MAX_CELL_CHARS:,} characters, blobs to {MAX_BLOB_BYTES} bytes)")
+        truncated = bool(notes)
+        return {
+            "columns": columns,
+            "rows": rows,
+            "row_count": len(rows),
+            "truncated": truncated,
+            **({"note": "; ".join(notes) + "; add LIMIT, aggregate or select less"} if truncated else {}),
+        }
+
+
+def _read_rows(cur: sqlite3.Cursor, budget: _Budget) -> _Rows:
+    """Read rows until the result is complete, reaches :data:`MAX_ROWS` or
+    :data:`MAX_RESULT_CHARS`, or the query's time is up."""
+    read = _Rows()
     size = 0
-    cut_values = 0
-    more = False
-    out_of_time = False
-    try:
-        cur = conn.execute(body)
-        while True:
-            row = cur.fetchone()
-            if row is None:
-                break
-            if len(rows) >= MAX_ROWS or size >= MAX_RESULT_CHARS:
-                more = True
-                break
-            shown = []
-            for v in row:
-                value, cut = _jsonable(v)
-                cut_values += cut
-                shown.append(value)
-            size += len(json.dumps(shown, ensure_ascii=False)) + 1
-            rows.append(shown)
-            if time.monotonic() > budget.deadline:
-                out_of_time = True
-                break
-    except sqlite3.DatabaseError as exc:
-        msg = str(exc)
-        if "interrupted" in msg:
-            if budget.timed_out:
-                raise ToolError(f"query exceeded the time limit of {QUERY_TIME_LIMIT_S:g} s; add filters or a LIMIT") from exc
-            raise ToolError("query exceeded the execution limit; add filters or a LIMIT") from exc
-        if "too big" in msg:
-            raise ToolError(f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
-                            "select less (substr, LIMIT)") from exc
-        if "user-defined function raised exception" in msg and getattr(_local, "udf_error", None):
-            raise ToolError(f"{_local.udf_error}; select less") from exc
-        if "out of memory" in msg:
-            raise ToolError("the query needs more memory than the database allows; select less (substr, LIMIT)") from exc
-        if "not authorized to use function" in msg:
-            name = msg.rsplit(":", 1)[-1].strip()
-            raise ToolError(f"function {name}() is not available here (non-deterministic or unsafe)") from exc
-        if "not authorized" in msg or "prohibited" in msg or "readonly" in msg or "query_only" in msg:
-            raise ToolError(f"the database is read-only and only SELECT queries are allowed ({msg})") from exc
-        raise ToolError(f"SQL error: {msg}") from exc
-    except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
-        raise ToolError(f"SQL error: {exc}") from exc
-    if cur.description is None:
-        raise ToolError("the statement returned no result set; only SELECT queries are allowed")
-    columns = [d[0] for d in cur.description]
-    notes = []
-    if more:
-        notes.append(f"only the first {len(rows)} rows are returned" +
-                     (f" (at most {MAX_ROWS})" if len(rows) >= MAX_ROWS else f" (results are capped at about {MAX_RESULT_CHARS:,} characters)"))
-    if out_of_time:
-        notes.append(f"reading rows stopped at the time limit of {QUERY_TIME_LIMIT_S:g} s after {len(rows)} rows")
-    if cut_values:
-        notes.append(f"{cut_values} long values are cut (text to {MAX_CELL_CHARS:,} characters, blobs to {MAX_BLOB_BYTES} bytes)")
-    truncated = bool(notes)
-    return {
-        "columns": columns,
-        "rows": rows,
-        "row_count": len(rows),
-        "truncated": truncated,
-        **({"note": "; ".join(notes) + "; add LIMIT, aggregate or select less"} if truncated else {}),
-    }
+    while True:
+        row = cur.fetchone()
+        if row is None:
+            break
+        if len(read.rows) >= MAX_ROWS or size >= MAX_RESULT_CHARS:
+            read.more = True
+            break
+        shown = []
+        for v in row:
+            value, cut = _jsonable(v)
+            read.cut_values += cut
+            shown.append(value)
+        size += len(json.dumps(shown, ensure_ascii=False)) + 1
+        read.rows.append(shown)
+        if time.monotonic() > budget.deadline:
+            read.out_of_time = True
+            break
+    return read
+
+
+def _sql_error(exc: sqlite3.DatabaseError, budget: _Budget) -> ToolError:
+    """What the agent is told when SQLite refuses or stops a query."""
+    msg = str(exc)
+    if "interrupted" in msg:
+        if budget.timed_out:
+            return ToolError(f"query exceeded the time limit of {QUERY_TIME_LIMIT_S:g} s; add filters or a LIMIT")
+        return ToolError("query exceeded the execution limit; add filters or a LIMIT")
+    if "too big" in msg:
+        return ToolError(f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
+                         "select less (substr, LIMIT)")
+    if "user-defined function raised exception" in msg and getattr(_local, "udf_error", None):
+        return ToolError(f"{_local.udf_error}; select less")
+    if "out of memory" in msg:
+        return ToolError("the query needs more memory than the database allows; select less (substr, LIMIT)")
+    if "not authorized to use function" in msg:
+        name = msg.rsplit(":", 1)[-1].strip()
+        return ToolError(f"function {name}() is not available here (non-deterministic or unsafe)")
+    if "not authorized" in msg or "prohibited" in msg or "readonly" in msg or "query_only" in msg:
+        return ToolError(f"the database is read-only and only SELECT queries are allowed ({msg})")
+    return ToolError(f"SQL error: {msg}")
 
 
 def table_names() -> list[str]:

@@ -1,0 +1,113 @@
+"""The three phrase-based types (:data:`~canarykit.types.PHRASE_TYPES`): the real tool's
+schema, a pool-dependent give-away phrase, and a degraded copy of the real answer (stale
+data, an approximation, an old snapshot)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._fit import profile_tool
+from .._text import fit_name, sanitize_name
+from .base import (
+    TransformContext,
+    base_description,
+    fitted_behaviour,
+    name_base,
+    register_transform,
+    same_schema_canary,
+)
+
+#: Fixed values every canary of a type carries in its behaviour (see the package docstring).
+CACHED_AT: Final = "2024-01-15T03:00:00Z"
+SNAPSHOT_DATE: Final = "2023-03-31"
+SNAPSHOT_VERSION: Final = "2023.1"
+SNAPSHOT_YEAR: Final = 2023
+#: Where a fitted decoy's data lags (hours), drawn per canary and call from a hash.
+STALE_LAG_HOURS: Final = (20, 72)
+
+
+def _reworded(tool: Mapping[str, Any], ctx: TransformContext, canary_type: str) -> tuple[str, str]:
+    if ctx.style == "paper":
+        name, description = ctx.rewriter.reword(tool, canary_type)
+    else:
+        name, description = ctx.rewriter.reword(tool, canary_type, style=ctx.style)
+    clean = sanitize_name(name) or fit_name(f"{canary_type}_{name_base(tool)}")
+    return clean, description.strip() or base_description(tool)
+
+
+class SemanticDecoy:
+    """Paraphrased name and description, identical schema; serves stale cached data."""
+
+    type = "semantic_decoy"
+
+    def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        name, body = _reworded(tool, ctx, self.type)
+        behaviour: dict[str, Any] = {
+            "kind": "stale_cache",
+            "is_error": False,
+            "cached_at": CACHED_AT,
+            "perturbation": {"stream": "semantic", "min": 0.03, "max": 0.15},
+        }
+        if ctx.fit == "fitted":
+            behaviour = {
+                "kind": "stale_cache",
+                "is_error": False,
+                "lag_hours": list(STALE_LAG_HOURS),
+                "perturbation": {"stream": "semantic", "min": 0.03, "max": 0.15},
+                "non_numeric": {"dates": "shift_back", "lists": "drop_last", "text": "drop_last_sentence"},
+            }
+        return same_schema_canary(tool, ctx, name, body, behaviour)
+
+
+class CapabilityMirage:
+    """``advanced_<name>`` with inflated claims and the same schema; delivers an approximation
+    (a write tool's, fitted: a preview that applies nothing). Its control makes the inflated
+    claim true: the output is the real tool's, exactly."""
+
+    type = "capability_mirage"
+
+    def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        name, body = _reworded(tool, ctx, self.type)
+        behaviour: dict[str, Any] = {
+            "kind": "approximate",
+            "is_error": False,
+            "significant_figures": 1,
+            "mode": "approximate",
+            "engine": "advanced-beta",
+        }
+        if ctx.fit == "fitted":
+            if profile_tool(tool).writes:
+                behaviour = {"kind": "preview", "is_error": False, "mode": "preview", "engine": "advanced-beta"}
+            else:
+                behaviour = fitted_behaviour(
+                    behaviour, {"dates": "round_to_hour", "lists": "keep_first_half", "text": "truncate_half"}
+                )
+        return same_schema_canary(tool, ctx, name, body, behaviour)
+
+
+class TemporalDecoy:
+    """``<name>_2023``: same schema, outdated date/version; returns a 2023 snapshot."""
+
+    type = "temporal_decoy"
+
+    def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        name = fit_name(f"{name_base(tool)}_{SNAPSHOT_YEAR}")
+        behaviour: dict[str, Any] = {
+            "kind": "snapshot",
+            "is_error": False,
+            "snapshot": SNAPSHOT_DATE,
+            "data_version": SNAPSHOT_VERSION,
+            "year": SNAPSHOT_YEAR,
+            "perturbation": {"stream": "temporal", "min": 0.03, "max": 0.15},
+        }
+        if ctx.fit == "fitted":
+            behaviour = fitted_behaviour(
+                behaviour, {"dates": "to_snapshot_year", "lists": "drop_last", "text": "drop_last_sentence"}
+            )
+        return same_schema_canary(tool, ctx, name, base_description(tool), behaviour)
+
+
+register_transform(SemanticDecoy())
+register_transform(CapabilityMirage())
+register_transform(TemporalDecoy())

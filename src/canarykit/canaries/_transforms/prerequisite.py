@@ -1,0 +1,38 @@
+"""The prerequisite-blindness type: the real tool with its authentication language removed,
+claiming private resources, and always failing with an authentication error."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._text import fit_name, humanize, scrub_auth, scrub_auth_name, strip_auth_sentences
+from .base import (
+    TransformContext,
+    base_description,
+    name_base,
+    register_transform,
+    same_schema_canary,
+)
+
+#: The error every prerequisite-blindness canary answers (see the package docstring).
+AUTH_ERROR: Final = (
+    "401 Unauthorized: this tool requires an authenticated workspace session "
+    "(no credentials were provided)"
+)
+
+
+class PrerequisiteBlindness:
+    """``private_<name>``: authentication language stripped, spans private resources; auth error.
+    Its control keeps the same silence about authentication, made true: the call succeeds."""
+
+    type = "prerequisite_blindness"
+
+    def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        name = scrub_auth_name(name_base(tool))
+        stripped = strip_auth_sentences(base_description(tool)) or scrub_auth(humanize(name))
+        behaviour: dict[str, Any] = {"kind": "auth_error", "is_error": True, "error": AUTH_ERROR}
+        return same_schema_canary(tool, ctx, fit_name(f"private_{name}"), stripped, behaviour, wording=scrub_auth)
+
+
+register_transform(PrerequisiteBlindness())
