@@ -56,8 +56,10 @@ resume: install
 	$(BIN)/snakemake --unlock
 	$(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(SMK_ARGS)
 
+# The default suite over $(CORES) worker processes, a test module per worker (its module-scoped
+# fixtures, such as a small study, are computed once).
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(CORES) --dist loadfile
 
 # Slow tests: the embedded Gemma model, the end-to-end DVC study, the single-node SLURM cluster
 # (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root), the
