@@ -60,7 +60,13 @@ from typing import Any, Final, Literal
 import polars as pl
 
 from .errors import InputError
-from .records import OfferedTool, RunRecord, canary_before_real, read_record
+from .records import (
+    OfferedTool,
+    RunRecord,
+    ToolCallEvent,
+    canary_before_real,
+    read_record,
+)
 from .types import CANARY_TYPES
 
 CallClass = Literal["real", "canary", "control", "unknown"]
@@ -133,11 +139,6 @@ class ClassifiedCall:
         }
 
 
-def record_path(store_dir: str | os.PathLike[str], run_id: str) -> Path:
-    """Where the runner stores the record of ``run_id``: ``store_dir/<run_id[:2]>/<run_id>.json``."""
-    return Path(store_dir) / run_id[:2] / f"{run_id}.json"
-
-
 def load_records(
     index_df: pl.DataFrame, store_dir: str | os.PathLike[str], source: str = "index"
 ) -> list[RunRecord]:
@@ -186,6 +187,19 @@ def _offered_by_name(offered: Iterable[OfferedTool]) -> dict[str, OfferedTool]:
     for tool in offered:
         out.setdefault(tool.name, tool)
     return out
+
+
+def record_path(store_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """Where the runner stores the record of ``run_id``: ``store_dir/<run_id[:2]>/<run_id>.json``."""
+    return Path(store_dir) / run_id[:2] / f"{run_id}.json"
+
+
+def call_event(record: RunRecord, call: ClassifiedCall) -> ToolCallEvent:
+    """The ``tool_call`` event of ``record`` that ``call`` classifies."""
+    event = record.events[call.idx]
+    if not isinstance(event, ToolCallEvent):
+        raise ValueError(f"event {call.idx} of run {record.run_id} is a {event.kind}, not a tool call")
+    return event
 
 
 def classify_calls(record: RunRecord) -> list[ClassifiedCall]:

@@ -53,14 +53,13 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..jsonio import atomic_write_text, content_hash, pretty_json, write_json
-from ..records import Event, OfferedTool, RunRecord, Usage, read_record
+from ..jsonio import atomic_write_text, content_hash, write_json
+from ..records import RunRecord, read_record, record_json
 from .secrets import configured_values, scrub_values
 
 #: Model-spec keys that name or group a model, or say where its key lives: not part of what
@@ -129,38 +128,6 @@ def run_id_for(ident_hash: str, model: str, group: str, condition: str, pool: st
         {"identity": ident_hash, "model": model, "group": group, "condition": condition, "pool": pool, "seed": seed, "task_id": task_id},
         length=40,
     )
-
-
-_RECORD_FIELDS = tuple(f.name for f in fields(RunRecord))
-_EVENT_FIELDS = tuple(f.name for f in fields(Event))
-_OFFERED_FIELDS = tuple(f.name for f in fields(OfferedTool))
-
-
-def _usage(u: Usage) -> dict[str, int]:
-    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
-
-
-def _event_dict(e: Event) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in _EVENT_FIELDS:
-        v = getattr(e, name)
-        if v is not None:
-            out[name] = _usage(v) if name == "usage" else v
-    return out
-
-
-def record_dict(record: RunRecord) -> dict[str, Any]:
-    """``record.to_dict()`` without its deep copies (the records are serialised at once).
-
-    :meth:`RunRecord.to_dict` goes through ``dataclasses.asdict``, which deep-copies every
-    nested value and costs more than the rest of a reference run; the JSON is identical
-    (a test pins ``pretty_json(record_dict(r)) == pretty_json(r.to_dict())``).
-    """
-    d = {name: getattr(record, name) for name in _RECORD_FIELDS}
-    d["usage"] = _usage(record.usage)
-    d["events"] = [_event_dict(e) for e in record.events]
-    d["offered"] = [{k: v for k in _OFFERED_FIELDS if (v := getattr(o, k)) is not None} for o in record.offered]
-    return d
 
 
 #: Claims held by this process. POSIX locks belong to a process, so a second claim of the same
@@ -288,7 +255,7 @@ class RunStore:
         same list under the other pool) reuses it instead of executing again.
         """
         p = self.path(record.run_id)
-        text = pretty_json(record_dict(record))
+        text = record_json(record)
         if self._secrets:
             text = scrub_values(text, self._secrets)
         atomic_write_text(p, text)
