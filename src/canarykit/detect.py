@@ -54,7 +54,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, Literal
 
 import polars as pl
@@ -66,6 +65,7 @@ from .records import (
     ToolCallEvent,
     canary_before_real,
     read_record,
+    record_path,
 )
 from .types import CANARY_TYPES
 
@@ -153,7 +153,10 @@ def load_records(
             raise InputError(source, col, "missing column in the run index")
     records: list[RunRecord] = []
     for row in index_df.iter_rows(named=True):
-        path = record_path(store_dir, row["run_id"])
+        try:
+            path = record_path(store_dir, str(row["run_id"]))
+        except ValueError:
+            raise InputError(source, "run_id", f"{row['run_id']!r} is not a run id") from None
         if path.exists():
             records.append(read_record(path))
         elif row["error"]:
@@ -187,11 +190,6 @@ def _offered_by_name(offered: Iterable[OfferedTool]) -> dict[str, OfferedTool]:
     for tool in offered:
         out.setdefault(tool.name, tool)
     return out
-
-
-def record_path(store_dir: str | os.PathLike[str], run_id: str) -> Path:
-    """Where the runner stores the record of ``run_id``: ``store_dir/<run_id[:2]>/<run_id>.json``."""
-    return Path(store_dir) / run_id[:2] / f"{run_id}.json"
 
 
 def call_event(record: RunRecord, call: ClassifiedCall) -> ToolCallEvent:

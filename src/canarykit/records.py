@@ -8,6 +8,7 @@ Flattening to tables (:func:`events_table`) is declarative and validated by pand
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, Literal, TypeAlias, cast, get_args
 import pandera.polars as pa
 import polars as pl
 
+from .castore import ContentStore
 from .errors import InputError
 from .jsonio import atomic_write_text, pretty_json, read_json_input
 
@@ -324,6 +326,17 @@ def record_json(record: RunRecord) -> str:
 def write_record(path: str | Path, record: RunRecord) -> None:
     """Atomically write a record: a crash leaves the old file or none, never half a record."""
     atomic_write_text(path, record_json(record))
+
+
+def record_store(store_dir: str | os.PathLike[str]) -> ContentStore:
+    """The records of a run store, by run id: ``store_dir/<run_id[:2]>/<run_id>.json``."""
+    return ContentStore(store_dir)
+
+
+def record_path(store_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """Where the run store ``store_dir`` keeps the record of ``run_id`` (``ValueError`` if
+    ``run_id`` is not a content key)."""
+    return record_store(store_dir).path(run_id)
 
 
 def read_record(path: str | Path) -> RunRecord:
