@@ -54,7 +54,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import polars as pl
 
@@ -67,9 +67,7 @@ from .records import (
     read_record,
     record_path,
 )
-from .types import CANARY_TYPES
-
-CallClass = Literal["real", "canary", "control", "unknown"]
+from .types import CANARY_TYPES, CallClass
 
 #: Columns of the per-call table, in order.
 CALL_COLUMNS: Final[dict[str, Any]] = {

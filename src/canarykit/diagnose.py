@@ -29,12 +29,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import Any, Final
 
 import pandera.polars as pa
 import polars as pl
 
-from .detect import CALL_COLUMNS, CallClass, call_event, classify_calls, run_metrics
+from .detect import CALL_COLUMNS, call_event, classify_calls, run_metrics
 from .errors import InputError
 from .jsonio import write_json
 from .records import (
@@ -46,7 +46,7 @@ from .records import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from .types import CANARY_TYPES
+from .types import CALL_CLASSES, CANARY_TYPES
 
 __all__ = ["CALLS_COLUMNS", "DiagnosisCallsTable", "Session", "diagnose", "diagnose_command", "read_traces"]
 
@@ -65,7 +65,7 @@ CALLS_COLUMNS: Final[dict[str, Any]] = {
     "duration_ms": pl.Float64,
     "upstream_ms": pl.Float64,
 }
-CLASSES: Final = get_args(CallClass)
+CLASSES: Final = CALL_CLASSES
 
 
 class DiagnosisCallsTable(pa.DataFrameModel):

@@ -20,23 +20,9 @@ import polars as pl
 from .castore import ContentStore
 from .errors import InputError
 from .jsonio import atomic_write_text, pretty_json, read_json_input
+from .types import CALL_STATUSES, LEGACY_STATUSES, RUN_STATUSES, RunStatus
 
 RECORD_SCHEMA_VERSION = 1
-
-#: How a tool call was received. ``malformed_arguments``: not a JSON object (unparseable);
-#: ``invalid_arguments``: a JSON object that fails the offered tool's schema (still a call of
-#: that tool: a parameter-trap canary called without its api_key is a sprung trap);
-#: ``unknown_tool``: a name that was not offered.
-CallStatus = Literal["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"]
-CALL_STATUSES: tuple[str, ...] = get_args(CallStatus)
-
-#: How a run ended: a final answer (``completed``), cut off by ``agent.max_turns`` without a
-#: final answer (``truncated``), or a backend error that outlived the retries (``error``).
-RunStatus = Literal["completed", "truncated", "error"]
-RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
-#: Earlier versions called a truncated run ``turn_limit``: such records read as ``truncated``.
-LEGACY_STATUSES: dict[str, str] = {"turn_limit": "truncated"}
-
 
 def normalise_status(status: str) -> str:
     """A run status in today's vocabulary (``turn_limit`` -> ``truncated``)."""
@@ -107,7 +93,7 @@ class ModelTurnEvent(_EventBase):
 @dataclass(frozen=True, kw_only=True)
 class ToolCallEvent(_EventBase):
     """A tool call as received: ``arguments`` (parsed object or None), ``raw_arguments``
-    (the text received), ``status`` (:data:`CallStatus`)."""
+    (the text received), ``status`` (:data:`~canarykit.types.CallStatus`)."""
 
     kind: Literal["tool_call"] = field(default="tool_call", init=False)
     turn: int
@@ -134,7 +120,7 @@ class ToolResultEvent(_EventBase):
 @dataclass(frozen=True, kw_only=True)
 class ToolErrorEvent(_EventBase):
     """The loop refused the call (malformed or invalid arguments, tool not offered) and
-    answered ``message``; ``status`` says why (:data:`CallStatus`)."""
+    answered ``message``; ``status`` says why (:data:`~canarykit.types.CallStatus`)."""
 
     kind: Literal["tool_error"] = field(default="tool_error", init=False)
     turn: int

@@ -39,20 +39,18 @@ from ..errors import ToolEnvironmentError, clip
 from ..jsonio import canonical_json, content_hash, safe_json_loads
 from ..records import (
     BackendErrorEvent,
-    CallStatus,
     Event,
     FinalAnswerEvent,
     ModelTurnEvent,
     OfferedTool,
     RunRecord,
-    RunStatus,
     ToolCallEvent,
     ToolErrorEvent,
     ToolResultEvent,
     Usage,
 )
 from ..tools._common import cap_result
-from ..types import ToolResult
+from ..types import CallStatus, RunStatus, ToolResult
 from .calls import BackendFailure, ModelCaller
 from .protocol import Backend, ChatRequest, ChatResponse, RunContext
 from .store import identity_hash, model_identity, run_id_for, run_identity

@@ -5,15 +5,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ..detect import ClassifiedCall, call_event, classify_calls
 from ..errors import ConfigError
 from ..jsonio import canonical_json
 from ..records import RunRecord, ToolErrorEvent, ToolResultEvent
-
-VerdictStatus = Literal["ok", "unparseable", "error"]
-VERDICT_STATUSES: Final[tuple[str, ...]] = get_args(VerdictStatus)
+from ..types import VERDICT_STATUSES, VerdictStatus
 
 #: Each tool result is capped at this many characters in the rendered trace.
 RESULT_CAP: Final[int] = 2000
