@@ -35,12 +35,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 from ._text import split_name
 
 FitMode = Literal["paper", "fitted"]
-FIT_MODES: Final = get_args(FitMode)
+FIT_MODES: Final = ("paper", "fitted")
 
 
 def _words(text: str) -> frozenset[str]:
