@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 from typing import Any
@@ -208,3 +209,30 @@ def test_store_writes_exactly_what_write_record_writes(tmp_path: Any) -> None:
         write_record(tmp_path / "ref.json", r)
         assert p.read_bytes() == (tmp_path / "ref.json").read_bytes() == pretty_json(r.to_dict()).encode()
         assert read_record(p).to_dict() == r.to_dict()
+
+
+def test_store_reads_back_only_finished_runs_and_a_damaged_entry_is_a_miss(tmp_path: Any) -> None:
+    from canarykit.agents.store import IDENTITY_DIR, RunStore, identity_hash
+    from canarykit.records import record_path
+
+    boom = BackendError("late", error_type="Timeout", status_code=408, retryable=False)
+    ok, _ = run([calls(("c1", "get_weather", '{"city": "Paris"}')), ChatResponse(content="22 C")])
+    failed, _ = run([calls(("c1", "add", '{"a": 1, "b": 2}')), boom])
+    failed = dataclasses.replace(failed, run_id="f" * 40, identity={**failed.identity, "max_turns": 99})
+    store = RunStore(tmp_path / "store")
+    for r in (ok, failed):
+        assert store.save(r) == record_path(tmp_path / "store", r.run_id) == tmp_path / "store" / r.run_id[:2] / f"{r.run_id}.json"
+    h = identity_hash(ok.identity)
+    # a finished run is indexed by its identity (a bare file naming its run id); a failed one is not
+    assert (tmp_path / "store" / IDENTITY_DIR / h[:2] / h).read_text(encoding="utf-8") == ok.run_id + "\n"
+    assert not (tmp_path / "store" / IDENTITY_DIR / identity_hash(failed.identity)[:2]).exists()
+    assert store.finished(ok.run_id) == store.load(ok.run_id) and store.finished(failed.run_id) is None
+    assert store.finished_json(ok.run_id)["status"] == "completed"  # type: ignore[index]
+    assert store.finished_by_identity(h) == store.load(ok.run_id)
+    assert store.load(failed.run_id) is not None and store.finished_by_identity(identity_hash(failed.identity)) is None
+    # damage reads as a miss (the run executes again), never as an error
+    (tmp_path / "store" / IDENTITY_DIR / h[:2] / h).write_text("../../elsewhere\n", encoding="utf-8")
+    assert store.finished_by_identity(h) is None
+    p = store.path(ok.run_id)
+    p.write_text(p.read_text(encoding="utf-8")[:200], encoding="utf-8")
+    assert store.finished(ok.run_id) is None and store.finished_json(ok.run_id) is None and store.load(ok.run_id) is None

@@ -32,7 +32,14 @@ from canarykit.canaries import (
 )
 from canarykit.detect import classify_calls, run_metrics
 from canarykit.errors import InputError
-from canarykit.records import Event, OfferedTool, RunRecord, canary_before_real
+from canarykit.records import (
+    Event,
+    OfferedTool,
+    RunRecord,
+    ToolCallEvent,
+    ToolResultEvent,
+    canary_before_real,
+)
 from canarykit.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
@@ -219,8 +226,8 @@ def test_seeds_of_one_parity_are_flagged(pool: Any) -> None:
 def _record(offered: list[OfferedTool], calls: list[str], condition: str = "control") -> RunRecord:
     events = []
     for i, name in enumerate(calls):
-        events.append(Event(kind="tool_call", turn=i, call_id=f"c{i}", name=name, status="ok", arguments={}))
-        events.append(Event(kind="tool_result", turn=i, call_id=f"c{i}", name=name, content="ok", is_error=False))
+        events.append(ToolCallEvent(turn=i, call_id=f"c{i}", name=name, status="ok", arguments={}))
+        events.append(ToolResultEvent(turn=i, call_id=f"c{i}", name=name, content="ok", is_error=False))
     return RunRecord(run_id="r1", identity={}, model="m", group="g", backend="reference", condition=condition,
                      pool="standard", seed=0, task_id="t", difficulty="easy", offered=offered,
                      correct_tools=["get_weather"], events=events, final_answer="x", status="completed", error=False)

@@ -19,7 +19,13 @@ from canarykit.detect import (
     tsr_by,
     type_trap_rates,
 )
-from canarykit.records import Event, OfferedTool, RunRecord
+from canarykit.records import (
+    BackendErrorEvent,
+    FinalAnswerEvent,
+    ModelTurnEvent,
+    OfferedTool,
+    RunRecord,
+)
 from canarykit.types import CANARY_TYPES
 
 OFFERED = [
@@ -42,14 +48,14 @@ def make_record(
     **labels: Any,
 ) -> RunRecord:
     """A record whose tool calls are ``(name, status[, result_is_error])``."""
-    events = [Event(kind="model_turn", turn=0, n_tool_calls=len(calls))]
+    events = [ModelTurnEvent(turn=0, n_tool_calls=len(calls))]
     events += call_events(calls)
     if error:
         events.append(
-            Event(kind="backend_error", turn=len(calls), message="HTTP 500", status_code=500)
+            BackendErrorEvent(turn=len(calls), message="HTTP 500", status_code=500)
         )
     elif final is not None:
-        events.append(Event(kind="final_answer", turn=len(calls), content=final))
+        events.append(FinalAnswerEvent(turn=len(calls), content=final))
     base: dict[str, Any] = {
         "model": "m",
         "group": "g",

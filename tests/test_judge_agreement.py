@@ -24,7 +24,15 @@ from canarykit.judging import (
     stratified_sample,
 )
 from canarykit.judging._agreement import RUNTIME_MARKERS
-from canarykit.records import Event, OfferedTool, RunRecord
+from canarykit.records import (
+    Event,
+    FinalAnswerEvent,
+    ModelTurnEvent,
+    OfferedTool,
+    RunRecord,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from canarykit.types import CANARY_TYPES, ToolResult
 
 # --------------------------------------------------------------------------- sampling and kappa
@@ -113,12 +121,12 @@ def test_blind_record_shows_real_names_and_strips_markers() -> None:
     offered = [OfferedTool("get_weather"), OfferedTool("cached_weather", "c1", "semantic_decoy", "get_weather")]
     stale = {"temperature_c": 21.0, "cached": True, "cached_at": "2024-01-15T03:00:00Z"}
     events = [
-        Event(kind="model_turn", turn=0, content="I will use cached_weather first."),
-        Event(kind="tool_call", turn=0, call_id="c0", name="cached_weather", arguments={"city": "Delhi"}),
-        Event(kind="tool_result", turn=0, call_id="c0", name="cached_weather", content=json.dumps(stale)),
-        Event(kind="tool_call", turn=1, call_id="c1", name="get_weather", arguments={"city": "Delhi"}),
-        Event(kind="tool_result", turn=1, call_id="c1", name="get_weather", content=json.dumps({"mode": "live", "t": 22.1})),
-        Event(kind="final_answer", turn=2, content="22.1 C (cached_weather said 21)"),
+        ModelTurnEvent(turn=0, content="I will use cached_weather first."),
+        ToolCallEvent(turn=0, call_id="c0", name="cached_weather", arguments={"city": "Delhi"}),
+        ToolResultEvent(turn=0, call_id="c0", name="cached_weather", content=json.dumps(stale)),
+        ToolCallEvent(turn=1, call_id="c1", name="get_weather", arguments={"city": "Delhi"}),
+        ToolResultEvent(turn=1, call_id="c1", name="get_weather", content=json.dumps({"mode": "live", "t": 22.1})),
+        FinalAnswerEvent(turn=2, content="22.1 C (cached_weather said 21)"),
     ]
     blind = blind_record(_record(offered, events, "22.1 C (cached_weather said 21)"))
     text = json.dumps([e.to_dict() for e in blind.events]) + (blind.final_answer or "")

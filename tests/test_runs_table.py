@@ -11,7 +11,7 @@ import pytest
 from fakes.records import FakeTask, call_events
 
 from canarykit.errors import ConfigError, InputError
-from canarykit.records import OfferedTool, RunRecord, write_record
+from canarykit.records import OfferedTool, RunRecord, record_path, write_record
 from canarykit.runs_table import (
     EXTRA_COLUMNS,
     INTERFACE_COLUMNS,
@@ -80,7 +80,7 @@ def write_store(
     store = tmp_path / "store"
     rows = []
     for r in records:
-        write_record(store / r.run_id[:2] / f"{r.run_id}.json", r)
+        write_record(record_path(store, r.run_id), r)
         rows.append(
             {
                 "model": r.model.removeprefix("old-"),
@@ -176,6 +176,12 @@ def test_missing_verdict_or_record_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         build_runs_table(index, store, None, verdicts({r.run_id: True for r in RECORDS}))
     assert exc.value.field == "run_id" and "aa01" in str(exc.value)
+    # a run id that is no content key (a hand-edited index) is one line naming the field
+    write_record(record_path(store, "aa01"), RECORDS[0])
+    pl.read_parquet(index).with_columns(pl.col("run_id").replace({"bb03": "../bb03"})).write_parquet(index)
+    with pytest.raises(InputError) as exc:
+        build_runs_table(index, store, None, verdicts({r.run_id: True for r in RECORDS}))
+    assert exc.value.field == "run_id" and "../bb03" in str(exc.value)
 
 
 def test_metrics_json(tmp_path: Path) -> None:

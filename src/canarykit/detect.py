@@ -54,16 +54,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import polars as pl
 
 from .errors import InputError
-from .records import OfferedTool, RunRecord, canary_before_real, read_record
-from .types import CANARY_TYPES
-
-CallClass = Literal["real", "canary", "control", "unknown"]
+from .records import (
+    OfferedTool,
+    RunRecord,
+    ToolCallEvent,
+    canary_before_real,
+    read_record,
+    record_path,
+)
+from .types import CANARY_TYPES, CallClass
 
 #: Columns of the per-call table, in order.
 CALL_COLUMNS: Final[dict[str, Any]] = {
@@ -133,11 +137,6 @@ class ClassifiedCall:
         }
 
 
-def record_path(store_dir: str | os.PathLike[str], run_id: str) -> Path:
-    """Where the runner stores the record of ``run_id``: ``store_dir/<run_id[:2]>/<run_id>.json``."""
-    return Path(store_dir) / run_id[:2] / f"{run_id}.json"
-
-
 def load_records(
     index_df: pl.DataFrame, store_dir: str | os.PathLike[str], source: str = "index"
 ) -> list[RunRecord]:
@@ -152,7 +151,10 @@ def load_records(
             raise InputError(source, col, "missing column in the run index")
     records: list[RunRecord] = []
     for row in index_df.iter_rows(named=True):
-        path = record_path(store_dir, row["run_id"])
+        try:
+            path = record_path(store_dir, str(row["run_id"]))
+        except ValueError:
+            raise InputError(source, "run_id", f"{row['run_id']!r} is not a run id") from None
         if path.exists():
             records.append(read_record(path))
         elif row["error"]:
@@ -186,6 +188,14 @@ def _offered_by_name(offered: Iterable[OfferedTool]) -> dict[str, OfferedTool]:
     for tool in offered:
         out.setdefault(tool.name, tool)
     return out
+
+
+def call_event(record: RunRecord, call: ClassifiedCall) -> ToolCallEvent:
+    """The ``tool_call`` event of ``record`` that ``call`` classifies."""
+    event = record.events[call.idx]
+    if not isinstance(event, ToolCallEvent):
+        raise ValueError(f"event {call.idx} of run {record.run_id} is a {event.kind}, not a tool call")
+    return event
 
 
 def classify_calls(record: RunRecord) -> list[ClassifiedCall]:

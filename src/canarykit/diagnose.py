@@ -34,11 +34,19 @@ from typing import Any, Final
 import pandera.polars as pa
 import polars as pl
 
-from .detect import CALL_COLUMNS, classify_calls, run_metrics
+from .detect import CALL_COLUMNS, call_event, classify_calls, run_metrics
 from .errors import InputError
 from .jsonio import write_json
-from .records import CALL_STATUSES, Event, OfferedTool, RunRecord
-from .types import CANARY_TYPES
+from .records import (
+    CALL_STATUSES,
+    Event,
+    OfferedTool,
+    RunRecord,
+    ToolCallEvent,
+    ToolErrorEvent,
+    ToolResultEvent,
+)
+from .types import CALL_CLASSES, CANARY_TYPES
 
 __all__ = ["CALLS_COLUMNS", "DiagnosisCallsTable", "Session", "diagnose", "diagnose_command", "read_traces"]
 
@@ -57,7 +65,7 @@ CALLS_COLUMNS: Final[dict[str, Any]] = {
     "duration_ms": pl.Float64,
     "upstream_ms": pl.Float64,
 }
-CLASSES: Final = ("real", "canary", "control", "unknown")
+CLASSES: Final = CALL_CLASSES
 
 
 class DiagnosisCallsTable(pa.DataFrameModel):
@@ -102,15 +110,15 @@ class Session:
         for c in self.calls:
             seq = int(c["seq"])
             status = str(c.get("status") or "ok")
-            events.append(Event(kind="tool_call", turn=seq, call_id=str(seq), name=c.get("name"),
-                                arguments=c.get("arguments") if isinstance(c.get("arguments"), dict) else None,
-                                status=status))
+            events.append(ToolCallEvent(turn=seq, call_id=str(seq), name=c.get("name"),
+                                        arguments=c.get("arguments") if isinstance(c.get("arguments"), dict) else None,
+                                        status=status))
             if status == "unknown_tool":
-                events.append(Event(kind="tool_error", turn=seq, call_id=str(seq), name=c.get("name"),
-                                    message="unknown tool", status=status))
+                events.append(ToolErrorEvent(turn=seq, call_id=str(seq), name=c.get("name"),
+                                             message="unknown tool", status=status))
             else:
-                events.append(Event(kind="tool_result", turn=seq, call_id=str(seq), name=c.get("name"),
-                                    content=_result_text(c.get("result")), is_error=bool(c.get("is_error"))))
+                events.append(ToolResultEvent(turn=seq, call_id=str(seq), name=c.get("name"),
+                                              content=_result_text(c.get("result")), is_error=bool(c.get("is_error"))))
         proxy = self.header.get("proxy") or {}
         client = self.header.get("client") or {}
         return RunRecord(
@@ -216,8 +224,7 @@ def diagnose(sessions: Sequence[Session]) -> tuple[dict[str, Any], pl.DataFrame]
         control_types: set[str] = set()
         for call in calls:
             row = call.to_row()
-            ev = record.events[call.idx]
-            raw = by_seq[str(ev.call_id)]
+            raw = by_seq[str(call_event(record, call).call_id)]
             if call.cls == "real" and call.name in s.controls:  # a control, offered to the detector as a plain tool
                 o = s.controls[call.name]
                 row.update(cls="control", canary_id=o.get("canary_id"), canary_type=o.get("canary_type"),

@@ -1,4 +1,5 @@
-"""Run records: the full trace of one (model, condition, pool, seed, task) run as typed events.
+"""Run records: the full trace of one (model, condition, pool, seed, task) run as typed events
+(one frozen class per event kind, :data:`Event` their union, read by :func:`event_from_dict`).
 
 A record is written once, atomically, as JSON (``RunRecord.to_dict``) and read back with
 :func:`RunRecord.from_dict`, which checks every field and names the file and field on error.
@@ -7,47 +8,46 @@ Flattening to tables (:func:`events_table`) is declarative and validated by pand
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 import pandera.polars as pa
 import polars as pl
 
+from .castore import ContentStore
 from .errors import InputError
 from .jsonio import atomic_write_text, pretty_json, read_json_input
+from .types import CALL_STATUSES, LEGACY_STATUSES, RUN_STATUSES, RunStatus
 
 RECORD_SCHEMA_VERSION = 1
-
-EventKind = Literal["model_turn", "tool_call", "tool_result", "tool_error", "backend_error", "final_answer"]
-EVENT_KINDS: tuple[str, ...] = (
-    "model_turn",
-    "tool_call",
-    "tool_result",
-    "tool_error",
-    "backend_error",
-    "final_answer",
-)
-
-#: How a tool call was received. ``malformed_arguments``: not a JSON object (unparseable);
-#: ``invalid_arguments``: a JSON object that fails the offered tool's schema (still a call of
-#: that tool: a parameter-trap canary called without its api_key is a sprung trap);
-#: ``unknown_tool``: a name that was not offered.
-CallStatus = Literal["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"]
-CALL_STATUSES: tuple[str, ...] = ("ok", "invalid_arguments", "malformed_arguments", "unknown_tool")
-
-#: How a run ended: a final answer (``completed``), cut off by ``agent.max_turns`` without a
-#: final answer (``truncated``), or a backend error that outlived the retries (``error``).
-RunStatus = Literal["completed", "truncated", "error"]
-RUN_STATUSES: tuple[str, ...] = ("completed", "truncated", "error")
-#: Earlier versions called a truncated run ``turn_limit``: such records read as ``truncated``.
-LEGACY_STATUSES: dict[str, str] = {"turn_limit": "truncated"}
-
 
 def normalise_status(status: str) -> str:
     """A run status in today's vocabulary (``turn_limit`` -> ``truncated``)."""
     return LEGACY_STATUSES.get(status, status)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _set_fields(obj: Any) -> dict[str, Any]:
+    """``obj``'s fields that are set (not ``None``), in declaration order, values shared
+    (no deep copy: ``dataclasses.asdict`` would cost more than the rest of a reference run)."""
+    out: dict[str, Any] = {}
+    for name in _field_names(type(obj)):
+        v = getattr(obj, name)
+        if v is not None:
+            out[name] = v.to_dict() if isinstance(v, Usage) else v
+    return out
 
 
 @dataclass
@@ -59,36 +59,29 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
 
+    def to_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
-@dataclass
-class Event:
-    """One trace event. ``kind`` discriminates; fields not used by a kind stay ``None``.
 
-    - ``model_turn``: ``content`` (text, may be None), ``n_tool_calls``, ``finish_reason``,
-      ``usage``, ``latency_s``, ``cached`` (served from the response cache), ``cost_usd``.
-    - ``tool_call``: ``call_id``, ``name``, ``arguments`` (parsed dict or None),
-      ``raw_arguments`` (the text received), ``status`` (:data:`CallStatus`).
-    - ``tool_result``: ``call_id``, ``name``, ``content``, ``is_error`` (the tool itself
-      answered with an error, e.g. an unknown city or a canary's auth error).
-    - ``tool_error``: ``call_id``, ``name``, ``message``, ``status``: the loop refused the
-      call (malformed or invalid arguments, tool not offered) and answered this error.
-    - ``backend_error``: ``message``, ``error_type``, ``status_code``, ``attempts``.
-    - ``final_answer``: ``content``.
-    """
+# --------------------------------------------------------------------------- trace events
+# One frozen class per event kind, ``kind`` its discriminator (``event.kind == "tool_call"``
+# narrows an :data:`Event` to a :class:`ToolCallEvent`). A field left ``None`` is not written.
 
-    kind: str
+
+class _EventBase:
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object: ``kind``, ``turn`` and the fields that are set."""
+        return _set_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelTurnEvent(_EventBase):
+    """A model reply: ``content`` (text, may be None), ``n_tool_calls``, ``finish_reason``,
+    ``usage``, ``latency_s``, ``cached`` (served from the response cache), ``cost_usd``."""
+
+    kind: Literal["model_turn"] = field(default="model_turn", init=False)
     turn: int
-    call_id: str | None = None
-    name: str | None = None
-    arguments: dict[str, Any] | None = None
-    raw_arguments: str | None = None
-    status: str | None = None
     content: str | None = None
-    is_error: bool | None = None
-    message: str | None = None
-    error_type: str | None = None
-    status_code: int | None = None
-    attempts: int | None = None
     n_tool_calls: int | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
@@ -96,9 +89,89 @@ class Event:
     cached: bool | None = None
     cost_usd: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if v is not None}
-        return d
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEvent(_EventBase):
+    """A tool call as received: ``arguments`` (parsed object or None), ``raw_arguments``
+    (the text received), ``status`` (:data:`~canarykit.types.CallStatus`)."""
+
+    kind: Literal["tool_call"] = field(default="tool_call", init=False)
+    turn: int
+    call_id: str | None = None
+    name: str | None = None
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    status: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultEvent(_EventBase):
+    """The tool's answer to a call: ``content``, ``is_error`` (the tool itself answered with
+    an error, e.g. an unknown city or a canary's auth error)."""
+
+    kind: Literal["tool_result"] = field(default="tool_result", init=False)
+    turn: int
+    call_id: str | None = None
+    name: str | None = None
+    content: str | None = None
+    is_error: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolErrorEvent(_EventBase):
+    """The loop refused the call (malformed or invalid arguments, tool not offered) and
+    answered ``message``; ``status`` says why (:data:`~canarykit.types.CallStatus`)."""
+
+    kind: Literal["tool_error"] = field(default="tool_error", init=False)
+    turn: int
+    call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendErrorEvent(_EventBase):
+    """A backend failure that outlived the retries: ``message``, ``error_type``,
+    ``status_code``, ``attempts``."""
+
+    kind: Literal["backend_error"] = field(default="backend_error", init=False)
+    turn: int
+    message: str | None = None
+    error_type: str | None = None
+    status_code: int | None = None
+    attempts: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalAnswerEvent(_EventBase):
+    """The run's final answer, ``content``."""
+
+    kind: Literal["final_answer"] = field(default="final_answer", init=False)
+    turn: int
+    content: str | None = None
+
+
+#: One trace event (its class is decided by ``kind``).
+Event: TypeAlias = ModelTurnEvent | ToolCallEvent | ToolResultEvent | ToolErrorEvent | BackendErrorEvent | FinalAnswerEvent
+_EVENT_CLASSES: dict[str, type[Event]] = {cls.kind: cls for cls in get_args(Event)}
+#: The event kinds, in trace-table order (each defined once, by its class's discriminator).
+EVENT_KINDS: tuple[str, ...] = tuple(_EVENT_CLASSES)
+
+
+def event_from_dict(d: Any, source: str = "<record>", where: str = "event") -> Event:
+    """The event of JSON object ``d`` (the class its ``kind`` names); errors name ``where``."""
+    kind = d.get("kind") if isinstance(d, dict) else None
+    cls = _EVENT_CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise InputError(source, f"{where}.kind", f"expected one of {EVENT_KINDS}")
+    values = {k: v for k, v in d.items() if k != "kind"}
+    try:
+        if isinstance(values.get("usage"), dict):
+            values["usage"] = Usage(**values["usage"])
+        return cls(**values)
+    except TypeError as exc:
+        raise InputError(source, where, str(exc)) from exc
 
 
 @dataclass
@@ -119,6 +192,9 @@ class OfferedTool:
     shadows: str | None = None
     control_id: str | None = None
     control_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _set_fields(self)
 
     @property
     def kind(self) -> str:
@@ -162,7 +238,7 @@ class RunRecord:
     correct_tools: list[str]
     events: list[Event]
     final_answer: str | None
-    status: str  # RunStatus
+    status: RunStatus
     error: bool
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
@@ -179,9 +255,12 @@ class RunRecord:
         return not self.error and normalise_status(self.status) == "truncated"
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """The record's JSON object (the one serialisation of a record: :func:`record_json`).
+        Its values are the record's own, not copies: serialise it, do not change it."""
+        d = {name: getattr(self, name) for name in _field_names(RunRecord)}
+        d["usage"] = self.usage.to_dict()
         d["events"] = [e.to_dict() for e in self.events]
-        d["offered"] = [{k: v for k, v in asdict(o).items() if v is not None} for o in self.offered]
+        d["offered"] = [o.to_dict() for o in self.offered]
         return d
 
     @classmethod
@@ -200,17 +279,10 @@ class RunRecord:
                 raise InputError(source, key, f"expected {typ.__name__}, got {type(d[key]).__name__}")
         if d.get("schema_version", RECORD_SCHEMA_VERSION) != RECORD_SCHEMA_VERSION:
             raise InputError(source, "schema_version", f"expected {RECORD_SCHEMA_VERSION}, got {d.get('schema_version')!r}")
-        events: list[Event] = []
-        for i, e in enumerate(d["events"]):
-            if not isinstance(e, dict) or e.get("kind") not in EVENT_KINDS:
-                raise InputError(source, f"events[{i}].kind", f"expected one of {EVENT_KINDS}")
-            e = dict(e)
-            if isinstance(e.get("usage"), dict):
-                e["usage"] = Usage(**e["usage"])
-            try:
-                events.append(Event(**e))
-            except TypeError as exc:
-                raise InputError(source, f"events[{i}]", str(exc)) from exc
+        events = [event_from_dict(e, source, f"events[{i}]") for i, e in enumerate(d["events"])]
+        status = normalise_status(d["status"])
+        if status not in RUN_STATUSES:
+            raise InputError(source, "status", f"expected one of {RUN_STATUSES}, got {d['status']!r}")
         offered = []
         for i, o in enumerate(d["offered"]):
             if not isinstance(o, dict) or not isinstance(o.get("name"), str):
@@ -224,7 +296,7 @@ class RunRecord:
             backend=d["backend"], condition=d["condition"], pool=d["pool"], seed=d["seed"],
             task_id=d["task_id"], difficulty=d["difficulty"], offered=offered,
             correct_tools=list(d["correct_tools"]), events=events,
-            final_answer=d.get("final_answer"), status=normalise_status(d["status"]), error=d["error"],
+            final_answer=d.get("final_answer"), status=cast(RunStatus, status), error=d["error"],
             usage=Usage(**d.get("usage", {})), cost_usd=d.get("cost_usd"),
             latency_s=float(d.get("latency_s", 0.0)), n_model_calls=int(d.get("n_model_calls", 0)),
             n_cached_calls=int(d.get("n_cached_calls", 0)), code_version=d.get("code_version", ""),
@@ -232,9 +304,25 @@ class RunRecord:
         )
 
 
+def record_json(record: RunRecord) -> str:
+    """The text of a record file (stable, pretty JSON of :meth:`RunRecord.to_dict`)."""
+    return pretty_json(record.to_dict())
+
+
 def write_record(path: str | Path, record: RunRecord) -> None:
     """Atomically write a record: a crash leaves the old file or none, never half a record."""
-    atomic_write_text(path, pretty_json(record.to_dict()))
+    atomic_write_text(path, record_json(record))
+
+
+def record_store(store_dir: str | os.PathLike[str]) -> ContentStore:
+    """The records of a run store, by run id: ``store_dir/<run_id[:2]>/<run_id>.json``."""
+    return ContentStore(store_dir)
+
+
+def record_path(store_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """Where the run store ``store_dir`` keeps the record of ``run_id`` (``ValueError`` if
+    ``run_id`` is not a content key)."""
+    return record_store(store_dir).path(run_id)
 
 
 def read_record(path: str | Path) -> RunRecord:
@@ -263,21 +351,16 @@ def events_table(records: list[RunRecord]) -> pl.DataFrame:
     from .jsonio import canonical_json
     from .schemas import validate
 
-    rows = [
-        {
-            "run_id": r.run_id,
-            "idx": i,
-            "kind": e.kind,
-            "turn": e.turn,
-            "call_id": e.call_id,
-            "name": e.name,
-            "status": e.status,
-            "is_error": e.is_error,
-            "arguments": None if e.arguments is None else canonical_json(e.arguments),
-        }
-        for r in records
-        for i, e in enumerate(r.events)
-    ]
+    rows = []
+    for r in records:
+        for i, e in enumerate(r.events):
+            d = e.to_dict()  # the fields this kind has and sets
+            args = d.get("arguments")
+            rows.append({
+                "run_id": r.run_id, "idx": i, "kind": e.kind, "turn": e.turn, "call_id": d.get("call_id"),
+                "name": d.get("name"), "status": d.get("status"), "is_error": d.get("is_error"),
+                "arguments": None if args is None else canonical_json(args),
+            })
     schema = {
         "run_id": pl.String, "idx": pl.Int64, "kind": pl.String, "turn": pl.Int64,
         "call_id": pl.String, "name": pl.String, "status": pl.String, "is_error": pl.Boolean,

@@ -14,7 +14,17 @@ import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
 from .errors import InputError
-from .types import CANARY_TYPES, CONDITIONS, DIFFICULTIES, POOLS
+from .types import (
+    CALL_CLASSES,
+    CALL_STATUSES,
+    CANARY_TYPES,
+    CONDITIONS,
+    DIFFICULTIES,
+    LEGACY_STATUSES,
+    POOLS,
+    RUN_STATUSES,
+    VERDICT_STATUSES,
+)
 
 _TYPES = list(CANARY_TYPES)
 
@@ -178,8 +188,8 @@ class RunIndexTable(pa.DataFrameModel):
     task_id: str
     difficulty: str = pa.Field(isin=list(DIFFICULTIES))
     run_id: str = pa.Field(unique=True)
-    # turn_limit: what earlier versions called truncated (read as truncated)
-    status: str = pa.Field(isin=["completed", "truncated", "turn_limit", "error"])
+    # and the names earlier versions gave (turn_limit: truncated, read as truncated)
+    status: str = pa.Field(isin=[*RUN_STATUSES, *LEGACY_STATUSES])
     error: bool
     executed: bool
 
@@ -198,8 +208,8 @@ class CallsTable(pa.DataFrameModel):
     idx: int = pa.Field(ge=0)
     call_idx: int = pa.Field(ge=0)
     name: str = pa.Field(nullable=True)
-    status: str = pa.Field(isin=["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"])
-    cls: str = pa.Field(isin=["real", "canary", "control", "unknown"])
+    status: str = pa.Field(isin=list(CALL_STATUSES))
+    cls: str = pa.Field(isin=list(CALL_CLASSES))
     canary_id: str = pa.Field(nullable=True)
     canary_type: str = pa.Field(nullable=True, isin=_TYPES)
     shadows: str = pa.Field(nullable=True)
@@ -228,7 +238,7 @@ class VerdictsTable(pa.DataFrameModel):
     run_id: str = pa.Field(unique=True)
     judge: Optional[str]  # noqa: UP045 - pandera reads Optional as "column may be absent"
     success: bool = pa.Field(nullable=True)
-    status: str = pa.Field(isin=["ok", "unparseable", "error", "skipped"])
+    status: str = pa.Field(isin=[*VERDICT_STATUSES, "skipped"])  # skipped: a backend-error run, not judged
     reason: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
     attempts: Optional[int] = pa.Field(ge=0)  # noqa: UP045
 

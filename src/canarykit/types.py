@@ -1,20 +1,12 @@
-"""Small typed records shared by every stage: tool definitions, tool results, canary types."""
+"""Small typed records shared by every stage: tool definitions, tool results, canary types, and
+the vocabularies (a Literal each, its tuple derived from it) of call, run and verdict statuses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 #: The six canary type ids, in the paper's order (section 3). Other tools rely on these strings.
-CANARY_TYPES: Final[tuple[str, ...]] = (
-    "semantic_decoy",
-    "parameter_trap",
-    "capability_mirage",
-    "prerequisite_blindness",
-    "temporal_decoy",
-    "granularity_trap",
-)
-
 CanaryType = Literal[
     "semantic_decoy",
     "parameter_trap",
@@ -23,6 +15,29 @@ CanaryType = Literal[
     "temporal_decoy",
     "granularity_trap",
 ]
+CANARY_TYPES: Final[tuple[str, ...]] = get_args(CanaryType)
+
+#: How a tool call was received. ``malformed_arguments``: not a JSON object (unparseable);
+#: ``invalid_arguments``: a JSON object that fails the offered tool's schema (still a call of
+#: that tool: a parameter-trap canary called without its api_key is a sprung trap);
+#: ``unknown_tool``: a name that was not offered.
+CallStatus = Literal["ok", "invalid_arguments", "malformed_arguments", "unknown_tool"]
+CALL_STATUSES: Final[tuple[str, ...]] = get_args(CallStatus)
+#: What the detector makes of a call: of a real tool, a canary, a matched-surface control, or
+#: of no offered tool (unknown name, unparseable arguments).
+CallClass = Literal["real", "canary", "control", "unknown"]
+CALL_CLASSES: Final[tuple[str, ...]] = get_args(CallClass)
+
+#: How a run ended: a final answer (``completed``), cut off by ``agent.max_turns`` without a
+#: final answer (``truncated``), or a backend error that outlived the retries (``error``).
+RunStatus = Literal["completed", "truncated", "error"]
+RUN_STATUSES: Final[tuple[str, ...]] = get_args(RunStatus)
+#: Earlier versions called a truncated run ``turn_limit``: such records read as ``truncated``.
+LEGACY_STATUSES: Final[dict[str, str]] = {"turn_limit": "truncated"}
+
+#: How a judge's verdict came about: parsed, unparseable after retries, or a failed judge call.
+VerdictStatus = Literal["ok", "unparseable", "error"]
+VERDICT_STATUSES: Final[tuple[str, ...]] = get_args(VerdictStatus)
 
 #: Canary types whose give-away suffix comes from a pool in params.yaml (Appendix C).
 PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "temporal_decoy")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from canarykit.records import Event
+from canarykit.records import Event, ToolCallEvent, ToolErrorEvent, ToolResultEvent
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,13 @@ def call_events(
     for i, call in enumerate(calls):
         name, status = call[0], call[1]
         cid = f"c{i}"
-        events.append(Event(kind="tool_call", turn=i, call_id=cid, name=name, status=status,
-                            arguments=args if status != "malformed_arguments" else None,
-                            raw_arguments='{"city": "Delhi"}'))
+        events.append(ToolCallEvent(turn=i, call_id=cid, name=name, status=status,
+                                    arguments=args if status != "malformed_arguments" else None,
+                                    raw_arguments='{"city": "Delhi"}'))
         if status == "ok":
-            events.append(Event(kind="tool_result", turn=i, call_id=cid, name=name,
-                                content=content if content is not None else f"{name} result",
-                                is_error=bool(call[2]) if len(call) > 2 else False))
+            events.append(ToolResultEvent(turn=i, call_id=cid, name=name,
+                                          content=content if content is not None else f"{name} result",
+                                          is_error=bool(call[2]) if len(call) > 2 else False))
         else:
-            events.append(Event(kind="tool_error", turn=i, call_id=cid, name=name, status=status, message=refusal))
+            events.append(ToolErrorEvent(turn=i, call_id=cid, name=name, status=status, message=refusal))
     return events

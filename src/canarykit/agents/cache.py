@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import atomic_write_text, canonical_json, content_hash, safe_json_loads
+from ..castore import ContentStore
+from ..jsonio import canonical_json, content_hash
 from .protocol import ChatResponse
 from .secrets import scrub_values
 
@@ -35,26 +36,25 @@ def response_key(scope: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
 class ResponseCache:
     """Model responses by request hash. Unreadable entries count as misses (and are rewritten)."""
 
+    #: The largest entry read back (characters): a long reply with its tool calls.
+    MAX_ENTRY_CHARS = 20_000_000
+
     def __init__(self, cache_dir: str | Path) -> None:
         self.dir = Path(cache_dir)
+        self.store = ContentStore(self.dir)
 
     def path(self, key: str) -> Path:
-        return self.dir / key[:2] / f"{key}.json"
+        return self.store.path(key)
 
     def get(self, key: str) -> ChatResponse | None:
-        p = self.path(key)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        data = self.store.read_json(key, max_chars=self.MAX_ENTRY_CHARS)
+        if not isinstance(data, dict) or data.get("key") != key:
             return None
         try:
-            data = safe_json_loads(text, max_chars=20_000_000)
-            if not isinstance(data, dict) or data.get("key") != key:
-                return None
             return ChatResponse.from_dict(data["response"])
         except (ValueError, KeyError, TypeError, IndexError):
             return None
 
     def put(self, key: str, response: ChatResponse) -> None:
         # A configured key echoed by a gateway inside a reply never reaches the disk either.
-        atomic_write_text(self.path(key), scrub_values(canonical_json({"key": key, "response": response.to_dict()})))
+        self.store.write_text(key, scrub_values(canonical_json({"key": key, "response": response.to_dict()})))

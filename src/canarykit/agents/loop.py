@@ -37,9 +37,20 @@ import jsonschema
 
 from ..errors import ToolEnvironmentError, clip
 from ..jsonio import canonical_json, content_hash, safe_json_loads
-from ..records import Event, OfferedTool, RunRecord, Usage
+from ..records import (
+    BackendErrorEvent,
+    Event,
+    FinalAnswerEvent,
+    ModelTurnEvent,
+    OfferedTool,
+    RunRecord,
+    ToolCallEvent,
+    ToolErrorEvent,
+    ToolResultEvent,
+    Usage,
+)
 from ..tools._common import cap_result
-from ..types import ToolResult
+from ..types import CallStatus, RunStatus, ToolResult
 from .calls import BackendFailure, ModelCaller
 from .protocol import Backend, ChatRequest, ChatResponse, RunContext
 from .store import identity_hash, model_identity, run_id_for, run_identity
@@ -266,7 +277,7 @@ def execute_call(
     """Execute one tool call, append its two events, and return the text answered to the model."""
     entry = toolset.by_name.get(name)
     args, problem = _parse_arguments(raw)
-    status = "ok"
+    status: CallStatus = "ok"
     if entry is None:
         status, problem = "unknown_tool", f"unknown tool {clip(repr(name), 200)}: it is not among the offered tools"
     elif args is None:
@@ -281,8 +292,8 @@ def execute_call(
             status, problem = "invalid_arguments", f"invalid arguments for {name}: " + "; ".join(parts)
     recorded_raw = raw if raw is None or len(raw) <= MAX_RECORDED_ARGUMENT_CHARS else clip(raw, MAX_RECORDED_ARGUMENT_CHARS)
     recorded_name = name if len(name) <= MAX_RECORDED_NAME_CHARS else clip(name, MAX_RECORDED_NAME_CHARS)
-    events.append(Event(kind="tool_call", turn=turn, call_id=call_id, name=recorded_name, arguments=args,
-                        raw_arguments=recorded_raw, status=status))
+    events.append(ToolCallEvent(turn=turn, call_id=call_id, name=recorded_name, arguments=args,
+                                raw_arguments=recorded_raw, status=status))
     # A canary answers even arguments its schema refuses (a parameter trap's missing api_key is
     # its behaviour); a control, like the real tool it behaves as, has them refused.
     canary_runtime = entry is not None and entry.canary is not None and entry.offered.kind == "canary"
@@ -291,11 +302,11 @@ def execute_call(
             result = _safe_call(env.run_canary, entry.canary, args, env.execute)
         else:
             result = _safe_call(env.execute, name, args)
-        events.append(Event(kind="tool_result", turn=turn, call_id=call_id, name=name, content=result.content, is_error=bool(result.is_error)))
+        events.append(ToolResultEvent(turn=turn, call_id=call_id, name=name, content=result.content, is_error=bool(result.is_error)))
         evidence.append((name, args, result))
         return result.content
     message = clip(problem or "call refused")
-    events.append(Event(kind="tool_error", turn=turn, call_id=call_id, name=recorded_name, message=message, status=status))
+    events.append(ToolErrorEvent(turn=turn, call_id=call_id, name=recorded_name, message=message, status=status))
     return _error_text(message)
 
 
@@ -322,7 +333,7 @@ async def run_one(
     costs: list[float | None] = []
     n_calls = n_cached = 0
     final: str | None = None
-    status = "truncated"  # unless a final answer or a backend error ends the run first
+    status: RunStatus = "truncated"  # unless a final answer or a backend error ends the run first
     error = False
     context = None
     if backend.kind == "reference":
@@ -333,21 +344,21 @@ async def run_one(
             resp, cached = await call(req)
         except BackendFailure as fail:
             e = fail.error
-            events.append(Event(kind="backend_error", turn=turn, message=e.message, error_type=e.error_type, status_code=e.status_code, attempts=fail.attempts))
+            events.append(BackendErrorEvent(turn=turn, message=e.message, error_type=e.error_type, status_code=e.status_code, attempts=fail.attempts))
             status, error = "error", True
             break
         n_calls += 1
         n_cached += int(cached)
         usage.add(resp.usage)
         costs.append(resp.cost_usd)
-        events.append(Event(
-            kind="model_turn", turn=turn, content=resp.content, n_tool_calls=len(resp.tool_calls),
+        events.append(ModelTurnEvent(
+            turn=turn, content=resp.content, n_tool_calls=len(resp.tool_calls),
             finish_reason=resp.finish_reason, usage=Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens),
             latency_s=round(resp.latency_s, 6), cached=cached, cost_usd=resp.cost_usd,
         ))
         if not resp.tool_calls:
             final = resp.content if resp.content is not None else ""
-            events.append(Event(kind="final_answer", turn=turn, content=final))
+            events.append(FinalAnswerEvent(turn=turn, content=final))
             status = "completed"
             break
         ids = [c.id or f"call_{turn}_{i}" for i, c in enumerate(resp.tool_calls)]
@@ -368,8 +379,7 @@ async def run_one(
                 messages.append({"role": "tool", "tool_call_id": cid, "content": answer})
         except ToolEnvironmentError as exc:
             # Not the agent's doing and not the tool's answer: the run fails and is retried.
-            events.append(Event(kind="backend_error", turn=turn, message=clip(str(exc)), error_type="ToolServerError",
-                                attempts=1))
+            events.append(BackendErrorEvent(turn=turn, message=clip(str(exc)), error_type="ToolServerError", attempts=1))
             status, error = "error", True
             break
     known = [c for c in costs if c is not None]

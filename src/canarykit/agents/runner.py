@@ -61,7 +61,6 @@ import contextlib
 import ctypes
 import io
 import itertools
-import json
 import multiprocessing as mp
 import os
 import signal
@@ -78,7 +77,7 @@ import polars as pl
 
 from ..errors import ConfigError, InputError
 from ..jsonio import atomic_write_bytes, write_json
-from ..records import RunRecord, normalise_status
+from ..records import RunRecord
 from .cache import ResponseCache
 from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .loop import Environment, RunSpec, _now, default_environment, run_one, toolset_from_assembly
@@ -226,14 +225,7 @@ def plan_grid(
 
 def _fast_finished(store: RunStore, run_id: str) -> dict[str, Any] | None:
     """The stored record's JSON if it finished without error (plain parse: our own files)."""
-    try:
-        data = json.loads(store.path(run_id).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("run_id") != run_id or data.get("error") is not False or not isinstance(data.get("status"), str):
-        return None
-    data["status"] = normalise_status(data["status"])
-    return data
+    return store.finished_json(run_id)
 
 
 def _relabel(record: RunRecord, spec: RunSpec) -> RunRecord:

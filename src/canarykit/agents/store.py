@@ -53,14 +53,14 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..castore import ContentStore
 from ..errors import InputError
-from ..jsonio import atomic_write_text, content_hash, pretty_json, write_json
-from ..records import Event, OfferedTool, RunRecord, Usage, read_record
+from ..jsonio import content_hash, write_json
+from ..records import RunRecord, normalise_status, read_record, record_json, record_store
 from .secrets import configured_values, scrub_values
 
 #: Model-spec keys that name or group a model, or say where its key lives: not part of what
@@ -131,38 +131,6 @@ def run_id_for(ident_hash: str, model: str, group: str, condition: str, pool: st
     )
 
 
-_RECORD_FIELDS = tuple(f.name for f in fields(RunRecord))
-_EVENT_FIELDS = tuple(f.name for f in fields(Event))
-_OFFERED_FIELDS = tuple(f.name for f in fields(OfferedTool))
-
-
-def _usage(u: Usage) -> dict[str, int]:
-    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
-
-
-def _event_dict(e: Event) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in _EVENT_FIELDS:
-        v = getattr(e, name)
-        if v is not None:
-            out[name] = _usage(v) if name == "usage" else v
-    return out
-
-
-def record_dict(record: RunRecord) -> dict[str, Any]:
-    """``record.to_dict()`` without its deep copies (the records are serialised at once).
-
-    :meth:`RunRecord.to_dict` goes through ``dataclasses.asdict``, which deep-copies every
-    nested value and costs more than the rest of a reference run; the JSON is identical
-    (a test pins ``pretty_json(record_dict(r)) == pretty_json(r.to_dict())``).
-    """
-    d = {name: getattr(record, name) for name in _RECORD_FIELDS}
-    d["usage"] = _usage(record.usage)
-    d["events"] = [_event_dict(e) for e in record.events]
-    d["offered"] = [{k: v for k in _OFFERED_FIELDS if (v := getattr(o, k)) is not None} for o in record.offered]
-    return d
-
-
 #: Claims held by this process. POSIX locks belong to a process, so a second claim of the same
 #: identity from this process would succeed (and closing it would drop the first): refuse it here.
 _HELD: set[tuple[str, str]] = set()
@@ -217,10 +185,14 @@ class RunClaim:
 
 
 class RunStore:
-    """Run records on disk, one JSON file each, written atomically; claims per run identity."""
+    """Run records on disk, one JSON file each (by run id, in a content store), written
+    atomically; pointers from identity to a finished record; claims per run identity."""
 
     def __init__(self, store_dir: str | Path) -> None:
         self.dir = Path(store_dir)
+        self.records = record_store(self.dir)
+        #: ``<store>/.identities/<h[:2]>/<h>``: the run id of a finished record of identity ``h``.
+        self.identities = ContentStore(self.dir / IDENTITY_DIR, suffix="")
         self.claims_dir = self.dir.parent / f".{self.dir.name}.claims"
         #: Configured key values, removed from every record at write time (none: no cost).
         self._secrets = configured_values()
@@ -262,7 +234,7 @@ class RunStore:
         _release_locally(self.claims_dir, key)
 
     def path(self, run_id: str) -> Path:
-        return self.dir / run_id[:2] / f"{run_id}.json"
+        return self.records.path(run_id)
 
     def load(self, run_id: str) -> RunRecord | None:
         """The stored record, or ``None`` when there is none or it cannot be read."""
@@ -274,10 +246,31 @@ class RunStore:
         except (InputError, OSError):
             return None
 
+    def finished_json(self, run_id: str) -> dict[str, Any] | None:
+        """The stored record's JSON object if the run finished without a backend error (else
+        ``None``: re-execute it), its status in today's vocabulary. A plain parse of the
+        store's own file that builds no record: the runner checks a whole grid with it."""
+        text = self.records.read_text(run_id)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict) or data.get("run_id") != run_id or data.get("error") is not False or not isinstance(data.get("status"), str):
+            return None
+        data["status"] = normalise_status(data["status"])
+        return data
+
     def finished(self, run_id: str) -> RunRecord | None:
-        """The stored record if it finished without a backend error (else re-execute)."""
-        rec = self.load(run_id)
-        return rec if rec is not None and not rec.error else None
+        """The stored record if the run finished without a backend error (else re-execute)."""
+        data = self.finished_json(run_id)
+        if data is None:
+            return None
+        try:
+            return RunRecord.from_dict(data, str(self.path(run_id)))
+        except InputError:
+            return None
 
     def save(self, record: RunRecord) -> Path:
         """Write atomically, byte for byte what :func:`~canarykit.records.write_record` writes
@@ -287,31 +280,26 @@ class RunStore:
         (:meth:`finished_by_identity`), so a run whose labels changed (a renamed model, the
         same list under the other pool) reuses it instead of executing again.
         """
-        p = self.path(record.run_id)
-        text = pretty_json(record_dict(record))
+        text = record_json(record)
         if self._secrets:
             text = scrub_values(text, self._secrets)
-        atomic_write_text(p, text)
+        p = self.records.write_text(record.run_id, text)
         if not record.error and record.identity:
-            pointer = self.identity_path(identity_hash(record.identity))
-            if not pointer.exists():
-                atomic_write_text(pointer, record.run_id + "\n")
+            ident = identity_hash(record.identity)
+            if not self.identities.exists(ident):
+                self.identities.write_text(ident, record.run_id + "\n")
         return p
-
-    def identity_path(self, ident_hash: str) -> Path:
-        """Where the run id of a finished record of identity ``ident_hash`` is noted."""
-        return self.dir / IDENTITY_DIR / ident_hash[:2] / ident_hash
 
     def finished_by_identity(self, ident_hash: str) -> RunRecord | None:
         """A finished record with this identity, whatever its labels (model name, group,
         condition, pool, seed, task id), or ``None``. The identity is what the run sends and
         what answers it (see the module doc): two runs with one identity are one experiment."""
+        run_id = (self.identities.read_text(ident_hash) or "").strip()
         try:
-            run_id = self.identity_path(ident_hash).read_text(encoding="utf-8").strip()
-        except OSError:
+            rec = self.finished(run_id) if run_id else None
+        except ValueError:  # a damaged pointer: not a run id
             return None
-        rec = self.load(run_id) if run_id else None
-        if rec is None or rec.error or identity_hash(rec.identity) != ident_hash:
+        if rec is None or identity_hash(rec.identity) != ident_hash:
             return None
         return rec
 

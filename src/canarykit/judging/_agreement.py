@@ -22,7 +22,7 @@ import polars as pl
 from ..canaries import RUNTIME_MARKER_FIELDS, strip_runtime_markers
 from ..errors import InputError
 from ..jsonio import atomic_write_text, content_hash, finite_or_none
-from ..records import Event, RunRecord, read_record
+from ..records import Event, RunRecord, event_from_dict, read_record, record_path
 from ..types import CANARY_TYPES
 from ._base import Judge, JudgeInput, Verdict, render_trace
 
@@ -423,15 +423,13 @@ def blind_record(record: RunRecord) -> RunRecord:
     canary_calls = {e.call_id for e in record.events if e.kind == "tool_call" and e.name in names}
     events: list[Event] = []
     for e in record.events:
-        content = e.content
+        d = e.to_dict()  # the fields this kind has and sets
+        if d.get("name"):
+            d["name"] = names.get(d["name"], d["name"])
         if e.kind == "tool_result" and e.call_id in canary_calls:
-            content = _strip_markers(content)
-        events.append(
-            dataclasses.replace(
-                e, name=names.get(e.name, e.name) if e.name else e.name, content=text(content),
-                message=text(e.message), raw_arguments=text(e.raw_arguments),
-            )
-        )
+            d["content"] = _strip_markers(e.content)
+        d.update({k: text(d[k]) for k in ("content", "message", "raw_arguments") if k in d})
+        events.append(event_from_dict(d))
     return dataclasses.replace(record, events=events, final_answer=text(record.final_answer))
 
 
@@ -476,7 +474,10 @@ def human_sheet(
     order = np.random.default_rng([int(seed), 1]).permutation(chosen.height)
     rows = []
     for run_id in chosen.get_column("run_id").to_numpy()[order]:
-        path = Path(store_dir) / str(run_id)[:2] / f"{run_id}.json"
+        try:
+            path = record_path(store_dir, str(run_id))
+        except ValueError:
+            raise InputError(source, "run_id", f"{run_id!r} is not a run id") from None
         if not path.is_file():
             raise InputError(str(path), "run_id", f"run {run_id} of {source} has no record in the run store {store_dir}")
         record = read_record(path)

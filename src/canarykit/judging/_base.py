@@ -5,15 +5,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
-from ..detect import ClassifiedCall, classify_calls
+from ..detect import ClassifiedCall, call_event, classify_calls
 from ..errors import ConfigError
 from ..jsonio import canonical_json
-from ..records import RunRecord
-
-VerdictStatus = Literal["ok", "unparseable", "error"]
-VERDICT_STATUSES: Final[tuple[str, ...]] = ("ok", "unparseable", "error")
+from ..records import RunRecord, ToolErrorEvent, ToolResultEvent
+from ..types import VERDICT_STATUSES, VerdictStatus
 
 #: Each tool result is capped at this many characters in the rendered trace.
 RESULT_CAP: Final[int] = 2000
@@ -150,7 +148,7 @@ def render_trace(record: RunRecord, cap: int = RESULT_CAP) -> str:
     """
     outcomes: dict[str, str] = {}
     for event in record.events:
-        if event.call_id is None or event.call_id in outcomes:
+        if not isinstance(event, ToolResultEvent | ToolErrorEvent) or event.call_id is None or event.call_id in outcomes:
             continue
         if event.kind == "tool_result":
             prefix = "ERROR: " if event.is_error else ""
@@ -187,7 +185,7 @@ def call_views(
             result_error.setdefault(event.call_id, True)
     views = []
     for c in calls:
-        call_id = record.events[c.idx].call_id
+        call_id = call_event(record, c).call_id
         views.append(
             CallView(c.name, c.cls, c.status, result_error.get(call_id or "") if call_id else None)
         )

@@ -26,9 +26,10 @@ from typing import Any, Final
 import polars as pl
 
 from ..agents.secrets import scrub_values
+from ..castore import ContentStore
 from ..detect import load_records
 from ..errors import InputError
-from ..jsonio import atomic_write_text, content_hash, pretty_json, safe_json_loads
+from ..jsonio import content_hash, pretty_json
 from ..records import RunRecord
 from ._base import Judge, JudgeInput, Verdict, judge_input, make_judge, run_error_verdict
 
@@ -44,10 +45,11 @@ VERDICT_COLUMNS: Final[dict[str, Any]] = {
 
 
 class VerdictCache:
-    """Content-addressed store of verdicts (``root/<h[:2]>/<h>.json``)."""
+    """Content-addressed store of verdicts (a :class:`~canarykit.castore.ContentStore`)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self.store = ContentStore(self.root)
 
     @staticmethod
     def key(judge: Judge, run: JudgeInput, extra: Mapping[str, Any] | None = None) -> str:
@@ -57,23 +59,22 @@ class VerdictCache:
         return content_hash(ident)
 
     def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        return self.store.path(key)
 
     def get(self, key: str) -> Verdict | None:
-        p = self.path(key)
+        data = self.store.read_json(key)  # missing or damaged: judge again
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
         try:
-            data = safe_json_loads(p.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or data.get("key") != key:
-                return None
             return Verdict.from_dict(data.get("verdict"))
-        except (OSError, ValueError):
-            return None  # missing or damaged: judge again
+        except ValueError:
+            return None
 
     def put(self, key: str, verdict: Verdict, judge: Judge) -> None:
         if verdict.status == "error":
             return  # a failed judge call is retried next time, never remembered
         text = pretty_json({"key": key, "judge": judge.identity(), "verdict": verdict.to_dict()})
-        atomic_write_text(self.path(key), scrub_values(text))
+        self.store.write_text(key, scrub_values(text))
 
 
 def load_task_map(tasks: Any, source: str = "tasks") -> dict[str, Any]:
