@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -410,9 +411,10 @@ def test_long_texts_are_clipped_and_keys_never_appear(study: Study, tmp_path: Pa
     run_id = sample_traces(runs, sampling)[0]["run_id"]
     path = store / run_id[:2] / f"{run_id}.json"
     rec = read_record(path)
-    result = next(e for e in rec.events if e.kind == "tool_result")
-    result.content = f"token {secret} " + "x" * 5000
-    write_record(path, rec)
+    i = next(i for i, e in enumerate(rec.events) if e.kind == "tool_result")
+    events = list(rec.events)
+    events[i] = dataclasses.replace(events[i], content=f"token {secret} " + "x" * 5000)
+    write_record(path, dataclasses.replace(rec, events=events))
     params = copy.deepcopy(study.params)
     params["models"].append({"name": "hosted", "backend": "litellm", "model": "openai/x", "api_key_env": "REPORT_TEST_API_KEY"})
     from canarykit.agents.secrets import register_secret_envs
