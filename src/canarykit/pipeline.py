@@ -219,10 +219,10 @@ def judge_model(
         judge_all,
         judge_inputs,
         judge_options,
-        load_task_map,
         make_judge,
     )
     from .runs_table import verdict_failure_lines
+    from .tasks import task_map
 
     out = log if log is not None else sys.stderr
     cfg = judge_cfg.get(role)
@@ -231,7 +231,7 @@ def judge_model(
     register_secret_envs(config_secret_envs({"models": models, "judge": judge_cfg}))
     index = _read_indexes(index_paths)
     records = load_records(index, store_dir, index_paths[0] if index_paths else "index")
-    inputs = judge_inputs(records, load_task_map(tasks_path, tasks_path), tasks_path)
+    inputs = judge_inputs(records, task_map(tasks_path), tasks_path)
     cache_dir = judge_cfg.get("cache_dir")
     stats = CallStats()
     options = judge_options(judge_cfg, retries, model_layer=True, ledger=ledger(store_dir, job))
@@ -304,8 +304,9 @@ def judge_report(
     records it needs: the stability sample, and the oracle runs when no judge is the rubric."""
     from .agents.secrets import config_secret_envs, register_secret_envs
     from .detect import load_records
-    from .judging import VerdictCache, judge_inputs, judge_options, load_task_map
+    from .judging import VerdictCache, judge_inputs, judge_options
     from .runs_table import read_index, validation_report
+    from .tasks import task_map
 
     register_secret_envs(config_secret_envs({"models": models, "judge": judge_cfg}))
     runs = pl.read_parquet(runs_path)
@@ -330,7 +331,7 @@ def judge_report(
         model_calls[role] = calls
     counts["model_calls"] = model_calls
     index = read_index(index_path)
-    tasks = load_task_map(tasks_path, tasks_path)
+    tasks = task_map(tasks_path)
 
     def inputs_for(ids: set[str]) -> list[Any]:
         sub = index.filter(pl.col("run_id").is_in(sorted(ids)))

@@ -41,6 +41,7 @@ from .schemas import (
     check_runs_type_columns,
     validate,
 )
+from .tasks import task_map
 from .types import CANARY_TYPES
 
 INTERFACE_COLUMNS: Final[tuple[str, ...]] = (
@@ -193,9 +194,7 @@ def build_runs_table(
     index_df = read_index(index_path)
     records = load_records(index_df, store_dir, str(index_path))
     if tasks_path is not None:
-        from .judging import load_task_map
-
-        known = load_task_map(tasks_path)
+        known = task_map(tasks_path)
         unknown = index_df.filter(~pl.col("task_id").is_in(list(known)) & ~pl.col("error"))
         if unknown.height:
             raise InputError(
@@ -296,7 +295,6 @@ def detect_and_judge(
         judge_all,
         judge_inputs,
         judge_options,
-        load_task_map,
         make_judge,
     )
 
@@ -307,7 +305,7 @@ def detect_and_judge(
     index_df = read_index(index_path)
     records = load_records(index_df, store_dir, str(index_path))
     tasks_source = str(tasks_path) if isinstance(tasks_path, str | os.PathLike) else "tasks"
-    inputs = judge_inputs(records, load_task_map(tasks_path, tasks_source), tasks_source)
+    inputs = judge_inputs(records, task_map(tasks_path), tasks_source)
     out = log if log is not None else sys.stderr
     register_secret_envs(config_secret_envs({"models": models, "judge": judge_cfg}))
     cache = VerdictCache(cache_dir) if cache_dir is not None else None

@@ -55,7 +55,6 @@ from ._run import (
     judge_inputs,
     judge_options,
     judge_runs,
-    load_task_map,
 )
 
 __all__ = [
@@ -87,7 +86,6 @@ __all__ = [
     "judge_options",
     "judge_prompt",
     "judge_runs",
-    "load_task_map",
     "make_judge",
     "normalise_provider",
     "parse_verdict",

@@ -506,12 +506,12 @@ def human_sheet_command(
         runs = pl.read_parquet(runs_p)
     except Exception as exc:  # polars raises several error types for a broken file
         raise InputError(str(runs_p), "-", f"not a readable parquet file: {exc}") from exc
-    task_map = None
+    tasks = None
     if tasks_path is not None:
-        from ._run import load_task_map
+        from ..tasks import task_map
 
-        task_map = load_task_map(tasks_path, str(tasks_path))
-    sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=task_map, source=str(runs_p))
+        tasks = task_map(tasks_path)
+    sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=tasks, source=str(runs_p))
     atomic_write_text(out, sheet.write_csv())
     strata_txt = ", ".join(strata) if strata else "none"
     print(f"{sheet.height} runs written to {out} (stratified by {strata_txt}; seed {seed}); fill the verdict column "
