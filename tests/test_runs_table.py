@@ -11,13 +11,13 @@ import pytest
 from fakes.records import FakeTask, call_events
 
 from canarykit.errors import ConfigError, InputError
+from canarykit.metrics import metrics_json
 from canarykit.records import OfferedTool, RunRecord, write_record
 from canarykit.runs_table import (
     EXTRA_COLUMNS,
     INTERFACE_COLUMNS,
     build_runs_table,
     detect_and_judge,
-    metrics_json,
 )
 from canarykit.schemas import RunsTable, check_runs_type_columns, validate
 
@@ -297,7 +297,7 @@ def test_planted_agents_known_answer_end_to_end(tmp_path: Path) -> None:
     from fakes.study import make_study
 
     from canarykit.agents import run_grid
-    from canarykit.detect import type_trap_rates
+    from canarykit.metrics import type_trap_rates
     from canarykit.types import CANARY_TYPES
 
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["full"]})

@@ -364,12 +364,12 @@ def write_metrics(
 ) -> list[str]:
     """One small JSON per (model, grid cell): ``<out_dir>/<model slug>/<cell>.json`` with
     ``{csr, tsr, recovery, runs}`` (csr, tsr and recovery over non-error runs, as in
-    :func:`~canarykit.runs_table.metrics_json`; runs counts all). ``cells``: cell name ->
+    :func:`~canarykit.metrics.metrics_json`; runs counts all). ``cells``: cell name ->
     (condition, pool) (:func:`canarykit.layout.metric_cells`). The directory is rewritten
     whole, so cells and models no longer in the study leave no file behind."""
     import shutil
 
-    from .runs_table import metrics_json
+    from .metrics import metrics_json
 
     per = metrics_json(pl.read_parquet(runs_path))
     root = Path(out_dir)

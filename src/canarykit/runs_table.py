@@ -29,9 +29,10 @@ import polars as pl
 
 from .agents.calls import CallStats
 from .agents.secrets import config_secret_envs, register_secret_envs
-from .detect import csr_by, detect, load_records, recovery_rates, tsr_by
+from .detect import detect, load_records
 from .errors import InputError
-from .jsonio import finite_or_none, write_json
+from .jsonio import write_json
+from .metrics import metrics_json
 from .records import RunRecord
 from .schemas import (
     CallsTable,
@@ -205,45 +206,6 @@ def build_runs_table(
     return assemble_runs_table(
         index_df, records, primary, _verdicts(cross_verdicts, "cross verdicts"), source
     )
-
-
-def _r(x: Any) -> float | None:
-    value = finite_or_none(x)
-    return None if value is None else round(value, 6)
-
-
-def metrics_json(df: pl.DataFrame) -> dict[str, Any]:
-    """``{condition: {pool: {model: {csr, tsr, recovery, recovery_n, runs, error_runs,
-    zero_call_runs, truncated_runs}}}}`` for a DVC metrics file (numbers rounded to 6 digits;
-    every aggregate excludes backend-error runs, which are counted in ``error_runs``; ``runs``
-    counts all; ``tsr`` is over every judged run, truncated ones included: the headline tsr
-    treatment of truncated runs is the statistics' (``results/stats.json``))."""
-    keys = ["condition", "pool", "model"]
-    truncated = pl.col("truncated") if "truncated" in df.columns else pl.lit(False)
-    base = df.group_by(keys).agg(
-        pl.len().cast(pl.Int64).alias("runs"),
-        truncated.fill_null(False).sum().cast(pl.Int64).alias("truncated_runs"),
-    )
-    table = (
-        base.join(csr_by(df, keys), on=keys, how="left")
-        .join(tsr_by(df, keys).select(*keys, "tsr"), on=keys, how="left")
-        .join(recovery_rates(df, keys).rename({"n": "recovery_n"}), on=keys, how="left")
-        .with_columns(pl.col("recovery_n", "zero_call_runs").fill_null(0))
-        .sort(keys)
-    )
-    out: dict[str, Any] = {}
-    for row in table.iter_rows(named=True):
-        out.setdefault(row["condition"], {}).setdefault(row["pool"], {})[row["model"]] = {
-            "csr": _r(row["csr"]),
-            "tsr": _r(row["tsr"]),
-            "recovery": _r(row["recovery"]),
-            "recovery_n": int(row["recovery_n"]),
-            "runs": int(row["runs"]),
-            "error_runs": int(row["error_runs"]),
-            "zero_call_runs": int(row["zero_call_runs"]),
-            "truncated_runs": int(row["truncated_runs"]),
-        }
-    return out
 
 
 def detect_and_judge(

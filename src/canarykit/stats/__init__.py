@@ -9,6 +9,9 @@ sizes), ``_study`` (the study's computation), ``_stability`` (per-seed stability
 
 Units and conventions
 ---------------------
+- Every rate (csr, tsr, recovery, trap and control rates) is defined once, in
+  :mod:`canarykit.metrics`: the runs it is over and the value it averages; the DVC metrics
+  read the same definitions.
 - Rows with ``error`` true (backend errors) are excluded from every statistic and counted
   (``counts.<cond>.<model>.failed``, ``excluded_error_runs``); every model keeps its row in
   every table and per-model block, even when all its runs failed.

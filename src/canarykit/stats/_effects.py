@@ -123,9 +123,9 @@ def _concat(cells: list[Cell]) -> Cell:
     return Cell(**{k: np.concatenate([getattr(c, k) for c in cells]) for k in Cell.__dataclass_fields__})
 
 
-def _split(s_all: tuple[np.ndarray, np.ndarray, Cell], before: np.ndarray) -> tuple[Sample, Sample]:
-    values, mask, cell = s_all
-    return cell.sample(values, mask & (before == 1.0)), cell.sample(values, mask & (before == 0.0))
+def _split(cell: Cell, values: np.ndarray) -> tuple[Sample, Sample]:
+    """A rate's runs whose canaries sit before their real tools, and those where they sit after."""
+    return cell.sample(values, cell.before == 1.0), cell.sample(values, cell.before == 0.0)
 
 
 def _position_entry(d: dict[str, Any]) -> dict[str, Any]:
@@ -146,11 +146,10 @@ def position_effect(st: Study) -> dict[str, Any]:
     specs: list[tuple[tuple[str, ...], Sample, Sample]] = []
     for m in models:
         cell = _concat([st.cell(c, m) for c in conds])
-        called = cell.calls > 0
-        a, b = _split((cell.trapped.astype(float), cell.present.any(axis=1) & called, cell), cell.before)
+        a, b = _split(cell, cell.trap_any)
         specs.append((("position", m), a, b))
         for j, t in enumerate(CANARY_TYPES):
-            a, b = _split((cell.trapped_t[:, j].astype(float), cell.present[:, j] & called, cell), cell.before)
+            a, b = _split(cell, cell.trap[:, j])
             specs.append((("position", m, t), a, b))
     got = paired_deltas(st.boot, specs, alpha=st.config.alpha)
     out: dict[str, Any] = {}

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 from threadpoolctl import threadpool_limits
 
-from .. import schemas
+from .. import metrics, schemas
 from ..errors import InputError
 from ..jsonio import finite_or_none
 from ..types import CANARY_TYPES, CONDITIONS, DIFFICULTIES, POOLS
@@ -113,13 +113,22 @@ def load_runs(path: str | Path) -> pl.DataFrame:
 # --------------------------------------------------------------------------- the runs of one cell
 
 
+#: The rates a cell holds per run, each from its one definition.
+_RATES: tuple[metrics.Rate, ...] = (
+    metrics.CSR, metrics.TSR, metrics.TSR_TRUNCATED_AS_FAILURE, metrics.RECOVERY, metrics.TRAPPED,
+    *(metrics.trap_rate(t) for t in CANARY_TYPES), *(metrics.control_rate(t) for t in CANARY_TYPES),
+)
+
+
 @dataclass(frozen=True)
 class Cell:
     """The non-error runs of one (pool, condition, model) as arrays (one entry per run).
 
-    ``csr``/``success``/``recovered`` are NaN where undefined; ``success`` is the headline
-    verdict (NaN for an unjudged or a truncated run), ``success_taf`` counts a truncated run
-    as a failure.
+    The rates' per-run values come from their definitions (:mod:`canarykit.metrics`), NaN
+    where a rate is not defined over the run: ``csr``; ``success``, the headline tsr (NaN for
+    an unjudged or a truncated run); ``success_taf``, a truncated run as a failure;
+    ``recovery``; ``trap`` and ``control`` (runs x canary types); ``trap_any`` (the types
+    pooled).
     """
 
     tasks: np.ndarray
@@ -128,31 +137,26 @@ class Cell:
     difficulty: np.ndarray
     calls: np.ndarray
     canary_calls: np.ndarray
+    trapped: np.ndarray
+    present: np.ndarray
+    truncated: np.ndarray
+    before: np.ndarray
+    """``canary_before_real`` as 1.0/0.0, NaN where null."""
     csr: np.ndarray
     success: np.ndarray
     success_taf: np.ndarray
-    trapped: np.ndarray
-    recovered: np.ndarray
-    present: np.ndarray
-    trapped_t: np.ndarray
-    truncated: np.ndarray
-    control_present: np.ndarray
-    control_called: np.ndarray
-    before: np.ndarray
-    """``canary_before_real`` as 1.0/0.0, NaN where null."""
+    recovery: np.ndarray
+    trap: np.ndarray
+    trap_any: np.ndarray
+    control: np.ndarray
 
     @classmethod
     def from_frame(cls, f: pl.DataFrame) -> Cell:
-        def num(col: str) -> np.ndarray:
-            return f.get_column(col).cast(pl.Float64).fill_null(np.nan).to_numpy().astype(float)
+        rates = f.select(r.per_run() for r in _RATES)
 
-        def flags(prefix: str) -> np.ndarray:
-            cols = [f.get_column(prefix + t).to_numpy().astype(bool) if prefix + t in f.columns else np.zeros(f.height, bool)
-                    for t in CANARY_TYPES]
-            return np.column_stack(cols) if cols else np.zeros((f.height, 0), bool)
+        def rate(r: metrics.Rate) -> np.ndarray:
+            return rates.get_column(r.name).fill_null(np.nan).to_numpy().astype(float)
 
-        truncated = f.get_column("truncated").to_numpy().astype(bool)
-        success = num("success")
         return cls(
             tasks=f.get_column("task_id").cast(pl.String).to_numpy().astype(str),
             seeds=f.get_column("seed").to_numpy().astype(np.int64),
@@ -160,20 +164,21 @@ class Cell:
             difficulty=f.get_column("difficulty").to_numpy().astype(str),
             calls=f.get_column("tool_calls").to_numpy().astype(np.int64),
             canary_calls=f.get_column("canary_calls").to_numpy().astype(np.int64),
-            csr=num("csr"),
-            success=np.where(truncated, np.nan, success),
-            success_taf=np.where(truncated, 0.0, success),
             trapped=f.get_column("trapped").to_numpy().astype(bool),
-            recovered=num("recovered"),
             present=np.column_stack([f.get_column(f"present_{t}").to_numpy().astype(bool) for t in CANARY_TYPES]),
-            trapped_t=np.column_stack([f.get_column(f"trapped_{t}").to_numpy().astype(bool) for t in CANARY_TYPES]),
-            truncated=truncated,
-            control_present=flags("control_present_"),
-            control_called=flags("control_called_"),
-            before=num("canary_before_real") if "canary_before_real" in f.columns else np.full(f.height, np.nan),
+            truncated=f.get_column("truncated").to_numpy().astype(bool),
+            before=f.get_column("canary_before_real").cast(pl.Float64).fill_null(np.nan).to_numpy().astype(float),
+            csr=rate(metrics.CSR),
+            success=rate(metrics.TSR),
+            success_taf=rate(metrics.TSR_TRUNCATED_AS_FAILURE),
+            recovery=rate(metrics.RECOVERY),
+            trap=np.column_stack([rate(metrics.trap_rate(t)) for t in CANARY_TYPES]),
+            trap_any=rate(metrics.TRAPPED),
+            control=np.column_stack([rate(metrics.control_rate(t)) for t in CANARY_TYPES]),
         )
 
     def sample(self, values: np.ndarray, mask: np.ndarray | None = None) -> Sample:
+        """The runs where ``values`` is defined (finite) and ``mask`` holds."""
         v = np.asarray(values, dtype=float)
         keep = np.isfinite(v) if mask is None else (mask & np.isfinite(v))
         return Sample(v[keep], self.tasks[keep], self.pairs[keep])
@@ -190,32 +195,32 @@ class Cell:
 
     def trap_sample(self, j: int) -> Sample:
         """Type ``j``: runs where it was offered and that made at least one tool call."""
-        return self.sample(self.trapped_t[:, j].astype(float), self.present[:, j] & (self.calls > 0))
+        return self.sample(self.trap[:, j])
 
     def control_sample(self, j: int) -> Sample:
         """Type ``j``'s control: runs where it was offered and that made at least one tool
         call; the value is whether the control was called (the trap rate's counterpart)."""
-        return self.sample(self.control_called[:, j].astype(float), self.control_present[:, j] & (self.calls > 0))
+        return self.sample(self.control[:, j])
 
     def trap_any_sample(self) -> Sample:
         """Runs offered at least one canary and that made a tool call: trapped or not."""
-        return self.sample(self.trapped.astype(float), self.present.any(axis=1) & (self.calls > 0))
+        return self.sample(self.trap_any)
 
     def recovery_sample(self) -> Sample:
         """Trapped runs; a trapped run whose recovery is unknown counts as not recovered."""
-        return self.sample(np.nan_to_num(self.recovered, nan=0.0), self.trapped)
+        return self.sample(self.recovery)
 
 
 @functools.cache
 def _empty_cell() -> Cell:
     """The cell of a (pool, condition, model) without runs: every rate over it is undefined."""
     z = np.zeros(0)
+    types = np.zeros((0, _NT))
     return Cell(
         tasks=z.astype(str), seeds=z.astype(np.int64), pairs=z.astype(str), difficulty=z.astype(str),
-        calls=z.astype(np.int64), canary_calls=z.astype(np.int64), csr=z, success=z, success_taf=z,
-        trapped=z.astype(bool), recovered=z, present=np.zeros((0, _NT), bool), trapped_t=np.zeros((0, _NT), bool),
-        truncated=z.astype(bool), control_present=np.zeros((0, _NT), bool), control_called=np.zeros((0, _NT), bool),
-        before=z,
+        calls=z.astype(np.int64), canary_calls=z.astype(np.int64), trapped=z.astype(bool),
+        present=types.astype(bool), truncated=z.astype(bool), before=z, csr=z, success=z, success_taf=z, recovery=z,
+        trap=types, trap_any=z, control=types,
     )
 
 
@@ -276,6 +281,7 @@ def build_study(df: pl.DataFrame, config: StatsConfig) -> Study:
     """Cut a validated runs table into cells and set up the study's resampler."""
     if "truncated" not in df.columns:
         df = df.with_columns(pl.lit(False).alias("truncated"))
+    df = _with_optional_columns(df)
     ok = df.filter(~pl.col("error"))
     prim_all = df.filter(pl.col("pool") == config.primary_pool)
     counts = _counts(prim_all)
@@ -737,7 +743,7 @@ def _mean_where(values: np.ndarray, mask: np.ndarray) -> float | None:
 
 
 def _outcome(cells: list[Cell]) -> dict[str, Any]:
-    rec = np.concatenate([c.recovered[c.trapped & np.isfinite(c.success)] for c in cells]) if cells else np.zeros(0)
+    rec = np.concatenate([c.recovery[c.trapped & np.isfinite(c.success)] for c in cells]) if cells else np.zeros(0)
     suc = np.concatenate([c.success[c.trapped & np.isfinite(c.success)] for c in cells]) if cells else np.zeros(0)
     flag = np.nan_to_num(rec, nan=0.0) > 0.5
     out = {}
