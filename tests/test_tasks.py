@@ -16,6 +16,7 @@ import pytest
 import canarykit
 from canarykit import tools
 from canarykit.errors import InputError
+from canarykit.suite import task_map
 from canarykit.taskgen import build_suite
 from canarykit.tasks import (
     Fact,
@@ -26,7 +27,6 @@ from canarykit.tasks import (
     extract_numbers,
     load_tasks,
     task_hash,
-    task_map,
     tasks_table,
 )
 from canarykit.types import CANARY_TYPES, ToolResult

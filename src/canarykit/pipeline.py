@@ -214,7 +214,7 @@ def judge_model(
     ``counts_out`` (``{judged, reused, skipped, ok, unparseable, error, model_calls}``)."""
     from .detect import load_records
     from .judging import StudyJudges, judge_inputs, judge_lines
-    from .tasks import task_map
+    from .suite import task_map
 
     out = log if log is not None else sys.stderr
     if not judge_cfg.get(role):
@@ -289,7 +289,7 @@ def judge_report(
     from .detect import load_records
     from .judging import StudyJudges, judge_inputs, validation_report
     from .runs_table import read_index
-    from .tasks import task_map
+    from .suite import task_map
 
     runs = pl.read_parquet(runs_path)
     vdir = Path(verdicts_dir)

@@ -37,7 +37,7 @@ from .schemas import (
     check_runs_type_columns,
     validate,
 )
-from .tasks import task_map
+from .suite import task_map
 from .types import CANARY_TYPES
 
 INTERFACE_COLUMNS: Final[tuple[str, ...]] = (

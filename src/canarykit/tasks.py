@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -38,7 +37,7 @@ from .types import CANARY_TYPES, ToolResult
 
 __all__ = [
     "ANY_TOOLS", "Fact", "PlanStep", "RubricResult", "Task", "check_rubric", "compose_answer", "execute_plan",
-    "extract_numbers", "load_tasks", "parse_tasks", "select_tasks", "task_hash", "task_map", "tasks_table",
+    "extract_numbers", "load_tasks", "parse_tasks", "select_tasks", "task_hash", "tasks_table",
 ]
 
 TASK_FILE_VERSION = "1"
@@ -235,20 +234,6 @@ def load_tasks(path: str | Path, tools: Sequence[Mapping[str, Any]] | str | None
     ``tools``: see :func:`parse_tasks` (default: the built-in tools)."""
     p = Path(path)
     return parse_tasks(read_json_input(p, "task file"), p, tools)
-
-
-def task_map(tasks: str | os.PathLike[str] | Mapping[str, Task] | Iterable[Task]) -> dict[str, Task]:
-    """Tasks by id, from a task file, a mapping ``{id: task}`` or a list of tasks.
-
-    A file is checked for its structure only (``tools=ANY_TOOLS``): its tool names were
-    checked against the study's tool environment where that is known (the canary and assembly
-    stages); what reads tasks by id (the judges, the runs table) needs the prompts, rubrics
-    and the tools they name."""
-    if isinstance(tasks, str | os.PathLike):
-        return {t.id: t for t in load_tasks(Path(tasks), tools=ANY_TOOLS)}
-    if isinstance(tasks, Mapping):
-        return dict(tasks)
-    return {t.id: t for t in tasks}
 
 
 def select_tasks(tasks: Sequence[Task], limit: int | None) -> list[Task]:

@@ -508,7 +508,7 @@ def human_sheet_command(
         raise InputError(str(runs_p), "-", f"not a readable parquet file: {exc}") from exc
     tasks = None
     if tasks_path is not None:
-        from ..tasks import task_map
+        from ..suite import task_map
 
         tasks = task_map(tasks_path)
     sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=tasks, source=str(runs_p))

@@ -24,7 +24,7 @@ from ..metrics import metrics_json
 from ..records import RunRecord
 from ..runs_table import assemble_runs_table, read_index
 from ..schemas import CallsTable, VerdictsTable, validate
-from ..tasks import task_map
+from ..suite import task_map, task_source
 from ._independence import check_judge_independence
 from ._llm import failure_reason
 from ._panel import StudyJudges
@@ -91,8 +91,7 @@ def detect_and_judge(
     )
     index_df = read_index(job.index)
     records = load_records(index_df, job.store, str(job.index))
-    tasks_source = str(job.tasks) if isinstance(job.tasks, str | os.PathLike) else "tasks"
-    inputs = judge_inputs(records, task_map(job.tasks), tasks_source)
+    inputs = judge_inputs(records, task_map(job.tasks), task_source(job.tasks))
     out = log if log is not None else sys.stderr
     extra: dict[str, Any] = {"retry_delay_s": retry_delay_s}
     if completion_fn is not None:

@@ -30,7 +30,7 @@ from ..detect import load_records
 from ..errors import InputError
 from ..jsonio import atomic_write_text, content_hash, pretty_json, safe_json_loads
 from ..records import RunRecord
-from ..tasks import task_map
+from ..suite import task_map, task_source
 from ._base import Judge, JudgeInput, Verdict, judge_input, make_judge, run_error_verdict
 
 VERDICT_COLUMNS: Final[dict[str, Any]] = {
@@ -279,9 +279,5 @@ def judge_runs(
     """
     judge = make_judge(dict(judge_cfg), source=source, key=key, **options)
     records = load_records(index_df, store_dir, index_source)
-    inputs = judge_inputs(
-        records,
-        task_map(tasks),
-        str(tasks) if isinstance(tasks, str | os.PathLike) else "tasks",
-    )
+    inputs = judge_inputs(records, task_map(tasks), task_source(tasks))
     return judge_all(judge, inputs, VerdictCache(cache_dir) if cache_dir is not None else None)
