@@ -28,6 +28,7 @@ from ._agreement import (
     human_validation,
     read_human_sheet,
     stability,
+    stability_draw,
     stratified_sample,
 )
 from ._base import (
@@ -122,6 +123,7 @@ __all__ = [
     "register_judge",
     "render_trace",
     "stability",
+    "stability_draw",
     "stability_sample",
     "stratified_sample",
     "validation_report",

@@ -4,7 +4,6 @@ stability re-grading and the human-sheet comparison, from the per-run table and 
 from __future__ import annotations
 
 import os
-import random
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,7 +11,13 @@ from typing import Any
 
 import polars as pl
 
-from ._agreement import cross_judge_report, human_validation, read_human_sheet, stability
+from ._agreement import (
+    cross_judge_report,
+    human_validation,
+    read_human_sheet,
+    stability,
+    stability_draw,
+)
 from ._base import JudgeInput, Verdict, make_judge
 from ._panel import StudyJudges
 from ._run import judge_all
@@ -73,8 +78,7 @@ def stability_sample(runs: pl.DataFrame, sample: int, seed: int) -> set[str]:
     """Run ids of the stability re-grading's sample: exactly those :func:`~canarykit.judging.stability`
     draws from the judge inputs of every non-error run of ``runs`` (same order, same seed),
     so a caller loads only these records."""
-    eligible = sorted(runs.filter(~pl.col("error"))["run_id"].to_list())
-    return set(random.Random(seed).sample(eligible, min(sample, len(eligible))))
+    return set(stability_draw(runs.filter(~pl.col("error"))["run_id"].to_list(), sample, seed))
 
 
 def _stability(judges: StudyJudges, runs: pl.DataFrame, primary: pl.DataFrame, inputs_for: InputsFor) -> dict[str, Any] | None:
