@@ -40,21 +40,18 @@ canaries sit before their real tools (every model is offered the same lists).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Sample, paired_deltas
+from ._cells import N_TYPES, Cell, Study
 from ._tests import holm
-
-if TYPE_CHECKING:
-    from ._study import Cell, Study
 
 DIAGNOSES: tuple[str, ...] = ("weakness", "surface attraction", "no attraction", "inconclusive", "n/a")
 POSITION_CONDITIONS: tuple[str, ...] = ("declared", "mirrored")
-_NT = len(CANARY_TYPES)
 
 
 def diagnose(entry: dict[str, Any], alpha: float) -> str:
@@ -118,8 +115,6 @@ def control_effect(st: Study) -> dict[str, Any]:
 
 
 def _concat(cells: list[Cell]) -> Cell:
-    from ._study import Cell
-
     return Cell(**{k: np.concatenate([getattr(c, k) for c in cells]) for k in Cell.__dataclass_fields__})
 
 
@@ -153,7 +148,7 @@ def position_effect(st: Study) -> dict[str, Any]:
             specs.append((("position", m, t), a, b))
     got = paired_deltas(st.boot, specs, alpha=st.config.alpha)
     out: dict[str, Any] = {}
-    per = 1 + _NT
+    per = 1 + N_TYPES
     for i, m in enumerate(models):
         block = got[i * per : (i + 1) * per]
         entry: dict[str, Any] = {"conditions": conds, "trapped": _position_entry(block[0]),
