@@ -24,6 +24,13 @@ _RATES: tuple[metrics.Rate, ...] = (
     metrics.CSR, metrics.TSR, metrics.TSR_TRUNCATED_AS_FAILURE, metrics.RECOVERY, metrics.TRAPPED,
     *(metrics.trap_rate(t) for t in CANARY_TYPES), *(metrics.control_rate(t) for t in CANARY_TYPES),
 )
+_RATE_PREFIX = "_rate_"
+
+
+def _with_rates(f: pl.DataFrame) -> pl.DataFrame:
+    """``f`` with every rate's per-run value as a column (``_rate_<name>``; NaN where the rate
+    is not defined over the run)."""
+    return f.with_columns(r.per_run().fill_null(np.nan).alias(_RATE_PREFIX + r.name) for r in _RATES)
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,13 @@ class Cell:
 
     @classmethod
     def from_frame(cls, f: pl.DataFrame) -> Cell:
-        rates = f.select(r.per_run() for r in _RATES)
+        if _RATE_PREFIX + metrics.CSR.name not in f.columns:
+            f = _with_rates(f)
+        values = f.select(_RATE_PREFIX + r.name for r in _RATES).to_numpy(order="fortran").astype(float)
+        columns = {r.name: np.ascontiguousarray(values[:, i]) for i, r in enumerate(_RATES)}
 
         def rate(r: metrics.Rate) -> np.ndarray:
-            return rates.get_column(r.name).fill_null(np.nan).to_numpy().astype(float)
+            return columns[r.name]
 
         return cls(
             tasks=f.get_column("task_id").cast(pl.String).to_numpy().astype(str),
@@ -185,7 +195,7 @@ def build_study(df: pl.DataFrame, config: StatsConfig) -> Study:
     if "truncated" not in df.columns:
         df = df.with_columns(pl.lit(False).alias("truncated"))
     df = with_optional_columns(df)
-    ok = df.filter(~pl.col("error"))
+    ok = _with_rates(df.filter(~pl.col("error")))  # once for the study, not per cell
     prim_all = df.filter(pl.col("pool") == config.primary_pool)
     counts = _counts(prim_all)
     conds = [c for c in CONDITIONS if c in counts]
