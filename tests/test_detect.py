@@ -9,16 +9,8 @@ import polars as pl
 import pytest
 from fakes.records import call_events
 
-from canarykit.detect import (
-    calls_table,
-    classify_calls,
-    csr_by,
-    detect,
-    recovery_rates,
-    run_metrics,
-    tsr_by,
-    type_trap_rates,
-)
+from canarykit.detect import calls_table, classify_calls, detect, run_metrics
+from canarykit.metrics import type_trap_rates
 from canarykit.records import (
     BackendErrorEvent,
     FinalAnswerEvent,
@@ -185,71 +177,6 @@ def test_calls_table_columns() -> None:
     assert {"name", "cls", "canary_id", "canary_type", "shadows"} <= set(calls.columns)
     assert calls["idx"].to_list() == [1, 3]  # event positions in the record
     assert runs.height == 2 and runs["csr"].to_list() == [0.5, None]
-
-
-def _runs_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    full = []
-    for r in rows:
-        base = {
-            "model": "m",
-            "condition": "full",
-            "csr": None,
-            "trapped": False,
-            "recovered": None,
-            "success": None,
-            "error": False,
-        }
-        base.update({f"present_{t}": False for t in CANARY_TYPES})
-        base.update({f"trapped_{t}": False for t in CANARY_TYPES})
-        base.update(r)
-        full.append(base)
-    return pl.DataFrame(full)
-
-
-def test_metric_definitions() -> None:
-    df = _runs_frame(
-        [
-            {
-                "csr": 0.5,
-                "trapped": True,
-                "recovered": True,
-                "success": True,
-                "present_parameter_trap": True,
-                "trapped_parameter_trap": True,
-            },
-            {"csr": 0.0, "success": False, "present_parameter_trap": True},
-            {"csr": None, "success": None},  # zero-call run, unparseable verdict
-            {
-                "csr": 1.0,
-                "trapped": True,
-                "recovered": False,
-                "success": False,
-                "present_semantic_decoy": True,
-                "trapped_semantic_decoy": True,
-            },
-            {"error": True, "csr": None, "success": None},
-        ]
-    )
-    c = csr_by(df).row(0, named=True)
-    assert (
-        c["csr"] == pytest.approx(0.5)
-        and c["n"] == 3
-        and c["zero_call_runs"] == 1
-        and c["error_runs"] == 1
-    )
-    rates = {
-        r["canary_type"]: (r["rate"], r["n"]) for r in type_trap_rates(df).iter_rows(named=True)
-    }
-    assert rates == {"parameter_trap": (0.5, 2), "semantic_decoy": (1.0, 1)}
-    rec = recovery_rates(df).row(0, named=True)
-    assert rec["recovery"] == 0.5 and rec["n"] == 2
-    t = tsr_by(df).row(0, named=True)
-    assert t["tsr"] == pytest.approx(1 / 3) and t["n"] == 3 and t["unjudged"] == 1
-
-
-def test_recovery_rate_without_trapped_runs_is_null() -> None:
-    r = recovery_rates(_runs_frame([{"csr": 0.0}])).row(0, named=True)
-    assert r["recovery"] is None and r["n"] == 0
 
 
 def test_planted_agents_trap_rate_peaks_at_their_own_type() -> None:

@@ -144,7 +144,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real small study: planted reference agents on 3 tasks of each difficulty."""
     pytest.importorskip("canarykit.agents")
     from canarykit.agents import run_grid
-    from canarykit.runs_table import detect_and_judge
+    from canarykit.judging import JudgingJob, detect_and_judge
     from canarykit.tasks import load_tasks
 
     root = tmp_path_factory.mktemp("study")
@@ -160,10 +160,10 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                "backoff_prob": 0.5, "group": "planted"} for t in ("semantic_decoy", "capability_mirage", "temporal_decoy")]
     run_grid(models, tasks_path, pools, [0], {"max_turns": 12, "cache_dir": str(root / "rc")}, root / "store",
              root / "index.parquet", root / "summary.json", progress=False)
-    detect_and_judge(root / "index.parquet", root / "store", tasks_path,
-                     {"primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0},
-                      "agreement": {"sample": 20, "seed": 1}},
-                     models, root / "vc", root / "runs.parquet", root / "verdicts", root / "val.json")
+    job = JudgingJob(root / "index.parquet", root / "store", tasks_path, root / "runs.parquet", root / "verdicts",
+                     root / "val.json", cache=root / "vc")
+    detect_and_judge(job, {"primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0},
+                           "agreement": {"sample": 20, "seed": 1}}, models)
     return {"root": root, "canary_names": [r["name"] for r in records], "real_names": {r["shadows"] for r in records},
             "val": json.loads((root / "val.json").read_text())}
 

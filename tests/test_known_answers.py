@@ -20,7 +20,7 @@ from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool, write
 
 from canarykit.agents import run_grid
 from canarykit.assembly import load_assemblies
-from canarykit.runs_table import detect_and_judge
+from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.stats import bootstrap_mean_ci
 from canarykit.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
@@ -48,10 +48,10 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
         summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store",
                            root / "index.parquet", root / "summary.json", progress=False)
     assert summary.failed == 0 and summary.total == 7 * 3 * 3 * 120
-    detect_and_judge(root / "index.parquet", root / "store", tasks_path,
-                     {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
-                      "primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}},
-                     models, root / "verdicts-cache", root / "runs.parquet", root / "verdicts", root / "validation.json")
+    job = JudgingJob(root / "index.parquet", root / "store", tasks_path, root / "runs.parquet", root / "verdicts",
+                     root / "validation.json", cache=root / "verdicts-cache")
+    detect_and_judge(job, {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
+                           "primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}}, models)
     return pl.read_parquet(root / "runs.parquet"), {**document, "root": str(root)}
 
 

@@ -31,7 +31,7 @@ from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool
 from canarykit import stats
 from canarykit.agents import run_grid
 from canarykit.canaries import load_pool_document
-from canarykit.runs_table import detect_and_judge
+from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
@@ -64,10 +64,11 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
         summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store", root / "index.parquet",
                            root / "summary.json", progress=False)
     assert summary.failed == 0 and summary.total == len(models) * len(CONDITIONS) * len(SEEDS) * len(tasks)
-    detect_and_judge(root / "index.parquet", root / "store", tasks_path,
-                     {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
-                      "primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0}},
-                     models, None, root / "runs.parquet", root / "verdicts", root / "validation.json")
+    job = JudgingJob(root / "index.parquet", root / "store", tasks_path, root / "runs.parquet", root / "verdicts",
+                     root / "validation.json")
+    detect_and_judge(job, {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
+                           "primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0}},
+                     models)
     runs = stats.load_runs(root / "runs.parquet")
     result = stats.compute_all(runs, stats.StatsConfig(resamples=4000, alpha=ALPHA), validate=False)
     return runs, {**result, "pool": document}

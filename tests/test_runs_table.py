@@ -11,14 +11,10 @@ import pytest
 from fakes.records import FakeTask, call_events
 
 from canarykit.errors import ConfigError, InputError
+from canarykit.judging import JudgingJob, detect_and_judge
+from canarykit.metrics import metrics_json
 from canarykit.records import OfferedTool, RunRecord, record_path, write_record
-from canarykit.runs_table import (
-    EXTRA_COLUMNS,
-    INTERFACE_COLUMNS,
-    build_runs_table,
-    detect_and_judge,
-    metrics_json,
-)
+from canarykit.runs_table import EXTRA_COLUMNS, INTERFACE_COLUMNS, build_runs_table
 from canarykit.schemas import RunsTable, check_runs_type_columns, validate
 
 OFFERED = [
@@ -234,19 +230,22 @@ def test_detect_and_judge_end_to_end(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
     judge_cfg["template"] = str(root / judge_cfg["template"])
     out = tmp_path / "out"
+    job = JudgingJob(
+        index=index,
+        store=store,
+        tasks=TASKS,
+        runs=out / "runs.parquet",
+        verdicts=out / "verdicts",
+        validation=out / "validation.json",
+        cache=tmp_path / "cache",
+        calls=out / "calls.parquet",
+        metrics=out / "metrics.json",
+    )
     kwargs: dict[str, Any] = dict(
-        index_path=index,
-        store_dir=store,
-        tasks_path=TASKS,
+        job=job,
         judge_cfg=judge_cfg,
         models=[{"name": "m1", "backend": "reference", "agent": "oracle"}],
-        cache_dir=tmp_path / "cache",
-        runs_out=out / "runs.parquet",
-        verdicts_out_dir=out / "verdicts",
-        validation_out=out / "validation.json",
         human_sheet=sheet,
-        calls_out=out / "calls.parquet",
-        metrics_out=out / "metrics.json",
         completion_fn=fake,
         retry_delay_s=0,
     )
@@ -261,6 +260,8 @@ def test_detect_and_judge_end_to_end(tmp_path: Path) -> None:
     assert rep["stability"]["sample"] == 3
     assert json.loads((out / "validation.json").read_text())["runs"] == 6
     assert (out / "verdicts" / "primary.parquet").exists() and (out / "calls.parquet").exists()
+    assert json.loads((out / "metrics.json").read_text()) == metrics_json(runs)
+    assert json.loads((out / "verdicts" / "counts.json").read_text())["primary"] == rep["counts"]["primary"]
     n_calls = len(calls)
     rep2 = detect_and_judge(**kwargs)
     assert rep2["counts"]["primary"]["judged"] == 0 and rep2["counts"]["cross"]["judged"] == 0
@@ -303,7 +304,7 @@ def test_planted_agents_known_answer_end_to_end(tmp_path: Path) -> None:
     from fakes.study import make_study
 
     from canarykit.agents import run_grid
-    from canarykit.detect import type_trap_rates
+    from canarykit.metrics import type_trap_rates
     from canarykit.types import CANARY_TYPES
 
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["full"]})
@@ -317,9 +318,10 @@ def test_planted_agents_known_answer_end_to_end(tmp_path: Path) -> None:
         tmp_path / "store", tmp_path / "index.parquet", tmp_path / "summary.json", progress=False,
     )  # fmt: skip
     detect_and_judge(
-        tmp_path / "index.parquet", tmp_path / "store", tasks_path,
+        JudgingJob(tmp_path / "index.parquet", tmp_path / "store", tasks_path, tmp_path / "runs.parquet",
+                   tmp_path / "verdicts", tmp_path / "val.json", cache=tmp_path / "vc"),
         {"primary": {"kind": "rubric"}, "cross": {"kind": "tool-coverage"}, "stability": {"sample": 10}},
-        models, tmp_path / "vc", tmp_path / "runs.parquet", tmp_path / "verdicts", tmp_path / "val.json",
+        models,
     )  # fmt: skip
     runs = pl.read_parquet(tmp_path / "runs.parquet")
     rates = type_trap_rates(runs)

@@ -16,6 +16,7 @@ import pytest
 import canarykit
 from canarykit import tools
 from canarykit.errors import InputError
+from canarykit.suite import task_map
 from canarykit.taskgen import build_suite
 from canarykit.tasks import (
     Fact,
@@ -224,3 +225,20 @@ def test_user_suites_need_not_be_balanced(tmp_path: Path) -> None:
     doc = _base()
     doc["tasks"] = [t for t in doc["tasks"] if t["difficulty"] == "hard"][:3]
     assert [t.difficulty for t in load_tasks(_write(tmp_path, doc))] == ["hard"] * 3
+
+
+def test_task_map_from_a_file_a_mapping_or_a_list(tmp_path: Path) -> None:
+    doc = _base()
+    doc["tasks"] = doc["tasks"][:3]
+    doc["tasks"][0]["plan"][0]["tool"] = doc["tasks"][0]["correct_tools"][0] = "a_tool_of_some_mcp_server"
+    path = _write(tmp_path, doc)
+    with pytest.raises(InputError):
+        load_tasks(path)  # the built-in tools do not have it
+    by_id = task_map(path)  # structure only: the tool names were checked where the tools are known
+    assert list(by_id) == [t["id"] for t in doc["tasks"]]
+    assert by_id[doc["tasks"][0]["id"]].correct_tools[0] == "a_tool_of_some_mcp_server"
+    tasks = list(by_id.values())
+    assert task_map(tasks) == by_id == task_map(by_id)
+    assert task_map(str(path)) == by_id
+    with pytest.raises(InputError):
+        task_map(tmp_path / "missing.json")

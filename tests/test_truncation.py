@@ -17,8 +17,8 @@ from fakes.study import make_study
 from canarykit.agents import run_grid
 from canarykit.config import check_study, turns_needed, validate_params
 from canarykit.errors import ConfigError
+from canarykit.judging import JudgingJob, detect_and_judge, oracle_lines
 from canarykit.records import RunRecord, read_record, write_record
-from canarykit.runs_table import detect_and_judge, oracle_lines
 from canarykit.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,11 +158,13 @@ def test_shipped_profiles_pass_the_check_and_the_oracle_passes_every_task_under_
 
 def _judge(tmp_path: Path, models: list[dict[str, Any]], tasks_path: Path, log: Any = None) -> dict[str, Any]:
     out = tmp_path / "out"
+    job = JudgingJob(tmp_path / "index.parquet", tmp_path / "store", tasks_path, out / "runs.parquet", out / "verdicts",
+                     out / "validation.json", cache=tmp_path / "verdicts-cache")
     return detect_and_judge(
-        tmp_path / "index.parquet", tmp_path / "store", tasks_path,
+        job,
         {"template": str(ROOT / "data/prompts/judge_appendix_b.txt"), "primary": {"kind": "rubric"},
          "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0}},
-        models, tmp_path / "verdicts-cache", out / "runs.parquet", out / "verdicts", out / "validation.json", log=log,
+        models, log=log,
     )
 
 

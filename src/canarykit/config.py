@@ -99,7 +99,7 @@ def _message(error: jsonschema.ValidationError) -> str:
 
 
 def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
-    from .judging._independence import check_judge_independence
+    from .judging import check_judge_independence
 
     # Refuse a judge that shares a provider with an evaluated model before anything is paid for.
     check_judge_independence({"primary": cfg["judge"]["primary"], "cross": cfg["judge"]["cross"]}, cfg["models"], source)

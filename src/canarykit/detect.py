@@ -44,9 +44,8 @@ Decisions (each is a place where the paper is silent or ambiguous):
   ``canary_before_real`` NULL. Their calls remain in the per-call
   table (:func:`calls_table`).
 
-The metric functions at the bottom (:func:`csr_by`, :func:`type_trap_rates`,
-:func:`recovery_rates`, :func:`tsr_by`) are the plain definitions over the runs table;
-intervals and tests live in :mod:`canarykit.stats`.
+The rates over these per-run metrics (csr, tsr, recovery, trap rates) are defined once in
+:mod:`canarykit.metrics`; intervals and tests live in :mod:`canarykit.stats`.
 """
 
 from __future__ import annotations
@@ -309,102 +308,3 @@ def detect(records: Sequence[RunRecord]) -> tuple[pl.DataFrame, pl.DataFrame]:
     calls_df = pl.DataFrame(call_rows, schema=CALL_COLUMNS)
     runs_df = pl.DataFrame(run_rows, schema=RUN_METRIC_COLUMNS)
     return calls_df, runs_df
-
-
-# ---------------------------------------------------------------------------------------------
-# Metrics over the runs table (one row per run; columns as in schemas.RunsTable).
-# Every function drops backend-error runs first and returns one row per group of ``by``.
-# ---------------------------------------------------------------------------------------------
-
-
-def _valid(df: pl.DataFrame) -> pl.DataFrame:
-    return df.filter(~pl.col("error"))
-
-
-def csr_by(df: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.DataFrame:
-    """Per-task csr: the mean over runs with a non-null csr (zero-call runs excluded).
-
-    Columns: ``*by, csr, n`` (runs in the mean), ``zero_call_runs``, ``error_runs``.
-    """
-    keys = list(by)
-    errors = df.group_by(keys).agg(pl.col("error").sum().cast(pl.Int64).alias("error_runs"))
-    stats = (
-        _valid(df)
-        .group_by(keys)
-        .agg(
-            pl.col("csr").mean().alias("csr"),
-            pl.col("csr").is_not_null().sum().cast(pl.Int64).alias("n"),
-            pl.col("csr").is_null().sum().cast(pl.Int64).alias("zero_call_runs"),
-        )
-    )
-    return (
-        errors.join(stats, on=keys, how="left", nulls_equal=True)
-        .with_columns(pl.col("n", "zero_call_runs").fill_null(0))
-        .select(*keys, "csr", "n", "zero_call_runs", "error_runs")
-        .sort(keys)
-    )
-
-
-def type_trap_rates(df: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.DataFrame:
-    """Type-specific trap rate: among runs where type T was offered, the fraction where a
-    canary of type T was called. Long format: ``*by, canary_type, rate, n, trapped``."""
-    keys = list(by)
-    valid = _valid(df)
-    parts = [
-        valid.filter(pl.col(f"present_{t}"))
-        .group_by(keys)
-        .agg(
-            pl.lit(t).alias("canary_type"),
-            pl.col(f"trapped_{t}").mean().alias("rate"),
-            pl.len().cast(pl.Int64).alias("n"),
-            pl.col(f"trapped_{t}").sum().cast(pl.Int64).alias("trapped"),
-        )
-        for t in CANARY_TYPES
-    ]
-    out = pl.concat(parts)
-    order = pl.DataFrame({"canary_type": list(CANARY_TYPES), "_o": range(len(CANARY_TYPES))})
-    return out.join(order, on="canary_type").sort([*keys, "_o"]).drop("_o")
-
-
-def recovery_rates(df: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.DataFrame:
-    """Recovery rate among trapped runs, with its denominator: ``*by, recovery, n``.
-
-    Groups without a trapped run have ``recovery`` NULL and ``n`` 0.
-    """
-    keys = list(by)
-    valid = _valid(df)
-    groups = valid.select(keys).unique()
-    stats = (
-        valid.filter(pl.col("trapped"))
-        .group_by(keys)
-        .agg(
-            pl.col("recovered").cast(pl.Float64).mean().alias("recovery"),
-            pl.len().cast(pl.Int64).alias("n"),
-        )
-    )
-    return (
-        groups.join(stats, on=keys, how="left", nulls_equal=True)
-        .with_columns(pl.col("n").fill_null(0))
-        .sort(keys)
-    )
-
-
-def tsr_by(
-    df: pl.DataFrame, by: Sequence[str] = ("model",), column: str = "success"
-) -> pl.DataFrame:
-    """Task success rate: mean of ``column`` over runs with a non-null verdict.
-
-    Unparseable verdicts (NULL) count neither as success nor as failure. Columns:
-    ``*by, tsr, n`` (non-null verdicts), ``unjudged`` (NULL verdicts of non-error runs).
-    """
-    keys = list(by)
-    return (
-        _valid(df)
-        .group_by(keys)
-        .agg(
-            pl.col(column).cast(pl.Float64).mean().alias("tsr"),
-            pl.col(column).is_not_null().sum().cast(pl.Int64).alias("n"),
-            pl.col(column).is_null().sum().cast(pl.Int64).alias("unjudged"),
-        )
-        .sort(keys)
-    )

@@ -212,34 +212,21 @@ def judge_model(
     Verdicts are cached by content (an unchanged run is never judged twice); failed verdicts
     are not cached and are judged again by the next invocation. Writes the verdict table and
     ``counts_out`` (``{judged, reused, skipped, ok, unparseable, error, model_calls}``)."""
-    from .agents.secrets import config_secret_envs, register_secret_envs
     from .detect import load_records
-    from .judging import (
-        VerdictCache,
-        judge_all,
-        judge_inputs,
-        judge_options,
-        load_task_map,
-        make_judge,
-    )
-    from .runs_table import verdict_failure_lines
+    from .judging import StudyJudges, judge_inputs, judge_lines
+    from .suite import task_map
 
     out = log if log is not None else sys.stderr
-    cfg = judge_cfg.get(role)
-    if not cfg:
+    if not judge_cfg.get(role):
         raise InputError("params.yaml", f"judge.{role}", "no judge configured for this role")
-    register_secret_envs(config_secret_envs({"models": models, "judge": judge_cfg}))
     index = _read_indexes(index_paths)
     records = load_records(index, store_dir, index_paths[0] if index_paths else "index")
-    inputs = judge_inputs(records, load_task_map(tasks_path, tasks_path), tasks_path)
-    cache_dir = judge_cfg.get("cache_dir")
+    inputs = judge_inputs(records, task_map(tasks_path), tasks_path)
     stats = CallStats()
-    options = judge_options(judge_cfg, retries, model_layer=True, ledger=ledger(store_dir, job))
-    judge = make_judge(dict(cfg), source="params.yaml", key=f"judge.{role}", **options, stats=stats)
-    verdicts, counts = judge_all(judge, inputs, VerdictCache(cache_dir) if cache_dir else None, label=role)
-    print(f"canarykit: judge {role}: {counts['judged']} judged, {counts['reused']} reused from the cache, "
-          f"{counts['skipped']} error runs skipped, {counts['unparseable']} unparseable, {counts['error']} failed", file=out)
-    for line in verdict_failure_lines(role, verdicts):
+    judges = StudyJudges.from_config(judge_cfg, models, retries, cache_dir=judge_cfg.get("cache_dir"),
+                                     ledger=ledger(store_dir, job), stats={role: stats})
+    verdicts, counts = judges.judge_all(role, inputs)
+    for line in judge_lines(role, counts, verdicts):
         print(line, file=out)
     Path(verdicts_out).parent.mkdir(parents=True, exist_ok=True)
     validate(verdicts, VerdictsTable, verdicts_out).write_parquet(verdicts_out)
@@ -262,6 +249,7 @@ def build_runs(
 ) -> None:
     """The per-run table (``runs.parquet``) from the study's index, the detector's per-run
     metrics and both judges' verdicts; also the study's per-call table and verdict tables."""
+    from .judging import write_verdict_tables
     from .runs_table import assemble_runs_table, read_index
 
     index = read_index(index_path)
@@ -276,11 +264,7 @@ def build_runs(
     calls = pl.concat([pl.read_parquet(p) for p in calls_paths], how="vertical")
     Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
     validate(calls, CallsTable, calls_out).write_parquet(calls_out)
-    vdir = Path(verdicts_dir)
-    vdir.mkdir(parents=True, exist_ok=True)
-    validate(primary, VerdictsTable, str(vdir / "primary.parquet")).write_parquet(vdir / "primary.parquet")
-    if cross is not None:
-        validate(cross, VerdictsTable, str(vdir / "cross.parquet")).write_parquet(vdir / "cross.parquet")
+    write_verdict_tables(verdicts_dir, primary, cross)
 
 
 def judge_report(
@@ -302,12 +286,11 @@ def judge_report(
     """``validation.json`` (oracle check, cross-judge agreement, stability re-grading, human
     sheet) and ``counts.json`` (every judging job's counts, summed per role). Loads only the
     records it needs: the stability sample, and the oracle runs when no judge is the rubric."""
-    from .agents.secrets import config_secret_envs, register_secret_envs
     from .detect import load_records
-    from .judging import VerdictCache, judge_inputs, judge_options, load_task_map
-    from .runs_table import read_index, validation_report
+    from .judging import StudyJudges, judge_inputs, validation_report
+    from .runs_table import read_index
+    from .suite import task_map
 
-    register_secret_envs(config_secret_envs({"models": models, "judge": judge_cfg}))
     runs = pl.read_parquet(runs_path)
     vdir = Path(verdicts_dir)
     primary = pl.read_parquet(vdir / "primary.parquet")
@@ -330,19 +313,15 @@ def judge_report(
         model_calls[role] = calls
     counts["model_calls"] = model_calls
     index = read_index(index_path)
-    tasks = load_task_map(tasks_path, tasks_path)
+    tasks = task_map(tasks_path)
 
     def inputs_for(ids: set[str]) -> list[Any]:
         sub = index.filter(pl.col("run_id").is_in(sorted(ids)))
         return judge_inputs(load_records(sub, store_dir, index_path), tasks, tasks_path)
 
-    cache_dir = judge_cfg.get("cache_dir")
-    options = judge_options(judge_cfg, retries, model_layer=True, ledger=ledger(store_dir, job))
-    stats = {"stability": CallStats()}
-    report = validation_report(
-        runs, primary, cross, inputs_for, judge_cfg, models, options, stats,
-        VerdictCache(cache_dir) if cache_dir else None, counts, judge_cfg.get("human_sheet"), log=log,
-    )
+    judges = StudyJudges.from_config(judge_cfg, models, retries, cache_dir=judge_cfg.get("cache_dir"),
+                                     ledger=ledger(store_dir, job), stats={"stability": CallStats()})
+    report = validation_report(judges, runs, primary, cross, inputs_for, counts, log=log)
     write_json(counts_out, counts)
     write_json(validation_out, report)
     return report
@@ -363,12 +342,12 @@ def write_metrics(
 ) -> list[str]:
     """One small JSON per (model, grid cell): ``<out_dir>/<model slug>/<cell>.json`` with
     ``{csr, tsr, recovery, runs}`` (csr, tsr and recovery over non-error runs, as in
-    :func:`~canarykit.runs_table.metrics_json`; runs counts all). ``cells``: cell name ->
+    :func:`~canarykit.metrics.metrics_json`; runs counts all). ``cells``: cell name ->
     (condition, pool) (:func:`canarykit.layout.metric_cells`). The directory is rewritten
     whole, so cells and models no longer in the study leave no file behind."""
     import shutil
 
-    from .runs_table import metrics_json
+    from .metrics import metrics_json
 
     per = metrics_json(pl.read_parquet(runs_path))
     root = Path(out_dir)

@@ -10,7 +10,11 @@ Judges are registered by name and selected by ``judge.<role>.kind`` in params.ya
 - ``tool-coverage`` (offline default cross-judge): the paper's replaced heuristic.
 
 Verdicts are cached by content (:class:`VerdictCache`); :func:`check_judge_independence`
-refuses a judge sharing a provider with an evaluated model.
+refuses a judge sharing a provider with an evaluated model. :class:`StudyJudges` is the
+study's judges as configured (one per role, sharing the model layer); :func:`detect_and_judge`
+detects and judges a whole study in one call (:class:`JudgingJob` says what it reads and
+writes), and :func:`validation_report` writes ``validation.json`` (the oracle check,
+agreement, stability, the human sheet).
 """
 
 from ._agreement import (
@@ -24,6 +28,7 @@ from ._agreement import (
     human_validation,
     read_human_sheet,
     stability,
+    stability_draw,
     stratified_sample,
 )
 from ._base import (
@@ -48,6 +53,21 @@ from ._llm import (
     read_template,
 )
 from ._offline import RubricJudge, ToolCoverageJudge
+from ._orchestrate import (
+    JudgingJob,
+    detect_and_judge,
+    judge_lines,
+    verdict_failure_lines,
+    write_verdict_tables,
+)
+from ._panel import ROLES, StudyJudges
+from ._report import (
+    oracle_check,
+    oracle_lines,
+    oracle_names,
+    stability_sample,
+    validation_report,
+)
 from ._run import (
     VERDICT_COLUMNS,
     VerdictCache,
@@ -55,7 +75,6 @@ from ._run import (
     judge_inputs,
     judge_options,
     judge_runs,
-    load_task_map,
 )
 
 __all__ = [
@@ -63,10 +82,13 @@ __all__ = [
     "HumanGrade",
     "Judge",
     "JudgeInput",
+    "JudgingJob",
     "LLMJudge",
     "PARSER_VERSION",
     "RESULT_CAP",
+    "ROLES",
     "RubricJudge",
+    "StudyJudges",
     "ToolCoverageJudge",
     "VERDICT_COLUMNS",
     "Verdict",
@@ -76,6 +98,7 @@ __all__ = [
     "check_judge_independence",
     "cohen_kappa",
     "cross_judge_report",
+    "detect_and_judge",
     "fill_template",
     "human_sheet",
     "human_sheet_command",
@@ -84,12 +107,15 @@ __all__ = [
     "judge_input",
     "judge_inputs",
     "judge_kinds",
+    "judge_lines",
     "judge_options",
     "judge_prompt",
     "judge_runs",
-    "load_task_map",
     "make_judge",
     "normalise_provider",
+    "oracle_check",
+    "oracle_lines",
+    "oracle_names",
     "parse_verdict",
     "provider_of",
     "read_human_sheet",
@@ -97,5 +123,10 @@ __all__ = [
     "register_judge",
     "render_trace",
     "stability",
+    "stability_draw",
+    "stability_sample",
     "stratified_sample",
+    "validation_report",
+    "verdict_failure_lines",
+    "write_verdict_tables",
 ]

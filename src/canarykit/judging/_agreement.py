@@ -22,6 +22,7 @@ import polars as pl
 from ..canaries import RUNTIME_MARKER_FIELDS, strip_runtime_markers
 from ..errors import InputError
 from ..jsonio import atomic_write_text, content_hash, finite_or_none
+from ..metrics import verdict_rate
 from ..records import Event, RunRecord, event_from_dict, read_record, record_path
 from ..types import CANARY_TYPES
 from ._base import Judge, JudgeInput, Verdict, render_trace
@@ -63,9 +64,10 @@ def agreement(a: Sequence[bool | None], b: Sequence[bool | None]) -> dict[str, A
     }
 
 
-def _tsr(values: Sequence[bool | None]) -> float | None:
-    defined = [v for v in values if v is not None]
-    return sum(defined) / len(defined) if defined else None
+def _tsr(runs: pl.DataFrame, column: str) -> float | None:
+    """The tsr of the verdicts in ``column``, over the runs judged (truncated ones included)."""
+    value = runs.select(verdict_rate(column, "judged").per_run().mean()).item()
+    return None if value is None else float(value)
 
 
 #: Strata of the cross-judge agreement sample (columns of the runs table that exist are used).
@@ -163,7 +165,7 @@ def cross_judge_report(
     valid = runs.filter(~pl.col("error"))
     a = valid[primary].to_list()
     b = valid[cross].to_list()
-    tsr_p, tsr_c = _tsr(a), _tsr(b)
+    tsr_p, tsr_c = _tsr(valid, primary), _tsr(valid, cross)
     use = [c for c in strata if c in valid.columns]
     drawn = stratified_sample(valid, sample, seed, use)
     sample_report = agreement(drawn[primary].to_list(), drawn[cross].to_list())
@@ -206,6 +208,13 @@ def _judge_repeat(judge: Judge, run: JudgeInput, repeat: int) -> Verdict:
     return judge.judge(run)
 
 
+def stability_draw(run_ids: Sequence[str], sample: int, seed: int) -> list[str]:
+    """The stability re-grading's sample: ``sample`` of the sorted ``run_ids`` (all of them
+    when there are fewer) drawn with ``random.Random(seed)``, sorted."""
+    eligible = sorted(run_ids)
+    return sorted(random.Random(seed).sample(eligible, min(sample, len(eligible))))
+
+
 def stability(
     judge_factory: Callable[[float], Judge],
     inputs: Sequence[JudgeInput],
@@ -223,49 +232,15 @@ def stability(
     ``base_verdicts`` (by run id) or graded here. Reports the unanimity rate (all repeats ok
     and equal) and the agreement of the modal repeat verdict with the temperature-0 verdict.
     With ``cache`` (a :class:`VerdictCache`) each repeat is cached under its own key, so a
-    re-run re-grades nothing. Backend-error runs are never sampled.
+    re-run re-grades nothing. Backend-error runs are never sampled (:func:`stability_draw`).
     """
-    eligible = sorted((i for i in inputs if not i.error), key=lambda i: i.run_id)
-    chosen = random.Random(seed).sample(eligible, min(sample, len(eligible)))
-    chosen.sort(key=lambda i: i.run_id)
+    by_id = {i.run_id: i for i in inputs if not i.error}
+    chosen = [by_id[r] for r in stability_draw(list(by_id), sample, seed)]
     hot = judge_factory(temperature)
-    base_judge: Judge | None = None
-    deterministic = bool(getattr(hot, "deterministic", False))
-    per_run: list[dict[str, Any]] = []
-    unanimous = agree = compared = pair_agree = pair_n = unparseable = 0
+    t0 = _t0_verdicts(judge_factory, base_verdicts)
+    tally = _Tally()
     for run in chosen:
-        if base_verdicts is not None and run.run_id in base_verdicts:
-            base = base_verdicts[run.run_id]
-        else:
-            if base_judge is None:
-                base_judge = judge_factory(0.0)
-            base = base_judge.judge(run)
-        votes: list[bool | None] = []
-        for r in range(repeats):
-            verdict = None
-            key = None
-            if cache is not None:
-                key = cache.key(hot, run, extra={"stability_repeat": r})
-                verdict = cache.get(key)
-            if verdict is None:
-                verdict = _judge_repeat(hot, run, r)
-                if cache is not None and key is not None:
-                    cache.put(key, verdict, hot)
-            votes.append(verdict.success if verdict.status == "ok" else None)
-        ok_votes = [v for v in votes if v is not None]
-        unparseable += len(votes) - len(ok_votes)
-        is_unanimous = len(ok_votes) == len(votes) and len(set(ok_votes)) == 1
-        unanimous += is_unanimous
-        counts = Counter(ok_votes).most_common()
-        mode = (
-            counts[0][0] if counts and (len(counts) == 1 or counts[0][1] > counts[1][1]) else None
-        )
-        if base.success is not None and ok_votes:
-            compared += 1
-            agree += mode is not None and mode == base.success
-            pair_n += len(ok_votes)
-            pair_agree += sum(v == base.success for v in ok_votes)
-        per_run.append({"run_id": run.run_id, "t0": base.success, "votes": votes})
+        tally.add(run.run_id, t0(run), _votes(hot, run, repeats, cache))
     n = len(chosen)
     report: dict[str, Any] = {
         "judge": hot.identity(),
@@ -274,22 +249,87 @@ def stability(
         "repeats": repeats,
         "temperature": temperature,
         "seed": seed,
-        "deterministic": deterministic,
-        "unanimous_runs": unanimous,
-        "unanimity_rate": unanimous / n if n else None,
-        "compared_runs": compared,
-        "agreement_with_t0": agree / compared if compared else None,
-        "vote_agreement_with_t0": pair_agree / pair_n if pair_n else None,
-        "unparseable_votes": unparseable,
-        "runs": per_run,
+        "deterministic": bool(getattr(hot, "deterministic", False)),
+        **tally.summary(n),
     }
-    if deterministic:
+    if report["deterministic"]:
         report["note"] = (
             f"the {hot.name!r} judge is deterministic: re-grading at temperature {temperature} "
             "cannot change a verdict, so unanimity and agreement are 1 by construction and do "
             "not measure an LLM judge's stability"
         )
     return report
+
+
+def _t0_verdicts(
+    judge_factory: Callable[[float], Judge], base_verdicts: Mapping[str, Verdict] | None
+) -> Callable[[JudgeInput], Verdict]:
+    """A run's temperature-0 verdict: from ``base_verdicts``, else graded by a judge at
+    temperature 0 (built on the first run that needs it)."""
+    built: list[Judge] = []
+
+    def verdict(run: JudgeInput) -> Verdict:
+        if base_verdicts is not None and run.run_id in base_verdicts:
+            return base_verdicts[run.run_id]
+        if not built:
+            built.append(judge_factory(0.0))
+        return built[0].judge(run)
+
+    return verdict
+
+
+def _votes(hot: Judge, run: JudgeInput, repeats: int, cache: Any) -> list[bool | None]:
+    """The verdicts of ``repeats`` re-gradings (None: not ok), each cached under its own key."""
+    votes: list[bool | None] = []
+    for r in range(repeats):
+        verdict = None
+        key = None
+        if cache is not None:
+            key = cache.key(hot, run, extra={"stability_repeat": r})
+            verdict = cache.get(key)
+        if verdict is None:
+            verdict = _judge_repeat(hot, run, r)
+            if cache is not None and key is not None:
+                cache.put(key, verdict, hot)
+        votes.append(verdict.success if verdict.status == "ok" else None)
+    return votes
+
+
+@dataclass
+class _Tally:
+    """The stability counts over the re-graded runs."""
+
+    unanimous: int = 0
+    agree: int = 0
+    compared: int = 0
+    pair_agree: int = 0
+    pair_n: int = 0
+    unparseable: int = 0
+    runs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def add(self, run_id: str, base: Verdict, votes: list[bool | None]) -> None:
+        ok_votes = [v for v in votes if v is not None]
+        self.unparseable += len(votes) - len(ok_votes)
+        self.unanimous += len(ok_votes) == len(votes) and len(set(ok_votes)) == 1
+        counts = Counter(ok_votes).most_common()
+        mode = counts[0][0] if counts and (len(counts) == 1 or counts[0][1] > counts[1][1]) else None
+        if base.success is not None and ok_votes:
+            self.compared += 1
+            self.agree += mode is not None and mode == base.success
+            self.pair_n += len(ok_votes)
+            self.pair_agree += sum(v == base.success for v in ok_votes)
+        self.runs.append({"run_id": run_id, "t0": base.success, "votes": votes})
+
+    def summary(self, n: int) -> dict[str, Any]:
+        return {
+            "unanimous_runs": self.unanimous,
+            "unanimity_rate": self.unanimous / n if n else None,
+            "compared_runs": self.compared,
+            "agreement_with_t0": self.agree / self.compared if self.compared else None,
+            "vote_agreement_with_t0": self.pair_agree / self.pair_n if self.pair_n else None,
+            "unparseable_votes": self.unparseable,
+            "runs": self.runs,
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,12 +547,12 @@ def human_sheet_command(
         runs = pl.read_parquet(runs_p)
     except Exception as exc:  # polars raises several error types for a broken file
         raise InputError(str(runs_p), "-", f"not a readable parquet file: {exc}") from exc
-    task_map = None
+    tasks = None
     if tasks_path is not None:
-        from ._run import load_task_map
+        from ..suite import task_map
 
-        task_map = load_task_map(tasks_path, str(tasks_path))
-    sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=task_map, source=str(runs_p))
+        tasks = task_map(tasks_path)
+    sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=tasks, source=str(runs_p))
     atomic_write_text(out, sheet.write_csv())
     strata_txt = ", ".join(strata) if strata else "none"
     print(f"{sheet.height} runs written to {out} (stratified by {strata_txt}; seed {seed}); fill the verdict column "

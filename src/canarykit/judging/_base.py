@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -11,6 +11,7 @@ from ..detect import ClassifiedCall, call_event, classify_calls
 from ..errors import ConfigError
 from ..jsonio import canonical_json
 from ..records import RunRecord, ToolErrorEvent, ToolResultEvent
+from ..registry import Registry
 from ..types import VERDICT_STATUSES, VerdictStatus
 
 #: Each tool result is capped at this many characters in the rendered trace.
@@ -101,21 +102,22 @@ class Judge(Protocol):
 #: ``factory(cfg, **options) -> Judge``; options: template_path, max_attempts, temperature,
 #: completion_fn, source.
 JudgeFactory = Callable[..., Judge]
-_REGISTRY: dict[str, JudgeFactory] = {}
+#: The judges by ``judge.<role>.kind``; each registers itself where it is defined (declared
+#: lazily here, so a lookup needs no import of the implementations).
+JUDGES: Registry[JudgeFactory] = Registry(
+    "judge kind",
+    lazy={"llm": "canarykit.judging._llm", "rubric": "canarykit.judging._offline",
+          "tool-coverage": "canarykit.judging._offline"},
+)
 
 
 def register_judge(kind: str) -> Callable[[JudgeFactory], JudgeFactory]:
     """Register a judge factory under ``kind`` (the ``judge.<role>.kind`` value)."""
-
-    def deco(factory: JudgeFactory) -> JudgeFactory:
-        _REGISTRY[kind] = factory
-        return factory
-
-    return deco
+    return JUDGES.register(kind)
 
 
 def judge_kinds() -> tuple[str, ...]:
-    return tuple(sorted(_REGISTRY))
+    return tuple(JUDGES.names())
 
 
 def make_judge(
@@ -125,13 +127,9 @@ def make_judge(
     if not isinstance(cfg, dict):
         raise ConfigError(source, key, "expected a mapping with a 'kind'")
     kind = cfg.get("kind")
-    if kind not in _REGISTRY:
-        raise ConfigError(
-            source,
-            f"{key}.kind",
-            f"unknown judge kind {kind!r}; expected one of {list(judge_kinds())}",
-        )
-    return _REGISTRY[kind](cfg, source=source, key=key, **options)
+    name: Any = kind if isinstance(kind, Hashable) else repr(kind)  # named as written in the error
+    factory = JUDGES.get(name, source=source, field=f"{key}.kind")
+    return factory(cfg, source=source, key=key, **options)
 
 
 def truncate(text: str, cap: int) -> str:

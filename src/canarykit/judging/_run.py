@@ -31,6 +31,7 @@ from ..detect import load_records
 from ..errors import InputError
 from ..jsonio import content_hash, pretty_json
 from ..records import RunRecord
+from ..suite import task_map, task_source
 from ._base import Judge, JudgeInput, Verdict, judge_input, make_judge, run_error_verdict
 
 VERDICT_COLUMNS: Final[dict[str, Any]] = {
@@ -75,19 +76,6 @@ class VerdictCache:
             return  # a failed judge call is retried next time, never remembered
         text = pretty_json({"key": key, "judge": judge.identity(), "verdict": verdict.to_dict()})
         self.store.write_text(key, scrub_values(text))
-
-
-def load_task_map(tasks: Any, source: str = "tasks") -> dict[str, Any]:
-    """Tasks by id, from a path (:func:`canarykit.tasks.load_tasks`), a list or a mapping."""
-    if isinstance(tasks, str | os.PathLike):
-        from ..tasks import ANY_TOOLS, load_tasks
-
-        # The tool names were checked against the environment's tools where they are known
-        # (the canary and assembly stages); judging needs the prompts, rubrics and tools named.
-        return {t.id: t for t in load_tasks(Path(tasks), tools=ANY_TOOLS)}
-    if isinstance(tasks, Mapping):
-        return dict(tasks)
-    return {t.id: t for t in tasks}
 
 
 def judge_inputs(
@@ -292,9 +280,5 @@ def judge_runs(
     """
     judge = make_judge(dict(judge_cfg), source=source, key=key, **options)
     records = load_records(index_df, store_dir, index_source)
-    inputs = judge_inputs(
-        records,
-        load_task_map(tasks),
-        str(tasks) if isinstance(tasks, str | os.PathLike) else "tasks",
-    )
+    inputs = judge_inputs(records, task_map(tasks), task_source(tasks))
     return judge_all(judge, inputs, VerdictCache(cache_dir) if cache_dir is not None else None)

@@ -3,12 +3,18 @@
 Entry points: :func:`stats_command` (``canarykit stats RUNS -o DIR``), :func:`compute_all`
 (pure: validated runs table -> JSON-ready dict) and :func:`write_outputs` (dict -> files).
 The package is split along its seams: ``_bootstrap`` (resampling and the paired,
-task-clustered difference :func:`paired_delta`), ``_tests`` (hypothesis tests and effect
-sizes), ``_study`` (the study's computation), ``_stability`` (per-seed stability) and
-``_output`` (tables, figure data, files).
+task-clustered difference :func:`paired_delta`) and ``_tests`` (hypothesis tests and effect
+sizes) are pure inference; ``_load`` reads the runs table and ``_cells`` cuts it into the
+study's data (:class:`Cell`, :class:`Study`); the study's computation is one module per
+family of results (``_rates``, ``_comparisons``, ``_deltas``, ``_effects``,
+``_descriptives``, ``_stability``, ``_families``), put together by ``_study``
+(:func:`compute_all`); ``_output`` writes the tables, figure data and files.
 
 Units and conventions
 ---------------------
+- Every rate (csr, tsr, recovery, trap and control rates) is defined once, in
+  :mod:`canarykit.metrics`: the runs it is over and the value it averages; the DVC metrics
+  read the same definitions.
 - Rows with ``error`` true (backend errors) are excluded from every statistic and counted
   (``counts.<cond>.<model>.failed``, ``excluded_error_runs``); every model keeps its row in
   every table and per-model block, even when all its runs failed.
@@ -69,8 +75,11 @@ from ._bootstrap import (
     rate_intervals,
     sample_of,
 )
+from ._cells import Cell, Study, build_study
 from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
+from ._descriptives import DECLARED_FULL, POOLED
 from ._effects import DIAGNOSES, control_effect, diagnose, position_balance, position_effect
+from ._load import load_runs, validate_runs
 from ._output import (
     FIGURE_DATA_FILES,
     TABLE_FILES,
@@ -79,16 +88,7 @@ from ._output import (
     tables,
     write_outputs,
 )
-from ._study import (
-    DECLARED_FULL,
-    POOLED,
-    Cell,
-    Study,
-    build_study,
-    compute_all,
-    load_runs,
-    validate_runs,
-)
+from ._study import compute_all
 from ._tests import (
     chi2_independence,
     cohens_d,

@@ -212,7 +212,7 @@ def bca_ci(
         return None, None
     d = np.asarray(draws, dtype=float)[:, None]
     q = column_quantiles(d, bca_levels(d, np.array([float(estimate)]), np.asarray(jackknife, float)[:, None], alpha))
-    return _finite(q[0, 0]), _finite(q[1, 0])
+    return finite(q[0, 0]), finite(q[1, 0])
 
 
 def bootstrap_p(
@@ -560,7 +560,7 @@ def rate_intervals(
     for start in range(0, len(items), per):
         chunk = items[start : start + per]
         lo, hi = rate_draws(boot, chunk).intervals(alpha)
-        out.extend((_finite(a), _finite(b)) for a, b in zip(lo, hi, strict=True))
+        out.extend((finite(a), finite(b)) for a, b in zip(lo, hi, strict=True))
     return out
 
 
@@ -699,14 +699,15 @@ def _deltas_batch(
     for k, i in enumerate(live):
         r = rows[i]
         r["delta"] = r["a"] - r["b"]
-        r["lo"], r["hi"] = _finite(lo[k]), _finite(hi[k])
-        r["p"] = _finite(cr["p"][k])
-        r["se"] = _finite(cr["se"][k])
+        r["lo"], r["hi"] = finite(lo[k]), finite(hi[k])
+        r["p"] = finite(cr["p"][k])
+        r["se"] = finite(cr["se"][k])
         r["clusters"] = int(cr["clusters"][k])
     return rows
 
 
-def _finite(x: Any) -> float | None:
+def finite(x: Any) -> float | None:
+    """``x`` as a float, None when it is not finite (NaN, inf): JSON-ready."""
     x = float(x)
     return x if math.isfinite(x) else None
 

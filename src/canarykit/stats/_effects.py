@@ -40,21 +40,18 @@ canaries sit before their real tools (every model is offered the same lists).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Sample, paired_deltas
+from ._cells import N_TYPES, Cell, Study
 from ._tests import holm
-
-if TYPE_CHECKING:
-    from ._study import Cell, Study
 
 DIAGNOSES: tuple[str, ...] = ("weakness", "surface attraction", "no attraction", "inconclusive", "n/a")
 POSITION_CONDITIONS: tuple[str, ...] = ("declared", "mirrored")
-_NT = len(CANARY_TYPES)
 
 
 def diagnose(entry: dict[str, Any], alpha: float) -> str:
@@ -118,14 +115,12 @@ def control_effect(st: Study) -> dict[str, Any]:
 
 
 def _concat(cells: list[Cell]) -> Cell:
-    from ._study import Cell
-
     return Cell(**{k: np.concatenate([getattr(c, k) for c in cells]) for k in Cell.__dataclass_fields__})
 
 
-def _split(s_all: tuple[np.ndarray, np.ndarray, Cell], before: np.ndarray) -> tuple[Sample, Sample]:
-    values, mask, cell = s_all
-    return cell.sample(values, mask & (before == 1.0)), cell.sample(values, mask & (before == 0.0))
+def _split(cell: Cell, values: np.ndarray) -> tuple[Sample, Sample]:
+    """A rate's runs whose canaries sit before their real tools, and those where they sit after."""
+    return cell.sample(values, cell.before == 1.0), cell.sample(values, cell.before == 0.0)
 
 
 def _position_entry(d: dict[str, Any]) -> dict[str, Any]:
@@ -146,15 +141,14 @@ def position_effect(st: Study) -> dict[str, Any]:
     specs: list[tuple[tuple[str, ...], Sample, Sample]] = []
     for m in models:
         cell = _concat([st.cell(c, m) for c in conds])
-        called = cell.calls > 0
-        a, b = _split((cell.trapped.astype(float), cell.present.any(axis=1) & called, cell), cell.before)
+        a, b = _split(cell, cell.trap_any)
         specs.append((("position", m), a, b))
         for j, t in enumerate(CANARY_TYPES):
-            a, b = _split((cell.trapped_t[:, j].astype(float), cell.present[:, j] & called, cell), cell.before)
+            a, b = _split(cell, cell.trap[:, j])
             specs.append((("position", m, t), a, b))
     got = paired_deltas(st.boot, specs, alpha=st.config.alpha)
     out: dict[str, Any] = {}
-    per = 1 + _NT
+    per = 1 + N_TYPES
     for i, m in enumerate(models):
         block = got[i * per : (i + 1) * per]
         entry: dict[str, Any] = {"conditions": conds, "trapped": _position_entry(block[0]),

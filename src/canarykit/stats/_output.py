@@ -11,7 +11,9 @@ import polars as pl
 from ..jsonio import atomic_write_text, write_json
 from ..types import CANARY_TYPES, POOLS
 from ._config import StatsConfig
-from ._study import DECLARED_FULL, POOLED, compute_all, load_runs
+from ._descriptives import DECLARED_FULL, POOLED
+from ._load import load_runs
+from ._study import compute_all
 
 #: Figure id -> tidy CSV written next to stats.json (DVC plots point at these).
 FIGURE_DATA_FILES: dict[str, str] = {

@@ -18,15 +18,13 @@ defined in every seed); with a single seed there is nothing to compare (``surviv
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
 from ..types import CANARY_TYPES
-
-if TYPE_CHECKING:
-    from ._study import Cell, Study
+from ._cells import Cell, Study
 
 _CANARY_CONDITIONS = ("declared", "full")
 
