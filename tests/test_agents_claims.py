@@ -161,7 +161,10 @@ def test_kill_9_of_snakemake_then_make_resume_repeats_no_finished_call(tmp_path:
         time.sleep(3)
         assert len(server.requests) == stopped_at
         venv = Path(sys.executable).parent.parent
-        out = subprocess.run(["make", "resume", f"VENV={venv}", "CORES=2"], cwd=repo, env=e, capture_output=True, text=True, timeout=900)
+        # the project's venv, taken as installed (-o: never reinstall it from this copy, which
+        # would point its editable install at the copy)
+        out = subprocess.run(["make", "resume", f"VENV={venv}", "CORES=2", "-o", str(venv / "bin" / ".installed")],
+                             cwd=repo, env=e, capture_output=True, text=True, timeout=900)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         repeated = [k for k, c in server.counts.items() if c > 1]
         assert len(repeated) <= 2  # at most the calls in flight when killed (concurrency 2)
