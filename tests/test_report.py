@@ -32,6 +32,7 @@ from fakes.study import write_assembly, write_pool
 from canarykit import stats
 from canarykit.agents import run_grid
 from canarykit.config import validate_params
+from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.records import read_record, write_record
 from canarykit.report import (
     FIGURE_NAMES,
@@ -45,7 +46,6 @@ from canarykit.report import (
     load_captions,
     sample_traces,
 )
-from canarykit.runs_table import detect_and_judge
 from canarykit.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
@@ -175,12 +175,13 @@ def make_study(root: Path, *, models: Sequence[str] = MODELS, per_difficulty: in
     run_grid(list(params["models"]), tasks_path, pools, list(seeds), {"max_turns": max_turns, "cache_dir": str(root / "cache")},
              store, root / "index.parquet", root / "summary.json", progress=False)
     out = root / "results"
+    job = JudgingJob(root / "index.parquet", store, tasks_path, out / "runs.parquet", out / "judge/verdicts",
+                     out / "judge/validation.json", cache=root / "verdicts", calls=out / "judge/calls.parquet")
     detect_and_judge(
-        root / "index.parquet", store, tasks_path,
+        job,
         {"template": str(ROOT / "data/prompts/judge_appendix_b.txt"), "primary": {"kind": "rubric"},
          "cross": {"kind": "tool-coverage"}, "stability": {"sample": 0}},
-        list(params["models"]), root / "verdicts", out / "runs.parquet", out / "judge/verdicts", out / "judge/validation.json",
-        calls_out=out / "judge/calls.parquet", log=open(os.devnull, "w"),  # noqa: SIM115
+        list(params["models"]), log=open(os.devnull, "w"),  # noqa: SIM115
     )
     result = stats.compute_all(stats.load_runs(out / "runs.parquet"), stats.StatsConfig(resamples=200))
     stats.write_outputs(result, out)
