@@ -49,7 +49,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..jsonio import canonical_json
+from ..registry import Registry
 from ..types import CANARY_TYPES
+from .config import AgentConfig
 from .protocol import (
     BackendError,
     ChatRequest,
@@ -61,15 +63,8 @@ from .protocol import (
 
 Script = list[tuple[str, dict[str, Any]]]
 Policy = Callable[[RunContext, random.Random, Mapping[str, Any]], Script]
-AGENTS: dict[str, Policy] = {}
-
-
-def agent(name: str) -> Callable[[Policy], Policy]:
-    def deco(fn: Policy) -> Policy:
-        AGENTS[name] = fn
-        return fn
-
-    return deco
+#: The reference agents' policies by name (``params.yaml`` ``models[].agent``).
+AGENTS: Registry[Policy] = Registry("reference agent")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -181,12 +176,12 @@ def _tools_by_name(ctx: RunContext) -> dict[str, Mapping[str, Any]]:
 # --------------------------------------------------------------------------- agents
 
 
-@agent("oracle")
+@AGENTS.register("oracle")
 def oracle(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     return [(step.tool, dict(step.args)) for step in ctx.task.plan]
 
 
-@agent("random")
+@AGENTS.register("random")
 def random_agent(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     names = [o.name for o in ctx.offered]
     tools = _tools_by_name(ctx)
@@ -198,7 +193,7 @@ def random_agent(ctx: RunContext, rng: random.Random, params: Mapping[str, Any])
     return script
 
 
-@agent("lexical")
+@AGENTS.register("lexical")
 def lexical(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     tools = _tools_by_name(ctx)
     bm25 = _bm25_for(tuple((t["name"], t["description"]) for t in ctx.tools))
@@ -221,7 +216,7 @@ def lexical(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> S
     return script
 
 
-@agent("planted")
+@AGENTS.register("planted")
 def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     ctype = params["canary_type"]
     takes = rng.random() < float(params["take_prob"])
@@ -242,7 +237,7 @@ def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> S
     return script
 
 
-@agent("surface")
+@AGENTS.register("surface")
 def surface(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     take = float(params["take_prob"])
     stand_ins = [o for o in ctx.offered if o.kind != "real"]
@@ -271,12 +266,9 @@ class ReferenceBackend:
     cacheable = False
     provider = "reference"
 
-    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
-        name = spec.get("agent")
-        if name not in AGENTS:
-            raise ConfigError("params.yaml", f"models[{spec.get('name')}].agent", f"expected one of {sorted(AGENTS)}, got {name!r}")
-        self.agent = str(name)
-        self.policy = AGENTS[self.agent]
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: AgentConfig | None = None) -> None:
+        self.agent = str(spec.get("agent"))
+        self.policy = AGENTS.get(self.agent, field=f"models[{spec.get('name')}].agent")
         self.params: dict[str, Any] = {}
         if self.agent == "planted":
             if spec.get("canary_type") not in CANARY_TYPES:
@@ -335,5 +327,5 @@ class ReferenceBackend:
 
 
 @register_backend("reference")
-def _make_reference(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> ReferenceBackend:
+def _make_reference(spec: Mapping[str, Any], agent_cfg: AgentConfig) -> ReferenceBackend:
     return ReferenceBackend(spec, agent_cfg)
