@@ -183,8 +183,9 @@ class Backend(Protocol):
     async def complete(self, request: ChatRequest) -> ChatResponse: ...
 
 
-#: A backend factory: ``(model_spec, agent_config) -> Backend``.
-BackendFactory = Callable[[Mapping[str, Any], AgentConfig], Backend]
+#: A backend factory: ``(model_spec, agent_config) -> Backend``, called with the
+#: :class:`~.config.AgentConfig` (typed loosely: a factory may declare it as the mapping it was).
+BackendFactory = Callable[[Mapping[str, Any], Any], Backend]
 
 #: Every backend by name (``params.yaml`` ``models[].backend``). Implementations register
 #: themselves where they are defined (``@register_backend("litellm")``); the entries below

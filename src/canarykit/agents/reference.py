@@ -49,9 +49,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..jsonio import canonical_json
-from ..registry import Registry
 from ..types import CANARY_TYPES
-from .config import AgentConfig
 from .protocol import (
     BackendError,
     ChatRequest,
@@ -63,8 +61,15 @@ from .protocol import (
 
 Script = list[tuple[str, dict[str, Any]]]
 Policy = Callable[[RunContext, random.Random, Mapping[str, Any]], Script]
-#: The reference agents' policies by name (``params.yaml`` ``models[].agent``).
-AGENTS: Registry[Policy] = Registry("reference agent")
+AGENTS: dict[str, Policy] = {}
+
+
+def agent(name: str) -> Callable[[Policy], Policy]:
+    def deco(fn: Policy) -> Policy:
+        AGENTS[name] = fn
+        return fn
+
+    return deco
 
 
 # --------------------------------------------------------------------------- helpers
@@ -176,12 +181,12 @@ def _tools_by_name(ctx: RunContext) -> dict[str, Mapping[str, Any]]:
 # --------------------------------------------------------------------------- agents
 
 
-@AGENTS.register("oracle")
+@agent("oracle")
 def oracle(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     return [(step.tool, dict(step.args)) for step in ctx.task.plan]
 
 
-@AGENTS.register("random")
+@agent("random")
 def random_agent(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     names = [o.name for o in ctx.offered]
     tools = _tools_by_name(ctx)
@@ -193,7 +198,7 @@ def random_agent(ctx: RunContext, rng: random.Random, params: Mapping[str, Any])
     return script
 
 
-@AGENTS.register("lexical")
+@agent("lexical")
 def lexical(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     tools = _tools_by_name(ctx)
     bm25 = _bm25_for(tuple((t["name"], t["description"]) for t in ctx.tools))
@@ -216,7 +221,7 @@ def lexical(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> S
     return script
 
 
-@AGENTS.register("planted")
+@agent("planted")
 def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     ctype = params["canary_type"]
     takes = rng.random() < float(params["take_prob"])
@@ -237,7 +242,7 @@ def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> S
     return script
 
 
-@AGENTS.register("surface")
+@agent("surface")
 def surface(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
     take = float(params["take_prob"])
     stand_ins = [o for o in ctx.offered if o.kind != "real"]
@@ -266,9 +271,12 @@ class ReferenceBackend:
     cacheable = False
     provider = "reference"
 
-    def __init__(self, spec: Mapping[str, Any], agent_cfg: AgentConfig | None = None) -> None:
-        self.agent = str(spec.get("agent"))
-        self.policy = AGENTS.get(self.agent, field=f"models[{spec.get('name')}].agent")
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
+        name = spec.get("agent")
+        if name not in AGENTS:
+            raise ConfigError("params.yaml", f"models[{spec.get('name')}].agent", f"expected one of {sorted(AGENTS)}, got {name!r}")
+        self.agent = str(name)
+        self.policy = AGENTS[self.agent]
         self.params: dict[str, Any] = {}
         if self.agent == "planted":
             if spec.get("canary_type") not in CANARY_TYPES:
@@ -327,5 +335,5 @@ class ReferenceBackend:
 
 
 @register_backend("reference")
-def _make_reference(spec: Mapping[str, Any], agent_cfg: AgentConfig) -> ReferenceBackend:
+def _make_reference(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> ReferenceBackend:
     return ReferenceBackend(spec, agent_cfg)
