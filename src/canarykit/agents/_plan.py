@@ -12,7 +12,6 @@ from typing import Any
 
 from ..errors import InputError
 from ..records import RunRecord, normalise_status
-from ._summary import RunSummary, count, failure_reason
 from .loop import RunSpec, _now, toolset_from_assembly
 from .protocol import provider_of
 from .store import RunStore, model_identity
@@ -32,6 +31,9 @@ class Planned:
     late: bool = False  # finished by another invocation while this one waited for its claim
     reason: str | None = None  # ErrorType (status) of a failed run
     failed_before: bool = False  # a failed record of this run was in the store when it started
+    #: reused from the store before executing anything: ``record`` (its own finished record)
+    #: or ``identical`` (a copy of a finished run with its identity)
+    found: str | None = None
 
 
 #: Runs of one model that share an identity: executed once (the head), copied to the others.
@@ -106,9 +108,8 @@ def relabel(record: RunRecord, spec: RunSpec) -> RunRecord:
     )
 
 
-def reuse_stored(planned: Sequence[Planned], store: RunStore, summary: RunSummary,
-                 models: Sequence[Mapping[str, Any]]) -> list[Group]:
-    """Reuse what the store holds (counted in ``summary``); group what is left by identity.
+def reuse_stored(planned: Sequence[Planned], store: RunStore) -> list[Group]:
+    """Reuse what the store holds (``Planned.found``); group what is left by identity.
 
     A run whose record finished is reused as is; a run with an identical finished run (one
     of this grid, or any stored run of its identity: labels are not part of it, e.g. a
@@ -118,9 +119,8 @@ def reuse_stored(planned: Sequence[Planned], store: RunStore, summary: RunSummar
     for p in planned:
         hit = _fast_finished(store, p.spec.run_id)
         if hit is not None:
-            p.status, p.error = hit["status"], False
+            p.status, p.error, p.found = hit["status"], False, "record"
             done_by_identity.setdefault((p.model_idx, p.spec.identity_hash), p)
-            count(summary, summary.per_model[str(models[p.model_idx]["name"])], "reused")
     groups: dict[tuple[int, str], Group] = {}
     todo: list[Group] = []
     for p in planned:
@@ -133,11 +133,8 @@ def reuse_stored(planned: Sequence[Planned], store: RunStore, summary: RunSummar
         if rec is not None and not rec.error:
             clone = relabel(rec, p.spec)
             store.save(clone)
-            p.status, p.error = clone.status, clone.error
+            p.status, p.error, p.found = clone.status, clone.error, "identical"
             done_by_identity.setdefault(key, p)
-            tally = summary.per_model[str(models[p.model_idx]["name"])]
-            count(summary, tally, "reused")
-            count(summary, tally, "deduplicated")
             continue
         if key in groups:
             groups[key].append(p)
@@ -145,6 +142,17 @@ def reuse_stored(planned: Sequence[Planned], store: RunStore, summary: RunSummar
             groups[key] = [p]
             todo.append(groups[key])
     return todo
+
+
+def failure_reason(rec: RunRecord) -> str | None:
+    """``ErrorType (status)`` of a failed run (from its ``backend_error`` event)."""
+    if not rec.error:
+        return None
+    ev = next((e for e in reversed(rec.events) if e.kind == "backend_error"), None)
+    if ev is None:
+        return "BackendError"
+    kind = ev.error_type or "BackendError"
+    return f"{kind} ({ev.status_code})" if ev.status_code else kind
 
 
 def save_group(store: RunStore, group: Group, rec: RunRecord) -> None:

@@ -8,18 +8,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import polars as pl
 
 from ..jsonio import atomic_write_bytes
-from ..records import RunRecord
+from ._plan import Planned
 from .calls import CallStats
 from .config import agent_defaults
 from .protocol import is_transient_reason
-
-if TYPE_CHECKING:
-    from ._plan import Planned
 
 INDEX_SCHEMA: dict[str, Any] = {
     "model": pl.String, "group": pl.String, "backend": pl.String, "provider": pl.String,
@@ -88,17 +85,6 @@ class Progress:
                   file=self.out, flush=True)
 
 
-def failure_reason(rec: RunRecord) -> str | None:
-    """``ErrorType (status)`` of a failed run (from its ``backend_error`` event)."""
-    if not rec.error:
-        return None
-    ev = next((e for e in reversed(rec.events) if e.kind == "backend_error"), None)
-    if ev is None:
-        return "BackendError"
-    kind = ev.error_type or "BackendError"
-    return f"{kind} ({ev.status_code})" if ev.status_code else kind
-
-
 def count(summary: RunSummary, tally: ModelTally, name: str, n: int = 1) -> None:
     """Add ``n`` to counter ``name`` of the model's tally and of the grid's."""
     setattr(tally, name, getattr(tally, name) + n)
@@ -106,8 +92,8 @@ def count(summary: RunSummary, tally: ModelTally, name: str, n: int = 1) -> None
 
 
 def tally_runs(summary: RunSummary, planned: Sequence[Planned], models: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Count what happened to every planned run (reuse of stored records was counted when the
-    store was read); return the run index's rows, in plan order (runs not started have none)."""
+    """Count what happened to every planned run; return the run index's rows, in plan order
+    (runs not started have none)."""
     rows: list[dict[str, Any]] = []
     for p in planned:
         name = str(models[p.model_idx]["name"])
@@ -116,7 +102,11 @@ def tally_runs(summary: RunSummary, planned: Sequence[Planned], models: Sequence
         if p.status is None:
             count(summary, tally, "skipped")
             continue
-        if p.executed:
+        if p.found is not None:  # reused from the store before anything ran
+            count(summary, tally, "reused")
+            if p.found == "identical":
+                count(summary, tally, "deduplicated")
+        elif p.executed:
             count(summary, tally, "executed")
         elif p.copied:  # a copy of a run executed in this invocation
             count(summary, tally, "reused")

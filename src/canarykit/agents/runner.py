@@ -197,9 +197,9 @@ def _run_grid(
     summary = RunSummary(total=len(planned), budget_usd=agent.budget_usd, rerun_failed=agent.retries.rerun_failed)
     for m in models:
         summary.per_model.setdefault(str(m["name"]), ModelTally())
-    todo = reuse_stored(planned, store, summary, models)
+    todo = reuse_stored(planned, store)
     bar = Progress(summary.total, out if progress else None)
-    bar.done = summary.reused
+    bar.done = sum(p.found is not None for p in planned)
     stats = _execute(todo, models, agent, store, store_dir, env, bar, summary, ledger)
     _finish(summary, planned, models, stats, index_out, summary_out, retry_gate, t0)
     print_summary(summary, bar, out, progress=progress)
