@@ -26,7 +26,9 @@ SCHEMA_RESOURCE = "params.schema.yaml"
 def params_schema() -> dict[str, Any]:
     """The JSON schema of params.yaml (every key has a description and a default)."""
     text = resources.files("canarykit.resources").joinpath(SCHEMA_RESOURCE).read_text("utf-8")
-    schema: dict[str, Any] = yaml.safe_load(text)
+    # libyaml's safe loader when PyYAML has it (the same mapping, ~8x faster: every agent job
+    # reads the schema once for its AgentConfig)
+    schema: dict[str, Any] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return schema
 
 
