@@ -1,7 +1,7 @@
 """Run one agent job (one model's cell, or a reference agent's whole grid); reuse every run
 whose identity already has a finished record."""
 
-from canarykit.agents.runner import exit_with_parent
+from canarykit.agents import exit_with_parent
 from canarykit.environments import tools_of
 from canarykit.jsonio import read_json_input
 from canarykit.layout import granted_slots

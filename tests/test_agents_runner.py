@@ -228,3 +228,41 @@ def test_missing_api_key_stops_before_any_run(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(ConfigError, match=r"models\[0\]\.api_key_env.*CANARYKIT_NO_SUCH_KEY"):
         run_grid(models, tasks_path, pools, [0], {"max_turns": 2}, tmp_path / "store", tmp_path / "i.parquet", tmp_path / "s.json", progress=False)
     assert not (tmp_path / "i.parquet").exists() and not (tmp_path / "store").exists()
+
+
+def test_a_bad_agent_mapping_is_one_line_naming_its_key_before_any_run(tmp_path: Path) -> None:
+    """A script's agent mapping is checked as params.yaml's agent section would be."""
+    from canarykit.errors import ConfigError
+
+    tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=2, pools={"standard": ["declared"]})
+    models = [{"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"}]
+    with pytest.raises(ConfigError) as err:
+        run_grid(models, tasks_path, pools, [0], {"max_turns": 4, "concurrency": 0}, tmp_path / "store", tmp_path / "i.parquet",
+                 tmp_path / "s.json", progress=False)
+    assert str(err.value) == "params.yaml: agent.concurrency: 0 is less than the minimum of 1"
+    assert not (tmp_path / "i.parquet").exists() and not (tmp_path / "store").exists()
+
+
+def test_keys_left_out_of_the_agent_mapping_take_the_schema_defaults() -> None:
+    from canarykit.agents import AgentConfig, RetryPolicy
+    from canarykit.config import params_schema
+
+    section = params_schema()["properties"]["agent"]["properties"]
+    cfg = AgentConfig.parse({"max_turns": 4})
+    assert cfg.max_turns == 4
+    for key in ("timeout_s", "concurrency", "workers", "budget_usd", "allow_short_max_turns"):
+        assert getattr(cfg, key) == section[key]["default"], key
+    retries = section["retries"]["properties"]
+    assert {k: getattr(cfg.retries, k) for k in retries} == {k: v["default"] for k, v in retries.items()}
+    assert RetryPolicy() == RetryPolicy.from_config(None) == RetryPolicy.from_config(cfg.retries)
+    assert RetryPolicy().max_attempts == retries["max_attempts"]["default"]
+
+
+def test_an_unknown_backend_is_one_line_naming_the_model_and_the_known_backends() -> None:
+    from canarykit.agents import make_backend
+    from canarykit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        make_backend({"name": "gpt", "backend": "litelm", "model": "openai/gpt-4.1"})
+    assert str(err.value) == ("params.yaml: models[gpt].backend: unknown backend 'litelm'; "
+                              "expected one of ['litellm', 'local', 'ollama', 'reference']")

@@ -1,4 +1,5 @@
-"""params.yaml: loading, default filling and validation against resources/params.schema.yaml.
+"""params.yaml: loading, default filling and validation against resources/params.schema.yaml
+(the schema itself, its defaults and the key-naming errors: :mod:`canarykit.paramspec`).
 
 The same functions validate the config for the command line (``canarykit validate-config``)
 and for Snakemake (``rules/common.smk``, so ``dvc repro`` too), so an invalid value stops
@@ -15,58 +16,13 @@ from __future__ import annotations
 
 import copy
 import re
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from .errors import ConfigError
-
-SCHEMA_RESOURCE = "params.schema.yaml"
-
-
-@cache
-def params_schema() -> dict[str, Any]:
-    """The JSON schema of params.yaml (every key has a description and a default)."""
-    text = resources.files("canarykit.resources").joinpath(SCHEMA_RESOURCE).read_text("utf-8")
-    schema: dict[str, Any] = yaml.safe_load(text)
-    return schema
-
-
-def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = dict(root["$defs"][ref.split("/")[-1]])
-        target.update({k: v for k, v in node.items() if k != "$ref"})
-        return target
-    return node
-
-
-def _fill_defaults(value: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
-    node = _resolve(node, root)
-    if isinstance(value, dict):
-        for key, sub in node.get("properties", {}).items():
-            sub_r = _resolve(sub, root)
-            if key not in value and "default" in sub_r:
-                value[key] = copy.deepcopy(sub_r["default"])
-            if key in value:
-                value[key] = _fill_defaults(value[key], sub_r, root)
-    elif isinstance(value, list) and isinstance(node.get("items"), dict):
-        return [_fill_defaults(v, node["items"], root) for v in value]
-    return value
-
-
-def _key_path(error: jsonschema.ValidationError) -> str:
-    parts: list[str] = []
-    for p in error.absolute_path:
-        if isinstance(p, int):
-            parts.append(f"[{p}]")
-        else:
-            parts.append(("." if parts else "") + str(p))
-    return "".join(parts) or "<root>"
+from .paramspec import fill_defaults, params_schema, raise_schema_errors
 
 
 def validate_params(config: dict[str, Any] | None, source: str = "params.yaml") -> dict[str, Any]:
@@ -79,23 +35,10 @@ def validate_params(config: dict[str, Any] | None, source: str = "params.yaml") 
     if not isinstance(config, dict):
         raise ConfigError(source, "<root>", "expected a mapping of sections (study, canaries, ...)")
     schema = params_schema()
-    filled = _fill_defaults(copy.deepcopy(config), schema, schema)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        first = errors[0]
-        lines = [f"{_key_path(e)}: {_message(e)}" for e in errors]
-        raise ConfigError(source, _key_path(first), _message(first) + (
-            "" if len(lines) == 1 else "\n  also: " + "\n  also: ".join(lines[1:])
-        ))
+    filled = fill_defaults(copy.deepcopy(config), schema, schema)
+    raise_schema_errors(schema, filled, source)
     _semantic_checks(filled, source)
     return filled
-
-
-def _message(error: jsonschema.ValidationError) -> str:
-    if error.validator == "additionalProperties":
-        return f"{error.message} (see the key descriptions in src/canarykit/resources/{SCHEMA_RESOURCE})"
-    return error.message
 
 
 def _semantic_checks(cfg: dict[str, Any], source: str) -> None:

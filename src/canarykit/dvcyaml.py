@@ -51,7 +51,8 @@ HEADER = """\
 
 def code_closure(script: str | Path, root: str | Path = ".") -> list[str]:
     """The library's source files a script runs: every ``canarykit`` module it imports,
-    transitively, lazy (function-level) imports and package ``__init__`` files included.
+    transitively, lazy (function-level) imports, the lazy entries of a
+    :class:`~canarykit.registry.Registry` and package ``__init__`` files included.
 
     This is the one list of a rule's code dependencies: the rule takes these files as input
     (editing one re-runs the rule; in the run rule only runs whose identity changed
@@ -108,6 +109,11 @@ def _imports(path: Path, pkg_dir: Path) -> set[str]:
                 mod = node.module or ""
             found.add(mod)
             found.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import submodule`
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Registry":
+            # a registry's lazy entries are imports spelled as module paths (canarykit.registry)
+            for kw in node.keywords:
+                if kw.arg == "lazy" and isinstance(kw.value, ast.Dict):
+                    found.update(v.value for v in kw.value.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
     out: set[str] = set()
     for mod in found:
         parts = mod.split(".")

@@ -1,4 +1,5 @@
-"""Model backends: ``litellm`` (hosted or any OpenAI-compatible gateway), ``ollama``, ``local``.
+"""Model backends: ``litellm`` (hosted or any OpenAI-compatible gateway) and ``ollama``; the
+embedded ``local`` model (:mod:`.local`) reaches its server through :class:`LiteLLMBackend`.
 
 Every backend turns a :class:`~.protocol.ChatRequest` into a normalised
 :class:`~.protocol.ChatResponse` and maps failures to :class:`~.protocol.BackendError`
@@ -27,12 +28,14 @@ from typing import Any
 
 from ..jsonio import canonical_json, safe_json_loads
 from ..records import Usage
+from .config import AgentConfig
 from .protocol import (
     BackendError,
     ChatRequest,
     ChatResponse,
     ToolCall,
     is_retryable_status,
+    provider_of,
     register_backend,
 )
 from .secrets import scrub
@@ -56,17 +59,6 @@ def import_litellm() -> Any:
         litellm.suppress_debug_info = True
         litellm.telemetry = False
     return litellm
-
-
-def provider_of(spec: Mapping[str, Any]) -> str:
-    """The concurrency pool of a model: ``provider``, else the model id's prefix, else the backend."""
-    if spec.get("provider"):
-        return str(spec["provider"])
-    backend = str(spec.get("backend", ""))
-    if backend in ("ollama", "reference", "local"):
-        return backend
-    model = str(spec.get("model") or "")
-    return model.split("/", 1)[0] if "/" in model else (backend or "default")
 
 
 def parse_retry_after(headers: Mapping[str, Any] | None) -> float | None:
@@ -130,7 +122,7 @@ class LiteLLMBackend:
 
     cacheable = True
 
-    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None, *, kind: str = "litellm",
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: AgentConfig | None = None, *, kind: str = "litellm",
                  api_base: str | None = None, model: str | None = None, scope_endpoint: str | None = None,
                  default_decoding: Mapping[str, Any] | None = None, completion_fn: Any = None) -> None:
         self.kind = kind
@@ -272,7 +264,7 @@ class LiteLLMBackend:
 
 
 @register_backend("litellm")
-def _make_litellm(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> LiteLLMBackend:
+def _make_litellm(spec: Mapping[str, Any], agent_cfg: AgentConfig) -> LiteLLMBackend:
     return LiteLLMBackend(spec, agent_cfg)
 
 
@@ -316,7 +308,7 @@ class OllamaBackend:
     kind = "ollama"
     cacheable = True
 
-    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: AgentConfig | None = None) -> None:
         self.model = str(spec.get("model") or "")
         if not self.model:
             raise BackendError(f"model {spec.get('name')!r}: no `model` identifier configured", error_type="ConfigError")
@@ -380,15 +372,5 @@ class OllamaBackend:
 
 
 @register_backend("ollama")
-def _make_ollama(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> OllamaBackend:
+def _make_ollama(spec: Mapping[str, Any], agent_cfg: AgentConfig) -> OllamaBackend:
     return OllamaBackend(spec, agent_cfg)
-
-
-# --------------------------------------------------------------------------- local (embedded)
-
-
-@register_backend("local")
-def _make_local(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any]) -> Any:
-    from .local import LocalBackend
-
-    return LocalBackend(spec, agent_cfg)

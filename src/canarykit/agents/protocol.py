@@ -2,7 +2,8 @@
 
 Every agent, a hosted model, a local one or a reference agent, speaks this one protocol, so
 they all run through the same loop (section 4: "removes per-provider adapter confounds").
-Backends are registered by name; ``params.yaml`` selects one per model with ``backend:``.
+Backends are registered by name in :data:`BACKENDS`; ``params.yaml`` selects one per model
+with ``backend:``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..errors import ConfigError
 from ..records import OfferedTool, Usage
+from ..registry import Registry
+from .config import AgentConfig, agent_defaults
 from .secrets import scrub
 
 if TYPE_CHECKING:
@@ -53,7 +55,8 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     turn: int
-    timeout_s: float = 120.0
+    #: seconds (the model layer sets its own; default: ``agent.timeout_s``'s schema default)
+    timeout_s: float = field(default_factory=lambda: agent_defaults().timeout_s)
     context: RunContext | None = None
 
 
@@ -180,35 +183,44 @@ class Backend(Protocol):
     async def complete(self, request: ChatRequest) -> ChatResponse: ...
 
 
-BackendFactory = Callable[[Mapping[str, Any], Mapping[str, Any]], Backend]
-_REGISTRY: dict[str, BackendFactory] = {}
+#: A backend factory: ``(model_spec, agent_config) -> Backend``, called with the
+#: :class:`~.config.AgentConfig` (typed loosely: a factory may declare it as the mapping it was).
+BackendFactory = Callable[[Mapping[str, Any], Any], Backend]
+
+#: Every backend by name (``params.yaml`` ``models[].backend``). Implementations register
+#: themselves where they are defined (``@register_backend("litellm")``); the entries below
+#: name the module that does, so looking a backend up imports only that module and this one
+#: never imports an implementation.
+BACKENDS: Registry[BackendFactory] = Registry("backend", lazy={
+    "litellm": "canarykit.agents.backends",
+    "ollama": "canarykit.agents.backends",
+    "local": "canarykit.agents.local",
+    "reference": "canarykit.agents.reference",
+})
 
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Register a backend factory ``(model_spec, agent_cfg) -> Backend`` under ``name``."""
-
-    def deco(factory: BackendFactory) -> BackendFactory:
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
+    """Register a backend factory ``(model_spec, agent_config) -> Backend`` under ``name``."""
+    return BACKENDS.register(name)
 
 
 def registered_backends() -> tuple[str, ...]:
-    _ensure_builtin()
-    return tuple(sorted(_REGISTRY))
+    return tuple(BACKENDS.names())
 
 
-def make_backend(spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None, source: str = "params.yaml") -> Backend:
+def make_backend(spec: Mapping[str, Any], agent_cfg: AgentConfig | Mapping[str, Any] | None = None,
+                 source: str = "params.yaml") -> Backend:
     """Build the backend a model spec names (``backend:`` key)."""
-    _ensure_builtin()
-    kind = spec.get("backend")
-    factory = _REGISTRY.get(str(kind))
-    if factory is None:
-        raise ConfigError(source, f"models[{spec.get('name')}].backend", f"unknown backend {kind!r}; expected one of {sorted(_REGISTRY)}")
-    return factory(spec, agent_cfg or {})
+    factory = BACKENDS.get(str(spec.get("backend")), source=source, field=f"models[{spec.get('name')}].backend")
+    return factory(spec, agent_defaults() if agent_cfg is None else AgentConfig.parse(agent_cfg, source))
 
 
-def _ensure_builtin() -> None:
-    # Importing the modules registers the built-in backends (cheap: heavy clients load lazily).
-    from . import backends, reference  # noqa: F401
+def provider_of(spec: Mapping[str, Any]) -> str:
+    """The concurrency pool of a model: ``provider``, else the model id's prefix, else the backend."""
+    if spec.get("provider"):
+        return str(spec["provider"])
+    backend = str(spec.get("backend", ""))
+    if backend in ("ollama", "reference", "local"):
+        return backend
+    model = str(spec.get("model") or "")
+    return model.split("/", 1)[0] if "/" in model else (backend or "default")
