@@ -19,4 +19,5 @@ def main(smk):
     )
 
 
-run_script(snakemake, main)  # noqa: F821
+if __name__ == "__main__":
+    run_script(globals().get("snakemake"), main, rule="report")

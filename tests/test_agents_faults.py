@@ -21,6 +21,7 @@ from canarykit.agents.store import (
     ensure_retry_gate,
     mark_failed_runs_for_retry,
     mark_retry_gate,
+    retry_gate_input,
     retry_gate_path,
 )
 from canarykit.detect import classify_calls
@@ -56,7 +57,9 @@ def test_faults_are_contained_reported_and_retried_exactly(tmp_path: Path, capsy
         idx = pl.read_parquet(index)
         failed = idx.filter(pl.col("error"))
         assert first.failed == failed.height >= 2 and "easy-003" in set(failed["task_id"])
-        assert json.loads(gate.read_text())["failed"] == first.failed and gate.stat().st_mtime > index.stat().st_mtime
+        assert json.loads(gate.read_text())["failed"] == first.failed
+        # marked, yet never dated after the job's outputs (Snakemake refuses outputs older than an input)
+        assert json.loads(gate.read_text())["retry"] == first.failed and gate.stat().st_mtime <= index.stat().st_mtime
         for path in store.rglob("*.json"):
             if path.parent.name == ".retry":
                 continue
@@ -87,6 +90,9 @@ def test_retry_gate_is_newer_than_the_index_only_while_failures_remain(tmp_path:
     assert mark_failed_runs_for_retry(index, store) == 0 and gate.stat().st_mtime == 0
     pl.DataFrame({"run_id": ["a", "b"], "error": [True, False]}).write_parquet(index)
     mark_retry_gate(gate, index, 1)  # the run job
+    assert gate.stat().st_mtime <= index.stat().st_mtime  # not after the job's own outputs
+    assert retry_gate_input(store, index, dry_run=True) == str(gate)  # the next invocation's DAG
+    assert gate.stat().st_mtime > index.stat().st_mtime  # Snakemake: the run rule is out of date
     before = gate.read_bytes()
     assert mark_failed_runs_for_retry(index, store) == 1  # a job reading the index after it
     assert gate.stat().st_mtime > index.stat().st_mtime  # Snakemake: the run rule is out of date
@@ -120,11 +126,14 @@ def test_failures_accepted_by_the_policy_do_not_keep_the_job_out_of_date(tmp_pat
     pl.DataFrame({"run_id": ["a", "b", "c"], "error": [True, True, False]}).write_parquet(index)
     # agent.retries.rerun_failed: transient, one 401 (accepted) and one 503 (retried)
     mark_retry_gate(gate, index, 2, retry=1, accepted={"AuthenticationError (401)": 1}, policy="transient")
+    retry_gate_input(store, index)
     assert gate.stat().st_mtime > index.stat().st_mtime
     assert mark_failed_runs_for_retry(index, store) == 1 and json.loads(gate.read_text())["retry"] == 1
     # the rerun: the 503 run succeeded, the 401 failed again and is accepted
     pl.DataFrame({"run_id": ["a", "b", "c"], "error": [True, False, False]}).write_parquet(index)
     mark_retry_gate(gate, index, 1, retry=0, accepted={"AuthenticationError (401)": 1}, policy="transient")
+    assert gate.stat().st_mtime < index.stat().st_mtime
+    retry_gate_input(store, index)  # a settled gate keeps its date
     assert gate.stat().st_mtime < index.stat().st_mtime
     settled = gate.read_bytes()
     assert mark_failed_runs_for_retry(index, store) == 0 and gate.read_bytes() == settled
@@ -167,6 +176,7 @@ def test_runs_that_keep_failing_are_named_each_time_and_the_policy_can_accept_th
         assert "not transient: AuthenticationError (401)" in err and "accepted as failed" in err
         state_doc = json.loads(gate.read_text())
         assert state_doc["retry"] == 1 and state_doc["accepted"] == {"AuthenticationError (401)": 1}
+        retry_gate_input(store, index)  # the next invocation's DAG
         assert gate.stat().st_mtime > index.stat().st_mtime  # the 503 keeps the job out of date
 
         state["healthy"] = True
@@ -181,6 +191,7 @@ def test_runs_that_keep_failing_are_named_each_time_and_the_policy_can_accept_th
         err = capsys.readouterr().err
         assert third.failed == 1 and third.failed_again == 1 and third.retry_pending == 1
         assert "set agent.retries.rerun_failed: transient" in err and "1 of them failed in an earlier invocation too" in err
+        retry_gate_input(store, index)
         assert gate.stat().st_mtime > index.stat().st_mtime
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["per_model"]["fake-gw"]["failed_again"] == 1 and summary["rerun_failed"] == "all"

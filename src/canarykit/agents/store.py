@@ -32,8 +32,11 @@ filesystem provides.
 
 **Retry gate.** A run index that records failed runs marks its *retry gate*
 (:func:`mark_retry_gate`), a small file in the store that the run rule takes as input: the
-rule is then out of date for Snakemake (the gate is newer than the index) and the store has
-changed for DVC, so a plain ``snakemake`` or ``dvc repro`` re-executes exactly the failed runs.
+store has changed for DVC, and the next Snakemake invocation, when it builds its DAG, dates a
+marked gate to that moment (:func:`retry_gate_input`), newer than the index, so the rule is out
+of date: a plain ``snakemake`` or ``dvc repro`` re-executes exactly the failed runs. (The job
+itself never dates its gate after its outputs: Snakemake refuses a finished job whose outputs
+are older than an input.)
 A run that leaves none to retry *settles* the gate (:func:`settle_retry_gate`: the same
 content every time, dated before the index), so a rerun that fixes the failures is up to date
 however quickly it finished. ``agent.retries.rerun_failed`` decides which failures count:
@@ -43,6 +46,7 @@ or ``none``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -339,14 +343,31 @@ def ensure_retry_gate(gate: str | Path) -> Path:
 
 def retry_gate_input(store_dir: str | Path, index_path: str | Path, *, dry_run: bool = False) -> str | list[str]:
     """What the run rule takes as its ``retry`` input (``rules/common.smk``): the index's gate,
-    created (epoch-dated) when missing, except in a dry run (``snakemake -n``), which writes
-    nothing: a missing gate is then no input (it would not have triggered a rerun anyway)."""
+    created (epoch-dated) when missing, except in a dry run (``snakemake -n``), which creates
+    nothing: a missing gate is then no input (it would not have triggered a rerun anyway).
+
+    A *marked* gate (runs to retry) is dated now, when the DAG is built: newer than the index
+    written by an earlier invocation, so the rule is out of date, and older than the outputs
+    the job is about to write, so Snakemake accepts them (a dry run dates it too: it then shows
+    the job that a real run would execute)."""
     gate = retry_gate_path(store_dir, index_path)
     if gate.exists():
+        state = read_retry_gate(gate) or {}
+        if isinstance(state.get("retry"), int) and state["retry"] > 0:
+            _date_marked_gate(gate, index_path)
         return str(gate)
     if dry_run:
         return []
     return str(ensure_retry_gate(gate))
+
+
+def _date_marked_gate(gate: Path, index_path: str | Path) -> None:
+    stamp = time.time()
+    index_mtime = _index_mtime(index_path)
+    if index_mtime is not None and stamp <= index_mtime:  # an index from the future (clock skew)
+        stamp = index_mtime + 0.01
+    with contextlib.suppress(OSError):  # a read-only store: the gate keeps its date (rerun with --forcerun)
+        os.utime(gate, (stamp, stamp))
 
 
 def read_retry_gate(gate: str | Path) -> dict[str, Any] | None:
@@ -376,15 +397,17 @@ def _index_mtime(index_path: str | Path) -> float | None:
 
 
 def mark_retry_gate(gate: str | Path, index_path: str | Path, failed: int, *, retry: int | None = None,
-                    accepted: Mapping[str, int] | None = None, policy: str = "all") -> None:
+                    accepted: Mapping[str, int] | None = None, policy: str = "all", ahead: bool = False) -> None:
     """Record the failures of ``index_path`` in its gate: ``failed`` runs failed, ``retry`` of
     them (default: all) keep the run rule out of date, the rest (``accepted``: reason -> runs)
     were accepted as failed by ``agent.retries.rerun_failed``.
 
     With runs to retry the gate is *marked*: its content changes every time (a nonce: DVC sees
-    the run stage's store modified) and it is dated :data:`MARK_AHEAD_S` after the index and
-    after now (Snakemake sees an input newer than the rule's oldest output). Otherwise it is
-    *settled* (:func:`settle_retry_gate`)."""
+    the run stage's store modified). ``ahead``: date it :data:`MARK_AHEAD_S` after the index and
+    after now (a job that reads the index, not the gate, may); otherwise (the run job itself,
+    whose input the gate is) it is dated at the index, and the next invocation brings it
+    forward (:func:`retry_gate_input`). Without runs to retry it is *settled*
+    (:func:`settle_retry_gate`)."""
     retry = int(failed) if retry is None else int(retry)
     if retry <= 0:
         settle_retry_gate(gate, index_path, failed, accepted=accepted, policy=policy)
@@ -393,7 +416,10 @@ def mark_retry_gate(gate: str | Path, index_path: str | Path, failed: int, *, re
     write_json(p, {"failed": int(failed), "retry": retry, "accepted": dict(accepted or {}), "policy": policy,
                    "index": str(index_path), "marked_at": datetime.now(UTC).isoformat(), "nonce": time.time_ns()})
     index_mtime = _index_mtime(index_path)
-    stamp = max(time.time(), index_mtime if index_mtime is not None else 0.0) + MARK_AHEAD_S
+    if ahead:
+        stamp = max(time.time(), index_mtime if index_mtime is not None else 0.0) + MARK_AHEAD_S
+    else:
+        stamp = index_mtime if index_mtime is not None else time.time()
     os.utime(p, (stamp, stamp))
 
 
@@ -430,5 +456,5 @@ def mark_failed_runs_for_retry(index_path: str | Path, store_dir: str | Path) ->
         retry = failed
     if retry:
         mark_retry_gate(gate, index_path, failed, retry=retry, accepted=state.get("accepted") or {},
-                        policy=str(state.get("policy") or "all"))
+                        policy=str(state.get("policy") or "all"), ahead=True)
     return int(retry)

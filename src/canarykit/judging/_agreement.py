@@ -103,6 +103,17 @@ def _allocate(sizes: Sequence[int], n: int, how: str, rng: np.random.Generator) 
     return quota.tolist()
 
 
+#: The columns that name a run by what it is (not by a hash of it): samples are drawn in this
+#: order, so which runs are sampled does not depend on run ids, which hash the code's version.
+LABEL_ORDER = ("model", "pool", "condition", "seed", "task_id")
+
+
+def label_order(runs: pl.DataFrame) -> list[str]:
+    """The columns of :data:`LABEL_ORDER` that ``runs`` has (``run_id`` when it has none)."""
+    cols = [c for c in LABEL_ORDER if c in runs.columns]
+    return cols or (["run_id"] if "run_id" in runs.columns else [])
+
+
 def stratified_sample(
     runs: pl.DataFrame, n: int, seed: int, strata: Sequence[str], *, allocation: str = "proportional"
 ) -> pl.DataFrame:
@@ -110,14 +121,14 @@ def stratified_sample(
 
     ``proportional``: each stratum gets its share of ``n`` (largest remainder); ``equal``:
     every stratum the same number as far as its size allows (as the paper's human sheet
-    spans models and difficulties). Within a stratum, rows (ordered by ``run_id`` when
-    present) are drawn without replacement with ``numpy.random.default_rng(seed)``. The same
+    spans models and difficulties). Within a stratum, rows (ordered by their labels,
+    :data:`LABEL_ORDER`) are drawn without replacement with ``numpy.random.default_rng(seed)``. The same
     table, ``n``, ``seed`` and strata always give the same sample; the rows come back in the
     table's order.
     """
     rng = np.random.default_rng(int(seed))
     keyed = runs.with_row_index("_row")
-    order_col = "run_id" if "run_id" in runs.columns else "_row"
+    order_cols = label_order(runs) or ["_row"]
     cols = list(strata)
     if cols:
         groups = sorted(keyed.partition_by(cols, as_dict=True).items(), key=lambda kv: tuple(str(k) for k in kv[0]))
@@ -129,7 +140,7 @@ def stratified_sample(
     for frame, q in zip(frames, quotas, strict=True):
         if q == 0:
             continue
-        rows = frame.sort(order_col).get_column("_row").to_numpy()
+        rows = frame.sort([*order_cols, "_row"]).get_column("_row").to_numpy()
         picked.extend(rows[np.sort(rng.choice(rows.size, size=q, replace=False))].tolist())
     return keyed.filter(pl.col("_row").is_in(picked)).drop("_row")
 
@@ -209,10 +220,12 @@ def _judge_repeat(judge: Judge, run: JudgeInput, repeat: int) -> Verdict:
 
 
 def stability_draw(run_ids: Sequence[str], sample: int, seed: int) -> list[str]:
-    """The stability re-grading's sample: ``sample`` of the sorted ``run_ids`` (all of them
-    when there are fewer) drawn with ``random.Random(seed)``, sorted."""
-    eligible = sorted(run_ids)
-    return sorted(random.Random(seed).sample(eligible, min(sample, len(eligible))))
+    """The stability re-grading's sample: ``sample`` of ``run_ids`` (all of them when there are
+    fewer) drawn with ``random.Random(seed)`` from the order given (callers give the runs'
+    label order, :data:`LABEL_ORDER`), returned in that order."""
+    eligible = list(dict.fromkeys(run_ids))
+    picked = set(random.Random(seed).sample(eligible, min(sample, len(eligible))))
+    return [r for r in eligible if r in picked]
 
 
 def stability(

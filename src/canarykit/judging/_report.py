@@ -14,6 +14,7 @@ import polars as pl
 from ._agreement import (
     cross_judge_report,
     human_validation,
+    label_order,
     read_human_sheet,
     stability,
     stability_draw,
@@ -78,7 +79,9 @@ def stability_sample(runs: pl.DataFrame, sample: int, seed: int) -> set[str]:
     """Run ids of the stability re-grading's sample: exactly those :func:`~canarykit.judging.stability`
     draws from the judge inputs of every non-error run of ``runs`` (same order, same seed),
     so a caller loads only these records."""
-    return set(stability_draw(runs.filter(~pl.col("error"))["run_id"].to_list(), sample, seed))
+    eligible = runs.filter(~pl.col("error"))
+    eligible = eligible.sort(label_order(eligible), maintain_order=True)
+    return set(stability_draw(eligible["run_id"].to_list(), sample, seed))
 
 
 def _stability(judges: StudyJudges, runs: pl.DataFrame, primary: pl.DataFrame, inputs_for: InputsFor) -> dict[str, Any] | None:
