@@ -93,6 +93,7 @@ def _drive(configs: list[Path], envs: list[dict[str, str]]) -> None:
         assert p.returncode == 0, err.decode()[-3000:]
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_two_concurrent_invocations_make_each_model_call_once(tmp_path: Path) -> None:
     tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=4, seeds=[0, 1])
     # Each invocation has its own key value (keys are not part of a run's identity), so the

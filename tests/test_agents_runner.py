@@ -131,6 +131,7 @@ def test_budget_stops_new_runs_cleanly(tmp_path: Path) -> None:
     assert len(list((tmp_path / "store").rglob("*.json"))) == idx.height
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_sigkill_mid_study_leaves_no_partial_record_and_repeats_no_finished_call(tmp_path: Path) -> None:
     tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=5, seeds=[0, 1])
     with FakeOpenAIServer(simple_agent, latency_s=0.15) as server:

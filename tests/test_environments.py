@@ -168,6 +168,7 @@ def _records(repo: Path) -> dict[tuple[str, str, int, str, str], list[dict[str, 
     return out
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_an_mcp_environment_plans_the_whole_study(tmp_path: Path) -> None:
     """The workflow parses and plans with an MCP environment (the run itself: the slow test below)."""
     repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=("oracle",))

@@ -71,6 +71,7 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
     return lo, hi
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_oracle_is_never_trapped_and_always_succeeds(runs: pl.DataFrame) -> None:
     o = runs.filter(pl.col("model") == "oracle")
     assert o.height == 3 * 3 * 120

@@ -69,6 +69,7 @@ def calls_csv(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_proxy_plants_canaries_forwards_real_calls_and_diagnose_classifies_every_call(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
     expected: list[tuple[str, str, str | None]] = []  # (name, class, canary type) in call order

@@ -147,6 +147,7 @@ def test_every_snakemake_invocation_plans_as_printed(repo: Path) -> None:
 # --------------------------------------------------------------------------- tools, canaries, stats, proxy
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_export_generate_and_stats_as_printed(tmp_path: Path) -> None:
     sh(tmp_path, command("canarykit list-mcp-tools --server weather -o tools.json -- canarykit serve-tools weather").text)
     sh(tmp_path, command("canarykit generate-canaries tools.json -o canaries.json --controls").text)

@@ -62,6 +62,7 @@ def _parquet_text(path: Path) -> str:
     return "\n".join(str(v) for col in df.columns for v in df[col].cast(pl.String, strict=False).to_list())
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_keys_echoed_by_a_failing_gateway_reach_no_file_and_no_log(tmp_path: Path) -> None:
     state: dict[str, Any] = {}
 

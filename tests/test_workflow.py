@@ -15,6 +15,7 @@ def repo(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path / "repo", per_difficulty=2, models=("oracle",))
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_whole_dag_is_declared_one_rule_per_stage(repo: Path) -> None:
     set_param(repo, ["models"], [
         {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"},
@@ -36,6 +37,7 @@ def test_whole_dag_is_declared_one_rule_per_stage(repo: Path) -> None:
     assert "results/runs/jobs/oracle/all.parquet" in model_jobs
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_a_study_lives_under_its_output_dir(repo: Path) -> None:
     (repo / "alt.yaml").write_text("study: {output_dir: results/alt, limit_tasks: 2}\n")
     # the target before --configfile (which takes several files and would swallow it)
@@ -53,6 +55,7 @@ def test_invalid_params_stop_before_anything_runs(repo: Path) -> None:
     assert not (repo / "results").exists()
 
 
+@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_bad_task_file_names_file_and_field_and_keeps_earlier_outputs(repo: Path) -> None:
     run(repo, "snakemake", "--cores", "1", "results/canaries/standard.json")
     canaries = (repo / "results/canaries/standard.json").read_bytes()

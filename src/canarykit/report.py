@@ -615,6 +615,31 @@ def _oracle_view(validation: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"state": "ok" if check.get("ok") else "failed", **check}
 
 
+def _read_runs(runs: str | Path | pl.DataFrame | None) -> pl.DataFrame | None:
+    if runs is None or isinstance(runs, pl.DataFrame):
+        return runs
+    try:
+        return pl.read_parquet(Path(runs))
+    except (OSError, pl.exceptions.ComputeError) as exc:
+        raise InputError(str(runs), "<file>", f"cannot read the per-run table: {exc}") from exc
+
+
+def _model_rows(cfg: Mapping[str, Any], result: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per configured model: its name, group, backend, other settings and role."""
+    instruments = _instrument_groups(cfg, result)
+    rows = []
+    for m in cfg.get("models") or []:
+        if not isinstance(m, Mapping):
+            continue
+        name = str(m.get("name"))
+        rows.append({
+            "name": name, "group": value_text(m.get("group")), "backend": value_text(m.get("backend")),
+            "settings": "; ".join(f"{k}: {value_text(v)}" for k, v in m.items() if k not in ("name", "group", "backend")),
+            "role": f"instrument ({instruments[name]})" if name in instruments else "model under test",
+        })
+    return rows
+
+
 def build_report(
     *,
     stats: str | Path | Mapping[str, Any],
@@ -647,15 +672,7 @@ def build_report(
         tables = {t: Path(stats).parent / f"{t}.csv" for t in TABLE_NAMES}
     val = _read_json(validation, "judge validation")
     cfg = _read_params(params)
-    if isinstance(runs, pl.DataFrame):
-        runs_df: pl.DataFrame | None = runs
-    elif runs is not None:
-        try:
-            runs_df = pl.read_parquet(Path(runs))
-        except (OSError, pl.exceptions.ComputeError) as exc:
-            raise InputError(str(runs), "<file>", f"cannot read the per-run table: {exc}") from exc
-    else:
-        runs_df = None
+    runs_df = _read_runs(runs)
     caps = dict(captions or {})
     stat_caps = _captions(dict(result))
     table_views = []
@@ -666,14 +683,7 @@ def build_report(
         table_views.append(html_table(frame, name, _TABLE_TITLES.get(name, name), caps.get(name) or stat_caps.get(name, "")))
     counts = html_table(run_counts(runs_df), "run_counts", "Runs per model") if runs_df is not None else None
     param_rows = flatten_params({k: v for k, v in cfg.items() if k != "models"})
-    models_cfg = [
-        {"name": str(m.get("name")), "group": value_text(m.get("group")), "backend": value_text(m.get("backend")),
-         "settings": "; ".join(f"{k}: {value_text(v)}" for k, v in m.items() if k not in ("name", "group", "backend"))}
-        for m in cfg.get("models") or [] if isinstance(m, Mapping)
-    ]
-    instruments = _instrument_groups(cfg, result)
-    for m in models_cfg:
-        m["role"] = f"instrument ({instruments[m['name']]})" if m["name"] in instruments else "model under test"
+    models_cfg = _model_rows(cfg, result)
     trace_data = traces(runs_df, store, sampling) if runs_df is not None else {"models": [], "shown": 0, "trapped": 0, "missing": 0}
     meta = result.get("meta") or {}
     context = {
