@@ -25,6 +25,9 @@ from canarykit.stats import bootstrap_mean_ci
 from canarykit.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
+#: A study of every known-answer agent over the pools: tens of seconds on a loaded machine.
+pytestmark = pytest.mark.slow
+
 TAKE, BACK = 0.4, 0.6
 CONDITIONS = ["baseline", "declared", "full"]
 SEEDS = [0, 1, 2]
@@ -71,7 +74,6 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
     return lo, hi
 
 
-@pytest.mark.slow  # whole workflow invocations: tens of seconds on a loaded machine
 def test_oracle_is_never_trapped_and_always_succeeds(runs: pl.DataFrame) -> None:
     o = runs.filter(pl.col("model") == "oracle")
     assert o.height == 3 * 3 * 120

@@ -186,6 +186,7 @@ def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) ->
     assert "2 control" in proc.stdout
 
 
+@pytest.mark.slow  # a server killed and restarted behind the proxy: seconds of start-up each
 def test_a_crashed_server_is_a_traced_failure_and_the_next_call_restarts_it(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
     crash_log = tmp_path / "crashes.log"
