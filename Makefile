@@ -64,8 +64,9 @@ test: install
 # Slow tests: the embedded Gemma model, the end-to-end DVC study, the single-node SLURM cluster
 # (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root), the
 # study report in headless Chromium (installs Debian's chromium when missing: needs root).
+# Each slow test may take up to 30 minutes on a loaded machine (the default per-test limit is 10).
 test-slow: install-local
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow --timeout 1800
 
 check: install
 	$(BIN)/ruff check src tests scripts benchmarks
