@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 import yaml
 from fakes.study import make_study
 from fakes.world import FAKE_ENV, FakeTask, Step, toolset
@@ -153,3 +154,13 @@ def test_description_blind_agents_act_identically_on_both_pools(tmp_path: Path) 
             assert names == calls[(model, "subtle", task)], (model, task)
             taken += model.startswith("planted") and any(n not in tool_names() for n in names)
     assert taken > 0
+
+
+def test_an_unknown_reference_agent_names_the_model_and_the_known_ones() -> None:
+    from canarykit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        make_backend({"name": "mine", "backend": "reference", "agent": "oracel"})
+    text = str(err.value)
+    assert "models[mine].agent" in text and "'oracel'" in text
+    assert all(name in text for name in ("oracle", "random", "lexical", "planted", "surface"))

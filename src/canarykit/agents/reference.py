@@ -49,6 +49,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..jsonio import canonical_json
+from ..registry import Registry
 from ..types import CANARY_TYPES
 from .protocol import (
     BackendError,
@@ -61,15 +62,9 @@ from .protocol import (
 
 Script = list[tuple[str, dict[str, Any]]]
 Policy = Callable[[RunContext, random.Random, Mapping[str, Any]], Script]
-AGENTS: dict[str, Policy] = {}
-
-
-def agent(name: str) -> Callable[[Policy], Policy]:
-    def deco(fn: Policy) -> Policy:
-        AGENTS[name] = fn
-        return fn
-
-    return deco
+#: The reference agents' policies, by the name a model's ``agent:`` key gives.
+AGENTS: Registry[Policy] = Registry("reference agent")
+agent = AGENTS.register
 
 
 # --------------------------------------------------------------------------- helpers
@@ -272,11 +267,8 @@ class ReferenceBackend:
     provider = "reference"
 
     def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
-        name = spec.get("agent")
-        if name not in AGENTS:
-            raise ConfigError("params.yaml", f"models[{spec.get('name')}].agent", f"expected one of {sorted(AGENTS)}, got {name!r}")
-        self.agent = str(name)
-        self.policy = AGENTS[self.agent]
+        self.agent = str(spec.get("agent"))
+        self.policy = AGENTS.get(self.agent, field=f"models[{spec.get('name')}].agent")
         self.params: dict[str, Any] = {}
         if self.agent == "planted":
             if spec.get("canary_type") not in CANARY_TYPES:
