@@ -409,7 +409,8 @@ def test_long_texts_are_clipped_and_keys_never_appear(study: Study, tmp_path: Pa
     shutil.copytree(study.store, store)
     runs = pl.read_parquet(study.out / "runs.parquet")
     sampling = TraceSampling(seed=7)
-    run_id = sample_traces(runs, sampling)[0]["run_id"]
+    first = sample_traces(runs, sampling)[0]
+    run_id = first["run_id"]
     path = store / run_id[:2] / f"{run_id}.json"
     rec = read_record(path)
     i = next(i for i, e in enumerate(rec.events) if e.kind == "tool_result")
@@ -423,7 +424,8 @@ def test_long_texts_are_clipped_and_keys_never_appear(study: Study, tmp_path: Pa
     register_secret_envs(["REPORT_TEST_API_KEY"])
     page = build_report(**study.inputs(store=store, params=params, sampling=sampling), javascript=False)
     assert secret not in page and "REPORT_TEST_API_KEY" in page
-    trace = dom(page).by_id(f"trace-{run_id[:12]}")
+    anchor = "-".join(str(first[k]) for k in ("model", "condition", "pool", "seed", "task_id")).replace(":", "_")
+    trace = dom(page).by_id(f"trace-{anchor}")
     clipped = [s for s in trace.all("li", "step-result") if "more characters" in s.text()]
     assert clipped and len(clipped[0].all("pre")[0].text()) < sampling.clip_chars + 100
 

@@ -31,6 +31,7 @@ import base64
 import json
 import math
 import random
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -521,6 +522,12 @@ def _outcome(row: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _trace_anchor(row: Mapping[str, Any]) -> str:
+    """The trace's element id, from what the run is (its labels), not from its run id."""
+    words = (row["model"], row["condition"], row["pool"], row["seed"], row["task_id"])
+    return "trace-" + "-".join(re.sub(r"[^A-Za-z0-9_-]+", "_", str(w)) for w in words)
+
+
 def traces(runs: pl.DataFrame, store: str | Path | None, sampling: TraceSampling) -> dict[str, Any]:
     """The viewer's data: ``{models: [{name, group, traces: [...]}], shown, trapped, missing}``."""
     rows = sample_traces(runs, sampling)
@@ -528,7 +535,7 @@ def traces(runs: pl.DataFrame, store: str | Path | None, sampling: TraceSampling
     missing = 0
     for row in rows:
         entry = {
-            "id": f"trace-{row['run_id'][:12]}", "run_id": row["run_id"], "model": row["model"], "condition": row["condition"],
+            "id": _trace_anchor(row), "run_id": row["run_id"], "model": row["model"], "condition": row["condition"],
             "pool": row["pool"], "seed": row["seed"], "task_id": row["task_id"], "difficulty": row.get("difficulty"),
             "outcome": _outcome(row), "tool_calls": row.get("tool_calls"), "canary_calls": row.get("canary_calls"),
             "problem": None, "steps": [], "offered": [],
