@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from fakes.readme import command, shown
 from fakes.readme import sh as readme
-from fakes.workflow import copy_workflow, run, set_param
+from fakes.workflow import ROOT, copy_workflow, run, set_param
 
 from canarykit.records import read_record
 
@@ -51,6 +51,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = copy_workflow(tmp_path_factory.mktemp("study") / "repo")
     sh(repo, "git", "init", "-q")
     sh(repo, "dvc", "init", "-q")
+    # the project's committed DVC config, as a clone of it has (it names the offline plots template)
+    (repo / ".dvc/config").write_text((ROOT / ".dvc/config").read_text())
     sh(repo, "git", "add", "-A")
     sh(repo, "git", "commit", "-qm", "study")
     return repo
