@@ -126,6 +126,7 @@ def _planned_jobs(text: str, rule: str) -> dict[str, dict[str, str]]:
     return jobs
 
 
+@pytest.mark.slow  # whole workflow or server start-ups: over ten seconds on a loaded machine
 def test_a_dry_run_plans_each_job_with_its_provider_share_and_gpu(tmp_path: Path) -> None:
     from fakes.workflow import copy_workflow, run, set_param
 

@@ -248,6 +248,7 @@ class _Proc:
             self.proc.wait(20)
 
 
+@pytest.mark.slow  # whole workflow or server start-ups: over ten seconds on a loaded machine
 def test_http_proxy_writes_one_trace_per_client_session(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
     proxy = _Proc(["--trace-dir", str(traces), "--types", "parameter_trap,semantic_decoy", "--", *WEATHER.split()])

@@ -162,6 +162,7 @@ def _assert_no_key_under(root: Path, keys: tuple[str, ...]) -> list[Path]:
     return files
 
 
+@pytest.mark.slow  # whole workflow or server start-ups: over ten seconds on a loaded machine
 def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=("oracle",))
     out = run(repo, "snakemake", "-n", "--quiet", "rules").stdout
