@@ -138,12 +138,10 @@ def test_only_the_first_double_dash_separates(tmp_path: Path) -> None:
     ],
 )
 def test_every_failure_is_one_line_and_exit_2(args: list[str], expected: str) -> None:
-    started = time.monotonic()
     proc = cli("list-mcp-tools", *args)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert expected in proc.stderr, proc.stderr
-    assert time.monotonic() - started < 120
 
 
 def _free_port() -> int:

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -350,10 +349,8 @@ def test_upstreams_refuse_a_server_that_does_not_answer_in_time(tmp_path: Path) 
                              timeout_s=2):
             pass
 
-    t0 = time.monotonic()
     with pytest.raises(ListToolsError, match=r"server 'mute' \(|no answer within 2 s"):
         anyio.run(start)
-    assert time.monotonic() - t0 < 30
 
 
 def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
