@@ -96,6 +96,7 @@ from ._cases import (
     read_task_suite,
     suite_from_tasks,
 )
+from ._command import generate_command, summary_lines
 from ._controls import (
     control_for_task,
     control_id,
@@ -117,10 +118,8 @@ from ._generator import (
     canary_id,
     canary_title,
     check_suffixes,
-    generate_command,
     generate_pool,
     study_pool,
-    summary_lines,
 )
 from ._paper import derive_special_case
 from ._perturb import (
