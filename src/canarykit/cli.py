@@ -307,7 +307,7 @@ def _add_proxy(sub: _Subcommands) -> None:
     px.add_argument("--fit", choices=["paper", "fitted"], default=None, help="default: canaries.fit of --params, else fitted")
     px.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
     px.add_argument("--controls", action="store_true",
-                    help="offer each canary's matched-surface control in its place (no granularity controls: they need a task)")
+                    help="offer each canary's twin in its place (the probed property at its healthy value)")
     px.add_argument("--shadow", default=None, metavar="TOOL1,TOOL2",
                     help="canaries only for these upstream tools (their names as offered); default: every tool")
     px.add_argument("--seed", type=int, default=0, help="seed of the offered order (default 0)")
