@@ -78,6 +78,7 @@ def test_one_variant_gives_todays_ids_and_k_variants_extend_it() -> None:
     assert [k["id"] for k in one.controls] == [f"control:{c['id']}" for c in one.canaries]
     first = [c for c in three.canaries if c["variant"] == 1]
     assert first == one.canaries, "variant 1 of a K-variant pool is the one-variant pool"
+    assert [k for k in three.controls if k["variant"] == 1] == one.controls
     later = [c for c in three.canaries if c["variant"] > 1]
     assert all(c["id"] == f"{c['type']}:{c['shadows']}@v{c['variant']}" for c in later)
     assert len(three.canaries) == len(three.controls) == 57 + len(later)

@@ -254,7 +254,9 @@ def build_pool(
                 item.name = _unique_name(str(item.built["name"]), used)
                 used.add(item.name)
     records = [_canary_record(item, plan) for item in items]
-    twins = [_twin_record(item, record, used) for item, record in zip(items, records, strict=True)]
+    by_variant = sorted(range(len(items)), key=lambda i: items[i].variant)  # stable: variant 1's twins first
+    named = {i: _twin_record(items[i], records[i], used) for i in by_variant}
+    twins = [named[i] for i in range(len(items))]
     for record, twin in zip(records, twins, strict=True):
         visible = any(record[k] != twin[k] for k in ("name", "description", "inputSchema"))
         record["selection_visible"] = twin["selection_visible"] = visible
