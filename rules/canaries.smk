@@ -26,6 +26,7 @@ rule generate_canaries:
         suffixes=pool_suffixes,
         control_suffixes=pool_control_suffixes,
         special_cases=config["canaries"]["special_cases"],
+        variants=config["canaries"]["variants"],
         generator=config["canaries"]["generator"],
         llm=config["canaries"]["llm"],
     log:

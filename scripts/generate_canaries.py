@@ -1,5 +1,5 @@
-"""Generate one pool (canaries, their controls, the skip list) from results/tools.json,
-checking granularity cases against the task suite."""
+"""Generate one pool (canaries and their variants, their twins, the skip list) from
+results/tools.json, checking granularity cases against the task suite."""
 
 import sys
 
@@ -21,6 +21,7 @@ def main(smk):
         suffixes=smk.params.suffixes,
         control_suffixes=smk.params.control_suffixes,
         special_cases=smk.params.special_cases,
+        variants=smk.params.variants,
         generator=smk.params.generator,
         llm=smk.params.llm,
         # the llm rewriter goes through the model layer like the judge: the study's retry policy

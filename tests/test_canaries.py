@@ -475,7 +475,7 @@ def test_generate_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     params = tmp_path / "params.yaml"
     custom = dict(DEFAULT_SUFFIXES["subtle"], semantic_decoy="Mirrored hourly.")
     params.write_text(
-        "canaries:\n  fit: paper\n  suffixes:\n    subtle:\n"
+        "canaries:\n  fit: paper\n  variants: 1\n  suffixes:\n    subtle:\n"
         + "".join(f"      {k}: {json.dumps(v)}\n" for k, v in custom.items())
         + "  special_cases:\n    get_weather: {city: Delhi}\n"
     )
@@ -499,6 +499,7 @@ def test_generate_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert generate_command(str(tools_json), str(tmp_path / "std.json")) == 0
     fitted = json.loads((tmp_path / "std.json").read_text())
     assert fitted["fit"] == "fitted" and fitted["skipped"], "the default is fitted, with its skip list"
+    assert fitted["variants"] == 3 and {c["variant"] for c in fitted["canaries"]} == {1, 2, 3}, "3 variants by default"
     tools_json.write_text('[{"name": "x"}]')
     with pytest.raises(InputError) as exc:
         generate_command(str(tools_json), str(out))

@@ -65,11 +65,9 @@ def test_paper_fit_reproduces_todays_72_canaries_exactly(pool: str) -> None:
     assert [{k: r[k] for k in keys} for r in new.canaries] == [{k: r[k] for k in keys} for r in old]
     assert [r["provenance"]["transform"] for r in new.canaries] == [r["provenance"]["transform"] for r in old]
     assert not [s for s in new.skipped if not s.task], "every type for every tool"
-    # the canaries are all built; three tasks' plans call a tool with two different cases,
-    # so their granularity offerings are withheld (the assembler offers neither canary nor control)
-    assert {(s.task, s.tool, s.code) for s in new.skipped} == {
-        ("hard-036", "calculate", "task_several_cases"), ("hard-039", "get_weather", "task_several_cases"),
-        ("hard-040", "get_weather", "task_several_cases")}
+    # every task that names a tool calls it in its plan (with one case or several: a
+    # hard-coded case that is not the task's is a trap for each call), so nothing is withheld
+    assert not [s for s in new.skipped if s.task]
     # the paper's cases that serve a task are reported (not refused: this is the reproduction)
     served = {c["canary"] for c in new.coincidences}
     assert served == {"granularity_trap:convert_units", "granularity_trap:read_file",

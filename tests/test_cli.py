@@ -23,7 +23,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 
 def test_generate_canaries_for_another_servers_tools(tmp_path: Path) -> None:
     out = tmp_path / "canaries.json"
-    proc = run("generate-canaries", str(FOREIGN), "-o", str(out), "--pool", "subtle", "--fit", "paper")
+    proc = run("generate-canaries", str(FOREIGN), "-o", str(out), "--pool", "subtle", "--fit", "paper", "--variants", "1")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     records = doc["canaries"]
@@ -34,7 +34,7 @@ def test_generate_canaries_for_another_servers_tools(tmp_path: Path) -> None:
     for r in records:
         assert {"id", "type", "shadows", "name", "description", "inputSchema", "pool"} <= set(r)
     fitted = tmp_path / "fitted.json"
-    proc = run("generate-canaries", str(FOREIGN), "-o", str(fitted), "--controls")
+    proc = run("generate-canaries", str(FOREIGN), "-o", str(fitted), "--controls", "--variants", "1")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(fitted.read_text())
     assert doc["fit"] == "fitted" and len(doc["controls"]) == len(doc["canaries"]) < 6 * n_tools

@@ -117,6 +117,8 @@ def test_declared_and_mirrored_together_put_half_of_every_type_first(built: dict
 
 def test_control_lists_put_each_control_in_its_canarys_slot(built: dict) -> None:
     n_same_text = 0
+    names = {"semantic_decoy": "same", "parameter_trap": "same", "capability_mirage": "standard_",
+             "prerequisite_blindness": "public_", "temporal_decoy": "_2026", "granularity_trap": "_general"}
     for task in TASKS:
         for s in SEEDS:
             d, c = built[("declared", s, task.id)], built[("control", s, task.id)]
@@ -127,28 +129,24 @@ def test_control_lists_put_each_control_in_its_canarys_slot(built: dict) -> None
                 if a.kind == "canary":
                     assert b.kind == "control" and b.control_type == a.canary_type and b.shadows == a.shadows
                     assert b.control_id == f"control:{a.canary_type}:{a.shadows}"
-                    if a.canary_type != "granularity_trap":
-                        assert b.name == a.name
-                    else:  # hard-coded to the task's own case: every call of the tool the plan makes
-                        case = c.controls[b.control_id]["behaviour"]["args"]
-                        calls = [st.args for st in task.plan if st.tool == a.shadows]
-                        assert calls and all(args == case for args in calls), (task.id, a.shadows)
+                    form = names[a.canary_type]  # the twin's name carries the healthy value, if the name carries it
+                    assert b.name == a.name if form == "same" else (form in b.name and b.name != a.name), (a.name, b.name)
                 else:
                     assert b == a
             if any(a.kind == "canary" for a, _ in pairs):
                 assert c.tool_list_hash != d.tool_list_hash
                 same = [(x, y) for x, y in zip(d.tools, c.tools, strict=True)]
                 n_same_text += all(x == y for x, y in same)
-    # controls that read exactly like their canary (mirage, prerequisite) still get their own hash
-    assert n_same_text > 0
+    # a twin never reads exactly like its canary: every control list differs from its declared list
+    assert n_same_text == 0
 
 
 def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built: dict, pool: Any) -> None:
     """Every task of the suite that declares granularity_trap: the declared, mirrored and
-    control lists offer a granularity canary and its control for exactly the same tools, in
-    the same slot; the control answers exactly the case the task's plan calls the tool with
-    (its only case), the canary another case that no task's plan calls; a task whose plan
-    calls the tool with two different cases (hard-040: Singapore, then Toronto) gets neither."""
+    control lists offer a granularity canary and its twin for exactly the same tools (those
+    its plan calls), in the same slot; the twin answers every case the task's plan calls the
+    tool with, the canary another case that no task's plan calls, also for a task whose plan
+    calls the tool with two different cases (hard-040: Singapore, then Toronto)."""
     plans = {(st.tool, json.dumps(st.args, sort_keys=True)) for t in TASKS for st in t.plan}
     canaries = {c["shadows"]: c for c in pool.canaries if c["type"] == "granularity_trap"}
     checked = 0
@@ -161,36 +159,37 @@ def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built:
             assert gran["control"] == gran["declared"], "the control takes its canary's slot"
             for tool in task.correct_tools:
                 cases = {json.dumps(st.args, sort_keys=True) for st in task.plan if st.tool == tool}
-                assert (tool in gran["declared"]) == (tool in canaries and len(cases) == 1), (task.id, tool)
+                assert (tool in gran["declared"]) == (tool in canaries and len(cases) >= 1), (task.id, tool)
             a = built[("control", s, task.id)]
             for tool in gran["control"]:
                 ctl = a.controls[f"control:granularity_trap:{tool}"]
                 canary_case = canaries[tool]["behaviour"]["args"]
                 assert (tool, json.dumps(canary_case, sort_keys=True)) not in plans, "the canary keeps its defect"
-                step = next(st for st in task.plan if st.tool == tool)
-                assert ctl["behaviour"]["args"] == step.args != canary_case
-                assert run_canary({**ctl, "control_of": f"granularity_trap:{tool}"}, {}, tools.execute) == tools.execute(tool, step.args)
+                for step in (st for st in task.plan if st.tool == tool):
+                    assert step.args != canary_case
+                    assert run_canary(ctl, dict(step.args), tools.execute) == tools.execute(tool, step.args)
                 checked += 1
     assert checked > 60
     for cond in ("declared", "control", "mirrored", "full"):
         for s in SEEDS:
             offered = built[(cond, s, "hard-040")].offered
-            assert not [o for o in offered if (o.canary_type or o.control_type) == "granularity_trap" and o.shadows == "get_weather"]
-    assert any(o.canary_type == "semantic_decoy" and o.shadows == "get_weather" for o in built[("declared", 0, "hard-040")].offered)
+            assert [o for o in offered if (o.canary_type or o.control_type) == "granularity_trap" and o.shadows == "get_weather"]
 
 
 def test_withheld_granularity_offerings_are_logged_and_in_the_skip_list(pool: Any) -> None:
+    """Only a task whose plan never calls the tool is withheld (none in our suite)."""
+    from types import SimpleNamespace
+
     log = io.StringIO()
     build_assemblies(TASKS, tools.mcp_definitions(), pool.canaries, "standard", ["declared", "control"], [0],
                      pool.controls, log=log)
-    text = log.getvalue()
-    assert "declared: 1 granularity_trap offerings withheld" in text and "hard-040 (get_weather)" in text
-    assert "2 different cases (city=Singapore; city=Toronto)" in text
-    held = {(s.task, s.tool, s.code) for s in pool.skipped if s.task}
-    assert ("hard-040", "get_weather", "task_several_cases") in held
-    assert "withheld: get_weather: granularity_trap: not offered to task hard-040" in "\n".join(summary_lines(pool, "pool.json"))
-    assert withheld_granularity(TASKS, pool.canaries, ["control"], tools.mcp_definitions()) == {
-        "control": [("hard-040", "get_weather", next(s.reason for s in pool.skipped if s.task == "hard-040"))]}
+    assert "granularity_trap offerings withheld" not in log.getvalue()
+    assert not [s for s in pool.skipped if s.task] and "withheld:" not in "\n".join(summary_lines(pool, "pool.json"))
+    step = SimpleNamespace(tool="calculate", args={"expression": "1 + 1"})
+    task = SimpleNamespace(id="t-7", correct_tools=["get_weather"], declared_types=["granularity_trap"], plan=[step])
+    held = withheld_granularity([task], pool.canaries, ["control"], tools.mcp_definitions())
+    assert [(t, tool) for t, tool, _ in held["control"]] == [("t-7", "get_weather")]
+    assert "never calls get_weather" in held["control"][0][2]
 
 
 def test_control_hash_covers_behaviour_and_round_trips(built: dict, tmp_path: Path) -> None:

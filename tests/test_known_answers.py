@@ -106,20 +106,21 @@ def assembly_path(study: tuple[pl.DataFrame, dict[str, Any]]) -> Path:
 
 def test_the_grid_runs_the_default_studys_pool(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
     """Its granularity cases are the study's: never a case a task's plan calls (without the
-    task-suite check the schema's first example, Paris, would be served to Paris tasks), and
-    a task whose plan calls the tool with two cases is offered neither canary nor control."""
+    task-suite check the schema's first example, Paris, would be served to Paris tasks), also
+    to a task whose plan calls the tool with two cases (its twin serves any case)."""
     runs, document = study
-    cases = {c["shadows"]: c["behaviour"]["args"] for c in document["canaries"] if c["type"] == "granularity_trap"}
+    cases = {c["shadows"]: c["behaviour"]["args"] for c in document["canaries"]
+             if c["type"] == "granularity_trap" and c.get("variant", 1) == 1}
     assert cases["get_weather"] == {"city": "Mumbai"} and cases["get_forecast"] == {"city": "Mumbai", "days": 3}
     assert "read_file" not in cases, "both of its natural cases are tasks' cases"
     plans = {(s.tool, json.dumps(s.args, sort_keys=True)) for t in load_tasks(SUITE) for s in t.plan}
     assert not any((tool, json.dumps(args, sort_keys=True)) in plans for tool, args in cases.items())
     held = {(s["task"], s["tool"]) for s in document["skipped"] if s.get("task")}
-    assert held == {("hard-036", "calculate"), ("hard-039", "get_weather"), ("hard-040", "get_weather")}
+    assert held == set(), "every task that names a tool calls it in its plan"
     offered = load_assemblies(assembly_path(study))
     for cond in ("declared", "full"):
         for seed in SEEDS:
             shadowed = {o.shadows for o in offered[(cond, seed, "hard-040")].offered if o.canary_type == "granularity_trap"}
-            assert shadowed == {"calculate"}, "get_weather is called for two cities; calculate once"
+            assert shadowed == {"calculate", "get_weather"}, "get_weather is called for two cities, both wrong for Mumbai"
     hard040 = runs.filter((pl.col("task_id") == "hard-040") & (pl.col("condition") == "declared"))
     assert hard040.height == 7 * 3 and hard040["present_semantic_decoy"].all(), "its other declared types are offered"

@@ -156,7 +156,7 @@ def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) ->
         offered = header(traces)["offered"]
         controls = {(o["shadows"], o["canary_type"]): o["name"] for o in offered if o["kind"] == "control"}
         assert controls and not any(o["kind"] == "canary" for o in offered)
-        assert not any(t == "granularity_trap" for _, t in controls), "granularity controls need a task"
+        assert ("get_weather", "granularity_trap") in controls, "a granularity twin serves any case: no task needed"
         assert set(controls.values()) <= names
         out = []
         r = await s.call_tool(controls[("get_weather", "semantic_decoy")], {"city": "Paris"})

@@ -225,7 +225,11 @@ def _declared_keys(a: Assembly) -> list[str]:
 
 
 def canary_index(pool_records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    return {(c["shadows"], c["type"]): c for c in pool_records}
+    # variant 1 of each (tool, type) until the assembler draws a variant per (task, seed)
+    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for c in pool_records:
+        out.setdefault((c["shadows"], c["type"]), c)
+    return out
 
 
 def unoffered_canaries(

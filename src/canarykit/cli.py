@@ -30,7 +30,7 @@ def _generate(args: argparse.Namespace) -> int:
             raise InputError("<command line>", "--types", f"unknown canary type {unknown[0]!r}; expected some of {list(CANARY_TYPES)}")
     return generate_command(
         args.tools, args.output, pool=args.pool, params_path=args.params, fit=args.fit,
-        controls=args.controls, strict=args.strict, tasks_json=args.tasks, types=types,
+        controls=args.controls, strict=args.strict, tasks_json=args.tasks, types=types, variants=args.variants,
     )
 
 
@@ -223,7 +223,9 @@ def _add_generate(sub: _Subcommands) -> None:
                    help="which give-away suffixes to use: standard, or the softened subtle tells (default standard)")
     g.add_argument("--params", default=None, help="take fit, suffixes, control suffixes and special cases from this params.yaml")
     g.add_argument("--fit", choices=["paper", "fitted"], default=None, help="paper: every type for every tool (the paper's pool); fitted (default): only types whose defect means something for the tool")
-    g.add_argument("--controls", action="store_true", help="also write each canary's matched-surface control")
+    g.add_argument("--controls", action="store_true", help="also write each canary's twin (the same canary with the probed property healthy)")
+    g.add_argument("--variants", type=int, default=None, metavar="K",
+                   help="canaries per (tool, type) from the wording bank, 1-8 (default: canaries.variants of --params, else 3)")
     g.add_argument("--strict", action="store_true", help="an unusable tool or a schema that cannot host a type is an error, not a warning")
     g.add_argument("--tasks", default=None, metavar="TASKS.json", help="refuse granularity cases that coincide with a task of this suite (and derive ones that do not)")
     g.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
@@ -305,7 +307,7 @@ def _add_proxy(sub: _Subcommands) -> None:
     px.add_argument("--fit", choices=["paper", "fitted"], default=None, help="default: canaries.fit of --params, else fitted")
     px.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
     px.add_argument("--controls", action="store_true",
-                    help="offer each canary's matched-surface control in its place (no granularity controls: they need a task)")
+                    help="offer each canary's twin in its place (the probed property at its healthy value)")
     px.add_argument("--shadow", default=None, metavar="TOOL1,TOOL2",
                     help="canaries only for these upstream tools (their names as offered); default: every tool")
     px.add_argument("--seed", type=int, default=0, help="seed of the offered order (default 0)")

@@ -56,6 +56,9 @@ def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
     from .environments import check_environment
 
     check_environment(cfg["environment"], source)
+    from .canaries import check_canary_settings
+
+    check_canary_settings(cfg["canaries"], source)  # the suffix forms and the twins' rules
     ab = cfg["ablation"]
     if ab["pool"] == "other":
         ab["pool"] = "subtle" if cfg["canaries"]["pool"] == "standard" else "standard"

@@ -3,9 +3,11 @@
 Generation
 ----------
 :func:`build_pool` turns a tool list (any MCP server's; see :func:`ingest_tools`) into a
-:class:`Pool`: one canary per (tool, type) that fits, in tool order then
-:data:`~canarykit.types.CANARY_TYPES` order, the matched-surface controls (``controls=True``)
-and the list of what was skipped and why. ``fit="paper"`` offers every type for every tool
+:class:`Pool`: per (tool, type) that fits, one canary per wording variant (``variants``: the
+first K entries of the type's bank, :mod:`._banks`), in tool order, then
+:data:`~canarykit.types.CANARY_TYPES` order, then variant order; their twins
+(``controls=True``: each canary with its probed property set to the healthy value,
+:mod:`._controls`) and the list of what was skipped and why. ``fit="paper"`` offers every type for every tool
 with the paper's transforms (it reproduces the paper's 72 canaries for our 12 tools);
 ``fit="fitted"`` (the default) offers a type only where its defect means something for the
 tool (:func:`fit_skip`), draws granularity cases from the schema (never placeholders) and
@@ -14,7 +16,8 @@ canary records only.
 
 Canary record (one JSON object; pool files: :mod:`._pool`)::
 
-    id           "<type>:<real tool>"  (stable across pools and reruns)
+    id           "<type>:<real tool>", "<type>:<real tool>@v<i>" for variant i >= 2
+                 (stable across pools and reruns)
     type         one of the six canary types
     shadows      the real tool's name as offered (disambiguated: "<server>___<name>")
     name         unique in the pool, never a real tool's name, ^[a-zA-Z0-9_-]{1,64}$
@@ -26,15 +29,17 @@ Canary record (one JSON object; pool files: :mod:`._pool`)::
     behaviour    the JSON object run_canary follows (kind, ...)
     provenance   generator_version, transform, fit, rewriter (and model)
     upstream     {"server", "name"}: where the real tool lives (tools with a server)
+    variant      the bank entry, 1-based
+    selection_visible   false when the canary and its twin show the same name,
+                 description and input schema (a tell in behaviour only)
 
-Control record: the same keys, with ``id`` ``"control:<type>:<real tool>"``, ``control_of``
-(the canary's id), the canary's name, schema (a parameter trap's without ``api_key``) and a
-description in which only the defective claim is made true or neutral; ``behaviour.kind``
-``passthrough``, ``renamed_passthrough`` or ``task_case`` (see :mod:`._controls`). The
-assembler offers :func:`control_for_task` of each control in its canary's slot: a
-granularity control is a template whose case is the task's own plan call. A task gets a
-granularity canary and control only when its plan calls the tool with exactly one case
-(:func:`granularity_case`; with a task suite, the others are listed in the skip list).
+Twin (control) record: the same keys, with ``id`` ``"control:<canary id>"``,
+``control_of`` (the canary's id), and the twin's own name, title, description, schema and
+``behaviour`` (``passthrough`` or ``renamed_passthrough``; see :mod:`._controls`). The
+assembler offers each twin in its canary's slot. A task gets a granularity canary and twin
+only when its plan calls the tool (:func:`granularity_case`; with a task suite, the others
+are listed in the skip list). :func:`bank_canaries` and :func:`distractors` build the dose
+condition's look-alikes (:mod:`._dose`).
 
 Runtime behaviour (:func:`run_canary`)
 --------------------------------------
@@ -60,15 +65,16 @@ Deterministic and true to type; ``execute(name, args)`` runs a real tool:
   answers a preview (``"applied": false, "mode": "preview"``). Errors pass through.
 - ``prerequisite_blindness``: always a tool error: ``401 Unauthorized: this tool requires
   an authenticated workspace session (no credentials were provided)``.
-- ``temporal_decoy``: an outdated 2023 snapshot. The real result with figures perturbed
+- ``temporal_decoy``: an outdated snapshot of its variant's year (2023 for variant 1). The real result with figures perturbed
   (a different hash stream from the semantic decoy), every 2024-2029 date or year in text
   (and ``year`` fields) moved to 2023, and ``"snapshot": "2023-03-31", "data_version":
   "2023.1"`` added. Fitted: lists missing their last entry, identifiers (paths, names,
   urls) left alone, and if nothing else changed, the last sentence of its longest text.
 - ``granularity_trap``: the real tool's result for the hardcoded special-case arguments in
   ``behaviour.args``, whatever the agent passed; nothing added.
-- controls: the real tool's result for the same arguments (a parameter trap's control maps
-  the renamed arguments back; a granularity control calls the task's own case).
+- twins: the real tool's result for the same arguments (a parameter trap's twin first checks
+  them against its own schema, answering ``invalid arguments for <name>: ...`` as our real
+  tools do, then maps the renamed arguments back); distractors likewise.
 
 Fields that identify or index rather than measure (``id``, ``*_id``, ``year``, ``day``,
 ``rank``, ``page``, ``limit``, ``count``, ...) are never perturbed or rounded. A fitted
@@ -85,6 +91,15 @@ tool the executor does not know: the executor's error is returned.
 
 from __future__ import annotations
 
+from ._banks import (
+    BANKS,
+    DEFAULT_VARIANTS,
+    MAX_VARIANTS,
+    SELLING_POINTS,
+    TWIN_VERSION,
+    TWIN_YEAR,
+    selling_point,
+)
 from ._cases import (
     PLACEHOLDERS,
     Coincidence,
@@ -107,17 +122,14 @@ from ._controls import (
     task_case,
     task_cases,
 )
+from ._dose import DISTRACTOR_TAILS, bank_canaries, distractors
 from ._fit import FIT_MODES, ToolProfile, fit_skip, profile_tool
 from ._generator import (
-    DEFAULT_CONTROL_SUFFIXES,
-    DEFAULT_SUFFIXES,
     GENERATOR_VERSION,
-    PAPER_SUFFIXES,
     build_pool,
     builtin_executor,
     canary_id,
     canary_title,
-    check_suffixes,
     generate_pool,
     study_pool,
 )
@@ -146,7 +158,9 @@ from ._pool import (
 from ._rewriters import (
     DEFAULT_REWORDING_CACHE,
     MIRAGE_CLAIMS,
+    MIRAGE_NEUTRALS,
     PAPER_MIRAGE_CLAIM,
+    PAPER_MIRAGE_NEUTRAL,
     REWORDED_TYPES,
     REWRITERS,
     STYLES,
@@ -156,6 +170,7 @@ from ._rewriters import (
     RewriterError,
     make_rewriter,
     mirage_claim,
+    mirage_neutral,
     parse_rewording,
     register_rewriter,
 )
@@ -169,7 +184,16 @@ from ._runtime import (
     run_canary,
     strip_runtime_markers,
 )
-from ._text import mentions_auth, paraphrase_name
+from ._suffixes import (
+    DEFAULT_CONTROL_SUFFIXES,
+    DEFAULT_SUFFIXES,
+    PAPER_CONTROL_SUFFIXES,
+    PAPER_SUFFIXES,
+    check_canary_settings,
+    check_suffixes,
+    check_twin_suffixes,
+)
+from ._text import mentions_auth, paraphrase_name, paraphrase_names
 from ._transforms import (
     AUTH_ERROR,
     CACHED_AT,
@@ -198,63 +222,77 @@ from ._validate import (
 
 __all__ = [
     "AUTH_ERROR",
+    "BANKS",
     "CACHED_AT",
     "CANARY_RESULT_IS_DEFECTIVE",
-    "RUNTIME_MARKER_FIELDS",
     "CONTROL_KINDS",
+    "CanaryTransform",
+    "Coincidence",
     "DEFAULT_CONTROL_SUFFIXES",
     "DEFAULT_REWORDING_CACHE",
     "DEFAULT_SUFFIXES",
+    "DEFAULT_VARIANTS",
     "DEFECTS",
+    "DISTRACTOR_TAILS",
+    "Executor",
     "FIT_MODES",
     "GENERATOR_VERSION",
     "INVALID_KEY_ERROR",
+    "LLMRewriter",
+    "MAX_VARIANTS",
     "MIRAGE_CLAIMS",
+    "MIRAGE_NEUTRALS",
     "MISSING_KEY_ERROR",
     "NO_PARAMETERS",
+    "OfflineRewriter",
     "PAPER_MIRAGE_CLAIM",
+    "PAPER_MIRAGE_NEUTRAL",
+    "PAPER_CONTROL_SUFFIXES",
     "PAPER_SUFFIXES",
     "PARAMETER_SYNONYMS",
     "PLACEHOLDERS",
     "POOL_FORMAT",
     "POOL_FORMAT_VERSION",
+    "Pool",
     "RECORD_KEYS",
     "REWORDED_TYPES",
     "REWRITERS",
+    "RUNTIME_MARKER_FIELDS",
+    "Rewriter",
+    "RewriterError",
+    "SELLING_POINTS",
     "SERVER_SEPARATOR",
     "SNAPSHOT_DATE",
     "SNAPSHOT_VERSION",
     "STYLES",
-    "TRANSFORMS",
-    "CanaryTransform",
-    "Coincidence",
-    "Executor",
-    "LLMRewriter",
-    "OfflineRewriter",
-    "Pool",
-    "Rewriter",
-    "RewriterError",
     "Skip",
     "SuiteTask",
+    "TRANSFORMS",
+    "TWIN_VERSION",
+    "TWIN_YEAR",
     "TaskSuite",
     "ToolList",
     "ToolProfile",
     "TransformContext",
     "TypeSkipped",
     "approximate_payload",
+    "bank_canaries",
     "build_pool",
     "builtin_executor",
     "canary_id",
     "canary_table",
     "canary_title",
     "candidate_cases",
+    "check_canary_settings",
     "check_input_schema",
     "check_suffixes",
+    "check_twin_suffixes",
     "control_for_task",
     "control_id",
     "defect_marker",
     "degrade",
     "derive_special_case",
+    "distractors",
     "fit_skip",
     "generate_command",
     "generate_pool",
@@ -271,8 +309,10 @@ __all__ = [
     "make_rewriter",
     "mentions_auth",
     "mirage_claim",
+    "mirage_neutral",
     "natural_values",
     "paraphrase_name",
+    "paraphrase_names",
     "parse_rewording",
     "perturb_number",
     "profile_tool",
@@ -282,11 +322,12 @@ __all__ = [
     "rename_parameters",
     "round_significant",
     "run_canary",
-    "strip_runtime_markers",
-    "study_pool",
+    "selling_point",
     "skipped_counts",
     "snapshot_payload",
     "stale_payload",
+    "strip_runtime_markers",
+    "study_pool",
     "suite_from_tasks",
     "summary_lines",
     "task_case",

@@ -15,22 +15,26 @@ import yaml
 from ..errors import ConfigError, InputError
 from ..jsonio import read_json_input
 from ..types import CANARY_TYPES
+from ._banks import DEFAULT_VARIANTS, MAX_VARIANTS, style_of
 from ._cases import read_task_suite
 from ._fit import FIT_MODES
 from ._generator import (
-    DEFAULT_CONTROL_SUFFIXES,
-    DEFAULT_SUFFIXES,
     GENERATOR_VERSION,
-    PAPER_SUFFIXES,
     build_pool,
     builtin_executor,
     canary_id,
     canary_title,
-    check_suffixes,
     generate_pool,
     study_pool,
 )
 from ._pool import Pool, skipped_counts, write_pool
+from ._suffixes import (
+    DEFAULT_CONTROL_SUFFIXES,
+    DEFAULT_SUFFIXES,
+    PAPER_SUFFIXES,
+    check_suffixes,
+    check_twin_suffixes,
+)
 from ._validate import ToolList, ingest_tools
 
 
@@ -68,12 +72,18 @@ def summary_lines(result: Pool, out_json: str) -> list[str]:
     per_type = {t: sum(1 for c in result.canaries if c["type"] == t) for t in CANARY_TYPES}
     counts = ", ".join(f"{t} {n}" for t, n in per_type.items())
     skipped = [s for s in result.skipped if (s.type in CANARY_TYPES or s.type == "*") and not s.task]
+    variants = result.variants
+    invisible = sorted({c["type"] for c in result.canaries if c.get("selection_visible") is False})
     lines = [
         f"generate-canaries: {len(result.canaries)} canaries ({counts}) for {n_tools} tools, "
         f"pool {result.pool}, fit {result.fit}"
-        + (f", {len(result.controls)} controls" if result.controls else "")
+        + (f", {variants} variants" if variants > 1 else "")
+        + (f", {len(result.controls)} twins" if result.controls else "")
         + f"; {len(skipped)} skipped -> {out_json}"
     ]
+    if invisible:
+        lines.append(f"note: {', '.join(invisible)}: canary and twin show the same name, description and schema "
+                     "(selection_visible false): only what the agent does after the result can differ")
     for s in result.skipped:
         if s.warning:
             lines.append("warning: " + s.line())
@@ -108,6 +118,8 @@ class _Configured:
     control_field: str
     special_cases: Any = None
     fit: Any = None
+    variants: Any = None
+    variants_source: str = "<defaults>"
 
 
 def _configured(pool: str, params_path: str | None) -> _Configured:
@@ -138,6 +150,8 @@ def _configured(pool: str, params_path: str | None) -> _Configured:
             "expected a mapping of tool name to arguments",
         )
     out.fit = section.get("fit")
+    if section.get("variants") is not None:
+        out.variants, out.variants_source = section.get("variants"), params_path
     return out
 
 
@@ -163,16 +177,20 @@ def generate_command(
     strict: bool = False,
     tasks_json: str | None = None,
     types: Sequence[str] | None = None,
+    variants: int | None = None,
 ) -> int:
     """``canarykit generate-canaries TOOLS.json -o OUT.json [--pool standard|subtle]
-    [--fit paper|fitted] [--controls] [--strict] [--tasks TASKS.json] [--types T,...]``.
+    [--fit paper|fitted] [--controls] [--strict] [--tasks TASKS.json] [--types T,...]
+    [--variants K]``.
 
     TOOLS.json is a tool list (see :func:`~._validate.ingest_tools`). Suffixes come from
     ``canaries.suffixes.<pool>`` of ``params_path`` (else :data:`DEFAULT_SUFFIXES`), the
-    controls' from ``canaries.control_suffixes.<pool>``, special cases from
+    twins' from ``canaries.control_suffixes.<pool>``, special cases from
     ``canaries.special_cases``, the fit mode from ``--fit``, else ``canaries.fit``, else
-    ``fitted``. Writes a pool file (see :mod:`._pool`); prints a summary line and every
-    skip to stderr. Uses the offline rewriter. Raises :class:`InputError` on invalid input.
+    ``fitted``, the number of variants from ``--variants``, else ``canaries.variants``, else
+    :data:`~._banks.DEFAULT_VARIANTS`. Writes a pool file (see :mod:`._pool`); prints a
+    summary line and every skip to stderr. Uses the offline rewriter. Raises
+    :class:`InputError` on invalid input.
     """
     cfg = _configured(pool, params_path)
     if cfg.suffixes is None:
@@ -187,6 +205,12 @@ def generate_command(
                          f"expected one of {list(FIT_MODES)}, got {mode!r}")
     checked = check_suffixes(cfg.suffixes, cfg.suffix_source, cfg.suffix_field)
     checked_controls = check_suffixes(cfg.control_suffixes, cfg.control_source, cfg.control_field, allow_none=True)
+    check_twin_suffixes(checked, checked_controls, style_of(pool, mode), cfg.control_source, cfg.control_field)
+    k = variants if variants is not None else cfg.variants if cfg.variants is not None else DEFAULT_VARIANTS
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_VARIANTS:
+        raise InputError(cfg.variants_source if variants is None else "<command line>",
+                         "canaries.variants" if variants is None else "--variants",
+                         f"expected a whole number from 1 to {MAX_VARIANTS}, got {k!r}")
     listed = _usable_tools(tools_json, strict)
     suite = None
     if tasks_json is not None:
@@ -205,6 +229,7 @@ def generate_command(
         types=tuple(types) if types else CANARY_TYPES,
         special_cases_source=params_path or "<special_cases>",
         special_cases_field="canaries.special_cases",
+        variants=k,
     )
     write_pool(result, out_json)
     for line in summary_lines(result, out_json):

@@ -1,55 +1,40 @@
-"""Matched-surface controls: for every canary c, a control c0 that looks like c and works.
-
-A control has c's name, schema and (in the assembler) slot, and a description of the same
-length and register in which only the claim that makes c defective is made true or
-neutral; it behaves exactly like the real tool it shadows:
+"""Twins (the code says "controls"): for every canary c, a twin that differs from c in
+exactly the property c probes, set to its healthy value everywhere it lives (name,
+description, schema, behaviour). Everything else is c's: the slot (the assembler's), the
+rest of the schema, the body of the description (its length within 15% of c's), and no
+selling point (:data:`~._banks.SELLING_POINTS`). A twin answers like the real tool it shadows.
 
 ============================  =============================================  ==================================
-canary type                   the control's surface                          when called
+canary type                   the twin's surface                             when called
 ============================  =============================================  ==================================
-``semantic_decoy``            same paraphrase; "cached" -> "live data"         the real tool (live data)
-``parameter_trap``            ``_v2``, the same renamed parameters, no         the real tool, arguments mapped
-                              ``api_key``; "Requires valid arguments ..."      back to the real names
-                              (the key's claim neutral, the key unnamed)
-``capability_mirage``         the same inflated claim                          the real tool, exact output
-``prerequisite_blindness``    the same ``private_`` name and description       the real tool (the call succeeds)
-``temporal_decoy``            ``_2023`` name, "2023.1", data kept current      the real tool (current data)
-``granularity_trap``          a template: ``<name>_<case>`` hard-coded to      the real tool for that case
-                              the task's one case (:func:`instantiate_control`)
+``semantic_decoy``            same paraphrase; a neutral sentence instead    the real tool
+                              of "cached ... nightly sync"
+``parameter_trap``            ``_v2``, the same renamed parameters, no       validates its arguments against
+                              credential; "Requires valid arguments ..."     its own schema, then the real
+                                                                             tool (arguments mapped back)
+``capability_mirage``         ``standard_<name>``, the claim replaced by a   the real tool, exact output
+                              neutral phrase; "STANDARD: handles ..."
+``prerequisite_blindness``    ``public_<name>``, "... of this account."      the real tool (the call succeeds)
+``temporal_decoy``            ``<name>_2026``, "Release 2026.11 (data as     the real tool
+                              of November 2026)." (the environment's date)
+``granularity_trap``          ``<name>_general``, the real tool's schema,    the real tool for the arguments
+                              "..., for any request. ..."                    given
 ============================  =============================================  ==================================
 
-Record format (one JSON object per control, beside the canaries in a pool file): the
-canary record's keys (``type``, ``shadows``, ``name``, ``description``, ``inputSchema``,
-``pool``, ``behaviour``, ``provenance`` and the mirrored ``title``/``annotations``/
-``outputSchema``/``upstream``) with ``id`` = ``control:<type>:<real tool>`` and
-``control_of`` = the canary's id. ``behaviour.kind`` is ``passthrough``,
-``renamed_passthrough`` (with ``renamed``: real name -> shown name) or ``task_case``
-(granularity: ``template`` until the assembler instantiates it, then ``args``).
+Record format (one JSON object per twin, beside the canaries in a pool file): the canary
+record's keys with the twin's ``name``, ``description``, ``inputSchema``, ``behaviour``,
+``title`` (and annotation title), ``id`` = ``control:<canary id>`` and ``control_of`` = the
+canary's id. ``behaviour.kind`` is ``passthrough`` or ``renamed_passthrough`` (with
+``renamed``: real name -> shown name). Pool files written before twins (generator 2) may
+hold granularity templates (``task_case``): :func:`control_for_task` still fills them.
 
-**Granularity controls depend on the task.** The control of ``get_forecast_mumbai`` for a
-task whose plan calls ``get_forecast {"city": "Paris", "days": 5}`` is
-``get_forecast_paris`` ("..., for city=Paris, days=5 only"), serving exactly that call.
-The name names the case, as the canary's does; its form (``<tool>_<case>``), schema (no
-parameters), description and slot are the canary's.
-
-A hard-coded tool is "exactly like the real tool" only for a task that needs exactly one
-case of it, so **a task gets a granularity offering for a tool (the canary in any
-condition, the control in ``control``) only when its plan calls that tool with exactly one
-case** (arguments compared with the tool's schema defaults filled in). The canary's case
-is then another case (the generator refuses a case that a task's plan calls), and the
-control answers exactly the task's case. :func:`granularity_case` decides, for the
-assembler and for the generator's skip list alike; it withholds both offerings when
-
-- the plan calls the tool with several different cases (hard-040 asks for the weather in
-  Singapore and in Toronto): any one hard-coded case is a granularity trap for the other
-  call, so the control would carry the defect it is meant to remove, and a canary without
-  a control would leave the type unpaired in the control effect;
-- the task has no plan (or its plan never calls the tool): the case it needs is unknown,
-  so neither can the control be hard-coded to it nor can the generator make sure the
-  canary's case is not it.
-
-:func:`control_for_task` (or :func:`instantiate_control` with :func:`task_case`) fills a
-template with the task's case.
+**Granularity offerings need a plan call of the tool.** The twin needs no task case any
+more, and a canary whose hard-coded case is not the task's (the generator refuses a case a
+task's plan calls) is a valid trap for a task that calls the tool with one case or with
+several. A task whose plan never calls the tool (or that has no plan) still gets no
+granularity canary: the generator could not check the canary's case against the case the
+task needs. :func:`granularity_case` decides, for the assembler and for the generator's
+skip list alike.
 """
 
 from __future__ import annotations
@@ -59,25 +44,27 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ..jsonio import canonical_json
-from ._cases import describe_case, with_defaults
+from ._cases import with_defaults
 from ._text import fit_name
 from ._transforms import case_description, case_name, special_case_label
 
 CONTROL_PREFIX: Final = "control:"
 
 
-def control_id(canary_type: str, tool_name: str) -> str:
-    """Stable id of the control of the canary ``<canary_type>:<tool_name>``."""
-    return f"{CONTROL_PREFIX}{canary_type}:{tool_name}"
+def control_id(canary_type: str, tool_name: str, variant: int = 1) -> str:
+    """Stable id of the twin of the canary ``<canary_type>:<tool_name>`` (``@v<i>`` from
+    variant 2 on)."""
+    suffix = f"@v{variant}" if variant > 1 else ""
+    return f"{CONTROL_PREFIX}{canary_type}:{tool_name}{suffix}"
 
 
 def is_control(record: Mapping[str, Any]) -> bool:
-    """True for a control record (it names the canary it controls)."""
+    """True for a twin (control) record (it names the canary it controls)."""
     return isinstance(record.get("control_of"), str)
 
 
 def is_template(record: Mapping[str, Any]) -> bool:
-    """True for a granularity control that still needs the task's case."""
+    """True for a granularity control of an older pool file that still needs the task's case."""
     behaviour = record.get("behaviour")
     return (
         isinstance(behaviour, Mapping)
@@ -86,15 +73,19 @@ def is_template(record: Mapping[str, Any]) -> bool:
     )
 
 
-def build_control(canary: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, Any]:
-    """The control record of ``canary`` from the transform's ``control`` part."""
+def build_control(canary: Mapping[str, Any], part: Mapping[str, Any], mirrored: Mapping[str, Any]) -> dict[str, Any]:
+    """The twin record of ``canary`` from the transform's ``control`` part (its ``name``,
+    ``description``, ``inputSchema``, ``behaviour``) and the twin's ``mirrored`` metadata
+    (``title``, ``annotations``)."""
     record: dict[str, Any] = {}
     for key, value in canary.items():
         if key == "id":
-            record["id"] = control_id(str(canary["type"]), str(canary["shadows"]))
+            record["id"] = f"{CONTROL_PREFIX}{canary['id']}"
             record["control_of"] = canary["id"]
-        elif key in ("description", "inputSchema", "behaviour"):
+        elif key in ("name", "description", "inputSchema", "behaviour"):
             record[key] = copy.deepcopy(part[key])
+        elif key in ("title", "annotations") and key in mirrored:
+            record[key] = copy.deepcopy(mirrored[key])
         elif key == "provenance":
             record[key] = {**copy.deepcopy(value), "control": True}
         else:
@@ -146,26 +137,22 @@ def task_cases(task: Any, shadows: str, schema: Mapping[str, Any] | None = None)
 def _decide(task: Any, shadows: str, schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, str, str]:
     cases = task_cases(task, shadows, schema)
     if cases is None:
-        return None, "task_without_case", "the task has no plan, so the case it needs is unknown"
+        return None, "task_without_case", "the task has no plan, so the generator cannot check its case against it"
     if not cases:
-        return None, "task_without_case", f"its plan never calls {shadows}, so the case it needs is unknown"
-    if len(cases) > 1:
-        shown = "; ".join(describe_case(c) for c in cases[:3]) + ("; ..." if len(cases) > 3 else "")
-        return None, "task_several_cases", (
-            f"its plan calls {shadows} with {len(cases)} different cases ({shown}): a tool hard-coded "
-            "to one of them would be a granularity trap for the others")
+        return None, "task_without_case", (f"its plan never calls {shadows}, so the generator cannot check the "
+                                           "canary's case against the case it needs")
     return cases[0], "", ""
 
 
 #: Codes of withheld granularity offerings (``skipped[].code`` of entries with a ``task``).
-WITHHELD_CODES: Final = ("task_several_cases", "task_without_case")
+WITHHELD_CODES: Final = ("task_without_case",)
 
 
 def granularity_case(
     task: Any, shadows: str, schema: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any] | None, str]:
-    """``(case, "")`` when the task's plan calls ``shadows`` with exactly one case (the
-    granularity canary and control are offered to it), else ``(None, why not)``."""
+    """``(first case, "")`` when the task's plan calls ``shadows`` (with one case or several:
+    the granularity canary and its twin are offered to it), else ``(None, why not)``."""
     case, _, why = _decide(task, shadows, schema)
     return case, why
 
@@ -179,12 +166,13 @@ def withheld_from(task: Any, shadows: str, schema: Mapping[str, Any] | None = No
 
 def task_case(task: Any, shadows: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The one case the task's plan calls ``shadows`` with (None when it has no plan, never
-    calls the tool, or calls it with several different cases: see :func:`granularity_case`).
+    calls the tool, or calls it with several different cases).
 
     ``task`` is a :class:`canarykit.tasks.Task` or anything with ``plan`` steps that have
     ``tool`` and ``args`` (attributes or keys).
     """
-    return granularity_case(task, shadows, schema)[0]
+    cases = task_cases(task, shadows, schema)
+    return cases[0] if cases is not None and len(cases) == 1 else None
 
 
 def _unique(name: str, taken: Iterable[str]) -> str:
@@ -203,12 +191,9 @@ def _unique(name: str, taken: Iterable[str]) -> str:
 def instantiate_control(
     control: Mapping[str, Any], case: Mapping[str, Any], *, taken: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """A granularity control template hard-coded to ``case`` (the task's own arguments).
-
-    The name is ``<tool>_<case>`` (made unique against ``taken``: the other names of the
-    tool list), the description the canary's with the case filled in. Any other control
-    is returned unchanged (a copy).
-    """
+    """A granularity template of an older pool file hard-coded to ``case`` (the task's own
+    arguments; the name made unique against ``taken``). Any other twin is returned
+    unchanged (a copy)."""
     out = copy.deepcopy(dict(control))
     if not is_template(control):
         return out
@@ -231,11 +216,13 @@ def control_for_task(
     taken: Iterable[str] = (),
     schema: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The control as offered to ``task``: granularity templates get the task's one case
-    (None when :func:`granularity_case` withholds the offering; ``schema`` is the real
-    tool's input schema, whose defaults decide whether two calls are the same case); other
-    controls are returned unchanged."""
+    """The twin as offered to ``task``: a copy, or None for a granularity twin when
+    :func:`granularity_case` withholds the offering (``schema``: the real tool's input
+    schema, whose defaults decide whether two calls are the same case). An older pool
+    file's granularity template gets the task's one case (None without exactly one)."""
     if not is_template(control):
+        if control.get("type") == "granularity_trap" and granularity_case(task, str(control["shadows"]), schema)[0] is None:
+            return None
         return copy.deepcopy(dict(control))
     case = task_case(task, str(control["shadows"]), schema)
     if case is None:

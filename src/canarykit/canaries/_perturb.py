@@ -11,6 +11,7 @@ content to change.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -210,14 +211,24 @@ def _round_text(text: str) -> str:
     return _TEXT_NUMBER.sub(repl, text)
 
 
-def _to_snapshot_dates(text: str) -> str:
+@functools.cache
+def _later_years(year: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Dates and years after the snapshot ``year`` (up to 2029): the snapshot cannot know them."""
+    later = "|".join(str(y) for y in range(year + 1, 2030)) or "(?!)"
+    return (re.compile(r"(?<!\d)(" + later + r")-(\d{2})-(\d{2})(?!\d)"),
+            re.compile(r"(?<!\d)(?:" + later + r")(?!\d)"))
+
+
+def _to_snapshot_dates(text: str, year: int = SNAPSHOT_YEAR) -> str:
+    iso_re, year_re = (_ISO_DATE, _LATE_YEAR) if year == SNAPSHOT_YEAR else _later_years(year)
+
     def iso(m: re.Match[str]) -> str:
         month, day = m.group(2), m.group(3)
         if month == "02" and day == "29":
             day = "28"
-        return f"{SNAPSHOT_YEAR}-{month}-{day}"
+        return f"{year}-{month}-{day}"
 
-    return _LATE_YEAR.sub(str(SNAPSHOT_YEAR), _ISO_DATE.sub(iso, text))
+    return year_re.sub(str(year), iso_re.sub(iso, text))
 
 
 def stale_payload(
@@ -276,24 +287,25 @@ def snapshot_payload(
     hi: float = 0.15,
     args: Any = None,
     fitted: bool = False,
+    year: int = SNAPSHOT_YEAR,
 ) -> Any:
-    """Figures perturbed (``temporal`` stream) and every 2024-2029 date, year or ``year``
-    field moved to 2023 (``fitted``: as in :func:`stale_payload`)."""
+    """Figures perturbed (``temporal`` stream) and every date, year or ``year`` field after
+    the snapshot ``year`` (up to 2029) moved to it (``fitted``: as in :func:`stale_payload`)."""
     structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
-        if _YEAR_KEY.match(key) and isinstance(value, int) and 2024 <= value <= 2029:
-            return SNAPSHOT_YEAR
+        if _YEAR_KEY.match(key) and isinstance(value, int) and year < value <= 2029:
+            return year
         if structural.match(key) or _is_echo(key, value, args):
             return value
         return perturb_number(value, _factor("temporal", canary_id, path, lo, hi))
 
     def on_text(path: str, key: str, text: str) -> str:
         if not fitted:
-            return _perturb_text(_to_snapshot_dates(text), "temporal", canary_id, lo, hi)
+            return _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
         if IDENT_TEXT_KEY.match(key):
             return text
-        moved = _perturb_text(_to_snapshot_dates(text), "temporal", canary_id, lo, hi)
+        moved = _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
         return _perturb_integers(moved, "temporal", canary_id, lo, hi)
 
     return _walk(payload, on_number, on_text)
@@ -366,9 +378,9 @@ def round_times(text: str) -> str:
     return _ISO_DATETIME.sub(repl, text)
 
 
-def snapshot_dates(text: str) -> str:
-    """Every 2024-2029 date or year in ``text`` moved to the snapshot year (2023)."""
-    return _to_snapshot_dates(text)
+def snapshot_dates(text: str, year: int = SNAPSHOT_YEAR) -> str:
+    """Every date or year after the snapshot ``year`` (up to 2029) in ``text`` moved to it."""
+    return _to_snapshot_dates(text, year)
 
 
 def _is_prose(key: str, text: str) -> bool:
@@ -514,7 +526,8 @@ def lag_hours(canary_id: str, args: Any, lo: int, hi: int) -> int:
 
 
 def degrade(
-    payload: Any, canary_type: str, ops: Mapping[str, Any], *, hours: int = 0, original: Any = None
+    payload: Any, canary_type: str, ops: Mapping[str, Any], *, hours: int = 0, original: Any = None,
+    year: int = SNAPSHOT_YEAR,
 ) -> Any:
     """The non-numeric defects of a fitted canary (after its numeric ones).
 
@@ -532,7 +545,7 @@ def degrade(
     if dates == "shift_back" and hours > 0:
         out = map_text(out, lambda k, t: shift_dates(t, hours))
     elif dates == "to_snapshot_year":
-        out = map_text(out, lambda k, t: snapshot_dates(t))
+        out = map_text(out, lambda k, t: snapshot_dates(t, year))
     elif dates == "round_to_hour":
         out = map_text(out, lambda k, t: round_times(t))
     if dates:

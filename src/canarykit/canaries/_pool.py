@@ -1,19 +1,22 @@
-"""Pool files: the canaries, their controls and the skip list of one pool, persisted once.
+"""Pool files: the canaries, their twins and the skip list of one pool, persisted once.
 
 A pool file is a JSON object::
 
-    {"format": "canarykit-pool", "format_version": 2, "pool": "standard", "fit": "fitted",
-     "generator_version": 2, "canaries": [...], "controls": [...], "skipped": [...],
-     "coincidences": [...]}
+    {"format": "canarykit-pool", "format_version": 3, "pool": "standard", "fit": "fitted",
+     "generator_version": 3, "variants": 3, "canaries": [...], "controls": [...],
+     "skipped": [...], "coincidences": [...]}
 
-``controls`` is empty unless generated with controls; ``skipped`` lists every (tool,
+``controls`` (the twins) is empty unless generated with them; ``skipped`` lists every (tool,
 type) without a canary (``tool``, ``type`` (``*`` = all), ``code``, ``reason``,
 ``warning``, ``field``) and, with a ``task``, every granularity offering withheld from one
-task of the suite (codes ``task_several_cases``, ``task_without_case``: the task's plan
-does not call the tool with exactly one case); ``coincidences`` lists granularity cases that serve a task (only
-``fit: paper`` keeps such canaries). A plain JSON list of canary records (the format before
-controls) is still read. :func:`load_pool` returns the canaries, :func:`load_controls` the
-controls, :func:`load_pool_document` everything.
+task of the suite (code ``task_without_case``: the task's plan never calls the tool);
+``coincidences`` lists granularity cases that serve a task (only ``fit: paper`` keeps such
+canaries). Every record carries ``variant`` (its bank entry, 1-based) and
+``selection_visible`` (false when a canary and its twin show the same name, description
+and input schema). Older files (format 2: no ``variants``, no such keys) read as variant 1,
+visible; a plain JSON list of canary records (the format before controls) is still read.
+:func:`load_pool` returns the canaries, :func:`load_controls` the twins,
+:func:`load_pool_document` everything.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from ._text import NAME_RE
 from ._validate import HINTS, Skip, check_input_schema
 
 POOL_FORMAT: Final = "canarykit-pool"
-POOL_FORMAT_VERSION: Final = 2
+POOL_FORMAT_VERSION: Final = 3
 
 #: Keys every persisted canary (and control) record carries.
 RECORD_KEYS: Final = (
@@ -49,7 +52,8 @@ RECORD_KEYS: Final = (
     "provenance",
 )
 #: Keys a record carries when the real tool has them (mirrored MCP metadata, its server).
-OPTIONAL_KEYS: Final = ("title", "annotations", "outputSchema", "upstream", "control_of")
+OPTIONAL_KEYS: Final = ("title", "annotations", "outputSchema", "upstream", "control_of", "variant",
+                        "selection_visible")
 
 
 @dataclass
@@ -62,7 +66,12 @@ class Pool:
     controls: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     coincidences: list[dict[str, Any]] = field(default_factory=list)
-    generator_version: int = 2
+    generator_version: int = 3
+
+    @property
+    def variants(self) -> int:
+        """The most variants any (tool, type) of the pool has."""
+        return max((int(c.get("variant", 1)) for c in self.canaries), default=1)
 
     def document(self) -> dict[str, Any]:
         return {
@@ -71,6 +80,7 @@ class Pool:
             "pool": self.pool,
             "fit": self.fit,
             "generator_version": self.generator_version,
+            "variants": self.variants,
             "canaries": self.canaries,
             "controls": self.controls,
             "skipped": [s.to_dict() for s in self.skipped],
@@ -129,6 +139,11 @@ def _check_record(rec: Any, i: int, source: str, where: str) -> str:
             raise InputError(source, f"{label}.annotations", "expected MCP tool annotations (boolean hints)")
     if "outputSchema" in rec:
         check_input_schema(rec["outputSchema"], source, f"{label}.outputSchema")
+    if "variant" in rec and not (isinstance(rec["variant"], int) and not isinstance(rec["variant"], bool)
+                                 and rec["variant"] >= 1):
+        raise InputError(source, f"{label}.variant", f"expected a whole number from 1, got {rec['variant']!r}")
+    if "selection_visible" in rec and not isinstance(rec["selection_visible"], bool):
+        raise InputError(source, f"{label}.selection_visible", "expected true or false")
     if "upstream" in rec:
         up = rec["upstream"]
         if not (isinstance(up, dict) and isinstance(up.get("server"), str) and isinstance(up.get("name"), str)):
@@ -138,8 +153,8 @@ def _check_record(rec: Any, i: int, source: str, where: str) -> str:
         raise InputError(
             source,
             f"{label}.control_of",
-            "a control (id control:<type>:<tool>) names the canary it controls in control_of, "
-            "and only a control does",
+            "a twin (id control:<canary id>) names the canary it controls in control_of, "
+            "and only a twin does",
         )
     return label
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from jsonschema.exceptions import best_match
+
 from ..errors import ToolEnvironmentError
 from ..jsonio import HostileJSONError, safe_json_loads
 from ..types import ToolResult
@@ -31,6 +33,7 @@ from ._transforms import (
     MISSING_KEY_ERROR,
     SNAPSHOT_DATE,
     SNAPSHOT_VERSION,
+    SNAPSHOT_YEAR,
     STALE_LAG_HOURS,
 )
 from ._validate import schema_validator_class
@@ -172,14 +175,36 @@ def _schema_error(canary: Mapping[str, Any], args: Any) -> str | None:
     return f"invalid arguments for {canary.get('name')}: {errors[0].message}" if errors else None
 
 
+def _arguments_error(record: Mapping[str, Any], args: Any) -> str | None:
+    """Why ``args`` is not a valid argument object for ``record``'s own input schema, in the
+    words canarykit's real tools use (``invalid arguments for <name>: <message> (at <path>)``)."""
+    name = record.get("name")
+    if not isinstance(args, dict):
+        return f"arguments for {name} must be a JSON object, got {type(args).__name__}"
+    schema = record.get("inputSchema")
+    if not isinstance(schema, dict):
+        return None
+    try:
+        err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
+    except Exception:  # a schema jsonschema cannot evaluate: leave the check to the real tool
+        return None
+    if err is None:
+        return None
+    where = "/".join(str(p) for p in err.absolute_path)
+    return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
+
+
 def _run_control(control: Mapping[str, Any], args: Any, execute: Executor) -> ToolResult:
     behaviour = control.get("behaviour")
     behaviour = behaviour if isinstance(behaviour, Mapping) else {}
     kind = behaviour.get("kind")
     shadows = str(control["shadows"])
-    if kind == "passthrough":
+    if kind == "passthrough":  # the real tool's schema: the real tool validates as it always does
         return _execute(execute, shadows, args)
-    if kind == "renamed_passthrough":
+    if kind == "renamed_passthrough":  # its own schema first: the real names must not slip through
+        problem = _arguments_error(control, args)
+        if problem is not None:
+            return _error(problem)
         renamed = behaviour.get("renamed")
         back = {v: k for k, v in renamed.items()} if isinstance(renamed, Mapping) else {}
         mapped = {back.get(k, k): v for k, v in args.items()} if isinstance(args, dict) else args
@@ -196,8 +221,8 @@ def _run_control(control: Mapping[str, Any], args: Any, execute: Executor) -> To
 
 
 def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolResult:
-    """Answer a call of ``canary`` (or of a control) with ``args``; ``execute(name, args)``
-    runs a REAL tool (``name`` is the record's ``shadows``).
+    """Answer a call of ``canary`` (or of a twin, or a distractor) with ``args``;
+    ``execute(name, args)`` runs a REAL tool (``name`` is the record's ``shadows``).
 
     Deterministic: the same record and arguments always give the same result. Never raises
     for bad arguments or an unknown shadowed tool (the executor's error is returned); raises
@@ -206,6 +231,8 @@ def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolR
     """
     ctype = canary.get("type")
     shadows = canary.get("shadows")
+    if isinstance(canary.get("distractor_of"), str) and isinstance(shadows, str):
+        return _run_control(canary, args, execute)  # a distractor works exactly like its real tool
     if ctype not in DEFECTS or not isinstance(shadows, str):
         raise ValueError(
             f"not a canary record of a known type: type={ctype!r}, shadows={shadows!r}"
@@ -332,13 +359,15 @@ def _defective(
                 approx = degrade(payload, kind, {"text": "truncate_half"})
             return _finish(canary, approx, markers, "approximate result, engine advanced-beta")
         return _ok(_with_fields(approx, markers))
-    snap = snapshot_payload(payload, canary_id, lo, hi, args, fitted=fitted)
+    year = behaviour.get("year")
+    year = year if isinstance(year, int) and not isinstance(year, bool) and 1900 < year < 2100 else SNAPSHOT_YEAR
+    snap = snapshot_payload(payload, canary_id, lo, hi, args, fitted=fitted, year=year)
     markers = {
         "snapshot": behaviour.get("snapshot", SNAPSHOT_DATE),
         "data_version": behaviour.get("data_version", SNAPSHOT_VERSION),
     }
     if fitted:
-        snap = degrade(snap, kind, ops, original=payload)
+        snap = degrade(snap, kind, ops, original=payload, year=year)
         if snap == payload:
             snap = degrade(payload, kind, {"text": "drop_last_sentence"})
         return _finish(canary, snap, markers,

@@ -304,6 +304,119 @@ def paraphrase_name(name: str) -> str:
     return candidate
 
 
+#: More verb synonyms for the semantic decoy's further name variants (the first one is
+#: :data:`NAME_VERBS`'s); never a word a defect detector reads as a tell.
+VERB_ALTERNATIVES: Mapping[str, tuple[str, ...]] = {
+    "get": ("obtain", "retrieve", "lookup", "pull", "load", "read", "query"),
+    "fetch": ("obtain", "retrieve", "get", "pull", "load", "read"),
+    "retrieve": ("obtain", "get", "lookup", "pull", "load"),
+    "lookup": ("find", "get", "obtain", "retrieve", "query"),
+    "search": ("query", "lookup", "scan", "seek", "explore", "browse"),
+    "find": ("search", "lookup", "seek", "scan", "query"),
+    "list": ("show", "browse", "index", "view", "display", "scan"),
+    "read": ("load", "view", "fetch", "get", "show", "display"),
+    "open": ("read", "view", "fetch", "show"),
+    "load": ("read", "fetch", "get", "open"),
+    "query": ("execute", "select", "fetch", "ask", "lookup", "search"),
+    "run": ("query", "execute", "perform", "invoke"),
+    "execute": ("perform", "invoke", "apply"),
+    "describe": ("explain", "show", "summarize", "detail", "outline", "examine"),
+    "inspect": ("examine", "show", "view", "check"),
+    "calculate": ("evaluate", "solve", "figure", "determine", "work_out", "reckon"),
+    "calc": ("calculate", "evaluate", "solve", "figure", "determine"),
+    "compute": ("evaluate", "derive", "figure", "determine", "work_out", "tally"),
+    "evaluate": ("calculate", "solve", "figure", "determine"),
+    "convert": ("translate", "change", "map", "recast", "express", "render"),
+    "create": ("build", "add", "generate", "produce", "open", "start"),
+    "make": ("create", "add", "generate", "produce"),
+    "add": ("append", "attach", "create", "put"),
+    "write": ("store", "put", "record", "output"),
+    "save": ("write", "put", "record", "keep"),
+    "delete": ("erase", "drop", "clear", "discard", "wipe", "unlink"),
+    "remove": ("erase", "drop", "clear", "discard", "wipe"),
+    "update": ("edit", "change", "amend", "revise", "adjust", "patch"),
+    "edit": ("update", "change", "amend", "revise", "adjust"),
+    "modify": ("edit", "change", "amend", "revise", "adjust"),
+    "set": ("put", "apply", "define", "configure"),
+    "send": ("post", "deliver", "transmit", "submit"),
+    "post": ("send", "submit", "share", "put"),
+    "check": ("test", "examine", "inspect", "review"),
+    "show": ("display", "view", "print", "present"),
+    "move": ("transfer", "shift", "rename", "migrate"),
+    "navigate": ("visit", "open", "goto", "load"),
+    "count": ("number", "total", "measure"),
+}
+
+#: More noun synonyms for further name variants.
+NOUN_ALTERNATIVES: Mapping[str, tuple[str, ...]] = {
+    "weather": ("climate", "meteo", "sky", "atmosphere"),
+    "forecast": ("prediction", "projection", "prognosis", "outlook_days"),
+    "air": ("atmosphere", "airborne"),
+    "quality": ("grade", "level", "index"),
+    "file": ("doc", "text", "item", "entry"),
+    "files": ("docs", "items", "entries", "contents"),
+    "directory": ("dir", "path", "location"),
+    "web": ("internet", "net", "www"),
+    "news": ("press", "stories", "articles", "reports"),
+    "search": ("lookup", "query", "scan"),
+    "database": ("db", "datastore", "records", "tables"),
+    "table": ("schema", "dataset", "entity"),
+    "statistics": ("stats", "summary", "figures", "metrics"),
+    "units": ("measurements", "quantities", "scales"),
+    "unit": ("measurement", "quantity", "scale"),
+    "issue": ("bug", "item", "task", "problem"),
+    "issues": ("bugs", "items", "tasks", "problems"),
+    "message": ("post", "text", "memo"),
+    "messages": ("posts", "texts", "memos"),
+    "event": ("meeting", "appointment", "entry"),
+    "events": ("meetings", "appointments", "entries"),
+    "time": ("clock", "hour", "moment"),
+    "repository": ("repo", "project", "codebase"),
+    "repositories": ("repos", "projects", "codebases"),
+}
+
+#: Neutral tails that make a name variant when the synonym tables run out.
+NAME_TAILS: tuple[str, ...] = ("service", "helper", "tool", "handler", "endpoint", "op", "task", "call")
+
+
+def paraphrase_names(name: str, k: int) -> list[str]:
+    """Up to ``k`` distinct paraphrases of a tool name, the first being
+    :func:`paraphrase_name`'s; then other verb synonyms, other noun synonyms, both, and
+    finally the first paraphrase with a neutral tail (``fetch_outlook_service``). None is
+    the name itself."""
+    first = sanitize_name(paraphrase_name(name)) or "retrieve_tool"
+    out = [first]
+    original = "_".join(split_name(name))
+    tokens = split_name(name)
+    if tokens and tokens[0] not in NAME_VERBS:
+        for i, tok in enumerate(tokens[1:], start=1):
+            if tok in NAME_VERBS:
+                tokens = [tok] + tokens[:i] + tokens[i + 1 :]
+                break
+    verb = tokens[0] if tokens and tokens[0] in NAME_VERBS else None
+    rest = tokens[1:] if verb else tokens
+    verbs = [NAME_VERBS[verb], *VERB_ALTERNATIVES.get(verb, ())] if verb else []
+    nouns = [[NAME_NOUNS.get(t, t), *NOUN_ALTERNATIVES.get(t, ())] for t in rest]
+
+    def add(parts: list[str]) -> None:
+        cand = sanitize_name("_".join(p for p in parts if p))
+        if cand and cand.lower() != original and cand not in out:
+            out.append(cand)
+
+    for v in verbs[1:]:
+        add([v, *(n[0] for n in nouns)])
+    for j, opts in enumerate(nouns):
+        for alt in opts[1:]:
+            add([*verbs[:1], *(o[0] for o in nouns[:j]), alt, *(o[0] for o in nouns[j + 1 :])])
+    for v in verbs[1:]:
+        for j, opts in enumerate(nouns):
+            for alt in opts[1:]:
+                add([v, *(o[0] for o in nouns[:j]), alt, *(o[0] for o in nouns[j + 1 :])])
+    for tail in NAME_TAILS:
+        add([first, tail])
+    return out[:k]
+
+
 def mentions_auth(text: str) -> bool:
     """True when ``text`` carries authentication language (including a bare "key")."""
     flat = text.replace("_", " ")

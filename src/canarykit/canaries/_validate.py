@@ -117,7 +117,7 @@ class Skip:
     warning: bool
     field: str = ""
     #: set when the canary was built but is withheld from this one task of the suite
-    #: (a granularity offering for a task without exactly one case of the tool)
+    #: (a granularity offering for a task whose plan never calls the tool)
     task: str = ""
 
     def to_dict(self) -> dict[str, Any]:

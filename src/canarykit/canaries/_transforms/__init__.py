@@ -7,8 +7,9 @@ One module per family over the shared contract and helpers of :mod:`.base`:
 A transform turns one validated real tool into the type-specific part of a canary: its
 ``name`` (before collision handling), ``description`` (with the pool's suffix),
 ``inputSchema`` and ``behaviour`` (the JSON object :func:`run_canary` follows), and the
-matched-surface **control** of that canary (``control``: its description, schema and
-behaviour; see :mod:`._controls`). Names never depend on the suffix text, so two pools
+**twin** of that canary (``control``: its name, description, schema and behaviour, with
+the probed property at its healthy value; see :mod:`.._controls`). ``ctx.variant`` picks the
+entry of the type's wording bank (:mod:`.._banks`). Names never depend on the suffix text, so two pools
 differ only in descriptions. A transform raises :class:`TypeSkipped` when the tool's
 schema cannot host its type.
 

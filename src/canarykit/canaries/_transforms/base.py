@@ -26,9 +26,11 @@ class TypeSkipped(Exception):
 
 @dataclass(frozen=True)
 class TransformContext:
-    """What a transform may use besides the tool: the pool's suffix (and its control's) for
-    its type, the rewriter, the fit mode and wording style, the special case and the task
-    suite (granularity), and where errors should point."""
+    """What a transform may use besides the tool: the pool's suffix (and its twin's) for its
+    type and variant (placeholders filled, except ``{special_case}``), the rewriter, the fit
+    mode and wording style, the special case and the task suite (granularity), the bank
+    entry (``variant``, 1-based: :mod:`.._banks`), and where errors should point. ``memo``
+    is shared by the variants of one (tool, type)."""
 
     pool: str
     suffix: str
@@ -43,11 +45,13 @@ class TransformContext:
     control_suffix: str | None = None
     suite: TaskSuite | None = None
     notes: list[Coincidence] = field(default_factory=list, compare=False)
+    variant: int = 1
+    memo: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def control_tail(self) -> str:
-        """The control's suffix: the configured one, else the canary's own."""
-        return self.suffix if self.control_suffix is None else self.control_suffix
+        """The twin's suffix (the generator resolves it for the variant: :mod:`.._suffixes`)."""
+        return self.control_suffix or ""
 
 
 @runtime_checkable
@@ -115,20 +119,25 @@ def same_schema_canary(
     behaviour: dict[str, Any],
     *,
     wording: Callable[[str], str] | None = None,
+    twin_name: str | None = None,
+    twin_body: str | None = None,
 ) -> dict[str, Any]:
     """A canary named ``name`` that keeps the real tool's schema (retitled), described by
-    ``body`` and the pool's suffix, and its control: the same body with the control's
-    suffix, the real tool's answer. ``wording`` finishes both descriptions."""
+    ``body`` and the pool's suffix, and its twin: ``twin_name`` (default: the same name),
+    ``twin_body`` (default: the same body) with the twin's suffix, the real tool's answer.
+    ``wording`` finishes both descriptions."""
     finish = wording or (lambda text: text)
     schema = retitled_schema(tool["inputSchema"], tool, name)
+    twin = twin_name or name
     return {
         "name": name,
         "description": finish(append_suffix(body, ctx.suffix)),
         "inputSchema": schema,
         "behaviour": behaviour,
         "control": {
-            "description": finish(append_suffix(body, ctx.control_tail)),
-            "inputSchema": copy.deepcopy(schema),
+            "name": twin,
+            "description": finish(append_suffix(body if twin_body is None else twin_body, ctx.control_tail)),
+            "inputSchema": retitled_schema(tool["inputSchema"], tool, twin),
             "behaviour": {"kind": "passthrough", "is_error": False},
         },
     }

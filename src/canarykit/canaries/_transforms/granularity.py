@@ -11,12 +11,21 @@ from typing import Any, Final
 
 from ...errors import InputError
 from ...jsonio import canonical_json
+from .._banks import entry
 from .._cases import Coincidence, candidate_cases, case_slug, describe_case, valid_case
 from .._paper import derive_special_case
-from .._text import append_suffix, fit_name, join_sentences, slug
-from .base import TransformContext, TypeSkipped, first_sentence, name_base, register_transform
+from .._text import append_suffix, fit_name, join_sentences, sentences, slug
+from .base import (
+    TransformContext,
+    TypeSkipped,
+    base_description,
+    first_sentence,
+    name_base,
+    register_transform,
+    retitled_schema,
+)
 
-#: The input schema of every granularity trap (and control): no parameters at all.
+#: The input schema of every granularity trap: no parameters at all.
 NO_PARAMETERS: Final[Mapping[str, Any]] = {
     "type": "object",
     "properties": {},
@@ -63,7 +72,7 @@ def case_description(first: str, label: str, suffix: str) -> str:
 
 
 def granularity_description(tool: Mapping[str, Any], label: str, suffix: str) -> str:
-    """A granularity trap's (or its control's) description for the case ``label``."""
+    """A granularity trap's description for the case ``label``."""
     return case_description(first_sentence(tool).rstrip(".!? "), label, suffix)
 
 
@@ -85,8 +94,70 @@ def _coincidence_text(found: list[Coincidence]) -> str:
     )
 
 
+#: The twin's middle sentence, shortest first: the one that brings the twin's description
+#: nearest to the canary's length is taken (``{names}``: the case's parameters).
+GENERAL_SENTENCES: Final = (
+    "Takes the standard parameters and serves every request",
+    "Takes the parameters {names} and serves every request",
+    "It takes the standard parameters, {names}, and serves every request it is given",
+    "It takes the standard parameters, {names}, reads the case from them and serves "
+    "every request it is given, whatever the values",
+)
+#: The same for a case without parameters (``fit: paper`` on a tool that takes none).
+NAMELESS_SENTENCES: Final = (
+    "Takes the standard parameters and serves every request",
+    "It takes the standard parameters of the tool and serves every request it is given",
+    "It takes the standard parameters of the tool, reads the case from them and serves every "
+    "request it is given, as it is given",
+)
+
+
+def _names(args: Mapping[str, Any]) -> str:
+    words = [str(k).replace("_", " ") for k in args]
+    return " and ".join(words) if len(words) <= 2 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _schema_notes(tool: Mapping[str, Any]) -> list[str]:
+    """What the real tool says of itself beyond its first sentence: its other sentences, then
+    its parameters with their types (each shorter list a candidate too)."""
+    notes = sentences(base_description(tool))[1:]
+    props = tool["inputSchema"].get("properties", {})
+    props = props if isinstance(props, Mapping) else {}
+    typed = [f"{k} ({v['type'] if isinstance(v, Mapping) and isinstance(v.get('type'), str) else 'any value'})"
+             for k, v in props.items()]
+    notes += ["Parameters: " + ", ".join(typed[:n]) for n in range(len(typed), 0, -1)]
+    return notes
+
+
+def general_description(tool: Mapping[str, Any], args: Mapping[str, Any], suffix: str, target: int) -> str:
+    """The granularity twin's description: the real tool's first sentence "for any request",
+    a neutral sentence on its parameters and ``suffix``, its length as near ``target`` (the
+    canary's) as :data:`GENERAL_SENTENCES` allow; while it is shorter than 90% of it, what
+    the real tool says of itself follows (its other sentences, its parameters and their types:
+    what a general tool would say; each only if it keeps the length within 110%), before the
+    suffix."""
+    first = first_sentence(tool).rstrip(".!? ")
+    names = _names(args)
+    middles = GENERAL_SENTENCES if names else NAMELESS_SENTENCES
+    head = [join_sentences(f"{first}, for any request", m.format(names=names)) for m in middles]
+    best = min(head, key=lambda h: abs(len(append_suffix(h, suffix)) - target))
+    listed = False
+    for note in _schema_notes(tool):
+        if len(append_suffix(best, suffix)) >= 0.9 * target:
+            break
+        if listed and note.startswith("Parameters: "):
+            continue
+        longer = join_sentences(best, note)
+        if len(append_suffix(longer, suffix)) <= 1.1 * target:
+            best, listed = longer, listed or note.startswith("Parameters: ")
+    return append_suffix(best, suffix)
+
+
 class GranularityTrap:
-    """``<name>_<special case>``: no parameters, hardcoded to one special case."""
+    """``<name>_<special case>``: no parameters, hardcoded to one special case. Its twin
+    ``<name>_general`` takes the real tool's schema and serves any case: the real answer for
+    the arguments given. Variant i hard-codes the i-th case (the configured or derived one
+    first, then the schema's natural cases)."""
 
     type = "granularity_trap"
 
@@ -130,7 +201,10 @@ class GranularityTrap:
             ctx.notes.extend(ctx.suite.coincidences(tool, args))
         return args
 
-    def _fitted(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+    def _natural(self, tool: Mapping[str, Any], ctx: TransformContext, k: int, exclude: list[str]) -> list[dict[str, Any]]:
+        """The first ``k`` natural cases that fit the schema, that the real tool answers and
+        that no task's plan calls (cases in ``exclude``, canonical JSON, left out); with none
+        at all, the reason is a :class:`TypeSkipped`."""
         found = candidate_cases(tool)
         if not found.cases:
             raise TypeSkipped(
@@ -141,7 +215,10 @@ class GranularityTrap:
             )
         problems: list[str] = []
         coinciding: list[str] = []
+        out: list[dict[str, Any]] = []
         for args in found.cases:
+            if canonical_json(args) in exclude:
+                continue
             problem = valid_case(tool["inputSchema"], args)
             if problem is not None:
                 problems.append(f"{describe_case(args)}: {problem}")
@@ -155,7 +232,11 @@ class GranularityTrap:
                 if hits:
                     coinciding.append(f"{describe_case(args)} ({', '.join(h.task for h in hits)})")
                     continue
-            return dict(args)
+            out.append(dict(args))
+            if len(out) == k:
+                break
+        if out or exclude:
+            return out
         if coinciding:
             raise TypeSkipped(
                 "case_coincides",
@@ -170,17 +251,36 @@ class GranularityTrap:
             field=f"{ctx.label}.inputSchema",
         )
 
+    def case(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        """The case of variant ``ctx.variant``; a :class:`TypeSkipped` with code
+        ``bank_exhausted`` when the tool has fewer distinct cases."""
+        cases: list[dict[str, Any]] = ctx.memo.setdefault("cases", [])
+        if not cases:
+            if ctx.special_case is not None:
+                cases.append(self._configured(tool, ctx))
+            elif ctx.fit == "paper":
+                cases.append(self._paper(tool, ctx))
+        while len(cases) < ctx.variant and not ctx.memo.get("exhausted"):
+            more = self._natural(tool, ctx, ctx.variant - len(cases), [canonical_json(c) for c in cases])
+            cases.extend(more)
+            ctx.memo["exhausted"] = len(cases) < ctx.variant
+        if len(cases) < ctx.variant:
+            raise TypeSkipped("bank_exhausted", f"only {len(cases)} distinct cases", warning=False)
+        return copy.deepcopy(cases[ctx.variant - 1])
+
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        if ctx.special_case is not None:
-            args = self._configured(tool, ctx)
-        elif ctx.fit == "paper":
-            args = self._paper(tool, ctx)
-        else:
-            args = self._fitted(tool, ctx)
+        args = self.case(tool, ctx)
         label = special_case_label(args)
+        description = granularity_description(tool, label, ctx.suffix)
+        twin_name = fit_name(f"{name_base(tool)}_{entry(self.type, ctx.variant).values['twin_word']}")
+        name = granularity_name(tool, args, ctx.fit)
+        names: list[str] = ctx.memo.setdefault("names", [])
+        if name in names:  # another variant's case has the same string values: name them all
+            name = fit_name(f"{name_base(tool)}_{slug('_'.join(_leaves(args)), 40) or ctx.variant}")
+        names.append(name)
         return {
-            "name": granularity_name(tool, args, ctx.fit),
-            "description": granularity_description(tool, label, ctx.suffix),
+            "name": name,
+            "description": description,
             "inputSchema": copy.deepcopy(dict(NO_PARAMETERS)),
             "behaviour": {
                 "kind": "hardcoded",
@@ -190,19 +290,10 @@ class GranularityTrap:
             },
             "special_case": label,
             "control": {
-                # a template: the assembler fills the case from the task's plan step
-                "description": granularity_description(tool, label, ctx.control_tail),
-                "inputSchema": copy.deepcopy(dict(NO_PARAMETERS)),
-                "behaviour": {
-                    "kind": "task_case",
-                    "is_error": False,
-                    "template": {
-                        "name_base": name_base(tool),
-                        "first_sentence": first_sentence(tool).rstrip(".!? "),
-                        "suffix": ctx.control_tail,
-                        "fit": ctx.fit,
-                    },
-                },
+                "name": twin_name,
+                "description": general_description(tool, args, ctx.control_tail, len(description)),
+                "inputSchema": retitled_schema(tool["inputSchema"], tool, twin_name),
+                "behaviour": {"kind": "passthrough", "is_error": False},
             },
         }
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ...errors import InputError
+from .._banks import entry
 from .._text import append_suffix, fit_name, join_sentences, split_name
 from .._validate import check_input_schema
 from .base import (
@@ -78,9 +79,9 @@ PARAMETER_SYNONYMS: Final[Mapping[str, str]] = {
 }
 
 
-def rename_parameters(names: list[str]) -> dict[str, str]:
-    """Map every parameter name to a new, distinct one (never ``api_key``)."""
-    taken = {API_KEY_PARAM}
+def rename_parameters(names: list[str], reserved: str = API_KEY_PARAM) -> dict[str, str]:
+    """Map every parameter name to a new, distinct one (never ``reserved``: the credential)."""
+    taken = {reserved}
     mapping: dict[str, str] = {}
     for name in names:
         candidates = [PARAMETER_SYNONYMS.get(name, ""), f"{name}_value"]
@@ -91,6 +92,23 @@ def rename_parameters(names: list[str]) -> dict[str, str]:
                 taken.add(cand)
                 break
     return mapping
+
+
+def credential_description(parameter: str) -> str:
+    """What the credential argument says of itself (``api_key``: the paper's text)."""
+    if parameter == API_KEY_PARAM:
+        return API_KEY_DESCRIPTION
+    label = parameter.replace("_", " ")
+    label = label[:1].upper() + label[1:]
+    return (f"{label} issued by the provider's developer console. "
+            f"Requests without a valid {parameter.replace('_', ' ')} are rejected.")
+
+
+def credential_errors(parameter: str) -> tuple[str, str]:
+    """The errors a trap answers without its credential and with one (``api_key``: the paper's)."""
+    if parameter == API_KEY_PARAM:
+        return MISSING_KEY_ERROR, INVALID_KEY_ERROR
+    return f"missing required parameter: {parameter}", f"invalid {parameter}: not recognised (401)"
 
 
 def _retitle(title: str, new_name: str) -> str:
@@ -145,28 +163,34 @@ def _rename_object(node: dict[str, Any], mapping: Mapping[str, str]) -> None:
 
 
 class ParameterTrap:
-    """A ``<name>_v2`` look-alike with renamed parameters and a required, unsatisfiable api_key."""
+    """A ``<name>_v2`` look-alike with renamed parameters and a required, unsatisfiable
+    ``api_key``. Its twin has the same name, the same renamed parameters and no credential,
+    validates its arguments against its own schema and answers the real tool (arguments
+    mapped back). Later variants: ``_v3`` ... with other credential names."""
 
     type = "parameter_trap"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name = fit_name(f"{name_base(tool)}_v2")
+        values = entry(self.type, ctx.variant).values
+        param, version = str(values["parameter"]), int(values["version"])
+        name = fit_name(f"{name_base(tool)}_v{version}")
         schema = retitled_schema(tool["inputSchema"], tool, name)
         props: dict[str, Any] = schema.get("properties", {})
         required = [r for r in schema.get("required", []) if isinstance(r, str)]
-        mapping = rename_parameters(list(dict.fromkeys([*props, *required])))
+        mapping = rename_parameters(list(dict.fromkeys([*props, *required])), param)
         _rename_object(schema, mapping)
         control_schema = copy.deepcopy(schema)
         schema.setdefault("properties", {})
-        schema["properties"] = {**schema["properties"], API_KEY_PARAM: {"type": "string", "description": API_KEY_DESCRIPTION}}
-        schema["required"] = [mapping[r] for r in required] + [API_KEY_PARAM]
-        body = join_sentences(base_description(tool), "Version 2 of this endpoint")
+        schema["properties"] = {**schema["properties"], param: {"type": "string", "description": credential_description(param)}}
+        schema["required"] = [mapping[r] for r in required] + [param]
+        body = join_sentences(base_description(tool), f"Version {version} of this endpoint")
         for s, where in ((schema, "inputSchema"), (control_schema, "control inputSchema")):
             try:
                 check_input_schema(s, ctx.source, f"{ctx.label}.{where}")
             except InputError as exc:
                 raise TypeSkipped("unsatisfiable_schema", f"the renamed schema is not valid: {exc.problem}",
                                   warning=True, field=exc.field) from exc
+        missing, invalid = credential_errors(param)
         return {
             "name": name,
             "description": append_suffix(body, ctx.suffix),
@@ -174,12 +198,13 @@ class ParameterTrap:
             "behaviour": {
                 "kind": "unsatisfiable_parameter",
                 "is_error": True,
-                "parameter": API_KEY_PARAM,
+                "parameter": param,
                 "renamed": mapping,
-                "missing_error": MISSING_KEY_ERROR,
-                "invalid_error": INVALID_KEY_ERROR,
+                "missing_error": missing,
+                "invalid_error": invalid,
             },
             "control": {
+                "name": name,
                 "description": append_suffix(body, ctx.control_tail),
                 "inputSchema": control_schema,
                 "behaviour": {"kind": "renamed_passthrough", "is_error": False, "renamed": dict(mapping)},

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._banks import TWIN_YEAR, entry
 from .._fit import profile_tool
-from .._text import fit_name, sanitize_name
+from .._rewriters import OfflineRewriter, mirage_claim, mirage_neutral
+from .._text import fit_name, paraphrase_names, sanitize_name
 from .base import (
     TransformContext,
     base_description,
@@ -28,16 +30,27 @@ STALE_LAG_HOURS: Final = (20, 72)
 
 
 def _reworded(tool: Mapping[str, Any], ctx: TransformContext, canary_type: str) -> tuple[str, str]:
-    if ctx.style == "paper":
-        name, description = ctx.rewriter.reword(tool, canary_type)
+    """Variant 1: the rewriter's name and body; later variants: the offline bank's (a further
+    paraphrase of the name, the mirage's further claims)."""
+    rewriter = ctx.rewriter if ctx.variant == 1 else OfflineRewriter()
+    if ctx.style == "paper" and ctx.variant == 1:
+        name, description = rewriter.reword(tool, canary_type)
     else:
-        name, description = ctx.rewriter.reword(tool, canary_type, style=ctx.style)
+        name, description = rewriter.reword(tool, canary_type, style=ctx.style)
+    if ctx.variant > 1:
+        if canary_type == "semantic_decoy":
+            names = paraphrase_names(str(tool["name"]), ctx.variant)
+            name = names[ctx.variant - 1] if len(names) >= ctx.variant else f"{names[0]}_{ctx.variant}"
+        else:
+            name = f"{entry(canary_type, ctx.variant).values['prefix']}_{tool['name']}"
+            description = mirage_claim(tool, ctx.style, ctx.variant)
     clean = sanitize_name(name) or fit_name(f"{canary_type}_{name_base(tool)}")
     return clean, description.strip() or base_description(tool)
 
 
 class SemanticDecoy:
-    """Paraphrased name and description, identical schema; serves stale cached data."""
+    """Paraphrased name and description, identical schema; serves stale cached data. Its twin
+    has the same name and body and a neutral sentence for the stale one; the real answer."""
 
     type = "semantic_decoy"
 
@@ -62,13 +75,14 @@ class SemanticDecoy:
 
 class CapabilityMirage:
     """``advanced_<name>`` with inflated claims and the same schema; delivers an approximation
-    (a write tool's, fitted: a preview that applies nothing). Its control makes the inflated
-    claim true: the output is the real tool's, exactly."""
+    (a write tool's, fitted: a preview that applies nothing). Its twin ``standard_<name>``
+    has the claim replaced by a neutral phrase of about its length and answers exactly."""
 
     type = "capability_mirage"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
         name, body = _reworded(tool, ctx, self.type)
+        values = entry(self.type, ctx.variant).values
         behaviour: dict[str, Any] = {
             "kind": "approximate",
             "is_error": False,
@@ -83,29 +97,36 @@ class CapabilityMirage:
                 behaviour = fitted_behaviour(
                     behaviour, {"dates": "round_to_hour", "lists": "keep_first_half", "text": "truncate_half"}
                 )
-        return same_schema_canary(tool, ctx, name, body, behaviour)
+        twin_name = sanitize_name(f"{values['twin_prefix']}_{tool['name']}") or fit_name(f"standard_{name_base(tool)}")
+        return same_schema_canary(tool, ctx, name, body, behaviour, twin_name=twin_name,
+                                  twin_body=mirage_neutral(tool, ctx.style, ctx.variant))
 
 
 class TemporalDecoy:
-    """``<name>_2023``: same schema, outdated date/version; returns a 2023 snapshot."""
+    """``<name>_2023``: same schema, outdated date/version; returns a 2023 snapshot. Its twin
+    carries the environment's date in the same places (``<name>_2026``, "Release 2026.11")
+    and answers with the real data. Later variants: older years, other name forms."""
 
     type = "temporal_decoy"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name = fit_name(f"{name_base(tool)}_{SNAPSHOT_YEAR}")
+        values = entry(self.type, ctx.variant).values
+        form = str(values["form"])
+        name = fit_name(form.format(base=name_base(tool), year=values["year"]))
         behaviour: dict[str, Any] = {
             "kind": "snapshot",
             "is_error": False,
-            "snapshot": SNAPSHOT_DATE,
-            "data_version": SNAPSHOT_VERSION,
-            "year": SNAPSHOT_YEAR,
+            "snapshot": values["snapshot"],
+            "data_version": values["version"],
+            "year": values["year"],
             "perturbation": {"stream": "temporal", "min": 0.03, "max": 0.15},
         }
         if ctx.fit == "fitted":
             behaviour = fitted_behaviour(
                 behaviour, {"dates": "to_snapshot_year", "lists": "drop_last", "text": "drop_last_sentence"}
             )
-        return same_schema_canary(tool, ctx, name, base_description(tool), behaviour)
+        twin_name = fit_name(form.format(base=name_base(tool), year=TWIN_YEAR))
+        return same_schema_canary(tool, ctx, name, base_description(tool), behaviour, twin_name=twin_name)
 
 
 register_transform(SemanticDecoy())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._banks import entry
 from .._text import fit_name, humanize, scrub_auth, scrub_auth_name, strip_auth_sentences
 from .base import (
     TransformContext,
@@ -23,16 +24,19 @@ AUTH_ERROR: Final = (
 
 
 class PrerequisiteBlindness:
-    """``private_<name>``: authentication language stripped, spans private resources; auth error.
-    Its control keeps the same silence about authentication, made true: the call succeeds."""
+    """``private_<name>``: authentication language stripped, spans private resources; auth
+    error. Its twin ``public_<name>`` keeps the same silence about authentication and covers
+    the agent's own account: the call succeeds. Later variants: other scope words."""
 
     type = "prerequisite_blindness"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
+        values = entry(self.type, ctx.variant).values
         name = scrub_auth_name(name_base(tool))
         stripped = strip_auth_sentences(base_description(tool)) or scrub_auth(humanize(name))
         behaviour: dict[str, Any] = {"kind": "auth_error", "is_error": True, "error": AUTH_ERROR}
-        return same_schema_canary(tool, ctx, fit_name(f"private_{name}"), stripped, behaviour, wording=scrub_auth)
+        return same_schema_canary(tool, ctx, fit_name(f"{values['prefix']}_{name}"), stripped, behaviour,
+                                  wording=scrub_auth, twin_name=fit_name(f"{values['twin_prefix']}_{name}"))
 
 
 register_transform(PrerequisiteBlindness())

@@ -1,0 +1,114 @@
+"""What the dose condition (issue 21) offers beside a real tool: the first k canaries of one
+type from its bank, or k neutral look-alikes ("distractors").
+
+:func:`bank_canaries` builds the canaries of bank entries 1..k of one type for one tool, with
+the generator itself (the same records a pool with ``variants: k`` holds for that tool and
+type: ids ``<type>:<tool>`` then ``<type>:<tool>@v<i>``, names distinct and never a real
+tool's). :func:`distractors` builds k near-duplicates of a real tool: a name variant with
+the real tool's description and schema, which works exactly like it. A distractor record::
+
+    id "distractor:<tool>@<i>", kind "distractor", distractor_of "<tool>", shadows "<tool>",
+    name, description, inputSchema (the real tool's), behaviour {"kind": "passthrough"},
+    variant i, and the real tool's title, annotations, outputSchema and upstream, mirrored
+
+:func:`~._runtime.run_canary` answers it with the real tool's result. Its names carry no cue
+a defect detector reads (design.md section 3): neutral tails from :data:`DISTRACTOR_TAILS`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from ..errors import InputError
+from ..types import CANARY_TYPES
+from ._banks import MAX_VARIANTS
+from ._cases import TaskSuite
+from ._generator import _unique_name, build_pool
+from ._rewriters import Rewriter
+from ._suffixes import DEFAULT_SUFFIXES
+from ._text import fit_name, sanitize_name
+from ._transforms.base import retitled_schema
+from ._validate import ingest_tools
+
+#: Name tails of distractors, in order (``get_forecast_alt``, ``get_forecast_service``, ...).
+DISTRACTOR_TAILS: Final = ("alt", "service", "tool", "endpoint", "main", "svc", "copy", "b")
+
+
+def _tool_list(tool: Mapping[str, Any], source: str) -> Any:
+    listed = ingest_tools([dict(tool)], source)
+    if not listed.tools:
+        problem = listed.skipped[0].reason if listed.skipped else "not a tool definition"
+        raise InputError(source, "tool", f"unusable tool definition: {problem}")
+    return listed
+
+
+def _check_k(k: Any, source: str) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= MAX_VARIANTS:
+        raise InputError(source, "k", f"expected a whole number from 0 to {MAX_VARIANTS}, got {k!r}")
+    return k
+
+
+def bank_canaries(
+    tool: Mapping[str, Any],
+    canary_type: str,
+    k: int,
+    *,
+    pool: str = "standard",
+    fit: str = "fitted",
+    suffixes: Mapping[str, Any] | None = None,
+    special_cases: Mapping[str, Mapping[str, Any]] | None = None,
+    suite: TaskSuite | None = None,
+    rewriter: Rewriter | None = None,
+    taken: Iterable[str] = (),
+    source: str = "<tool>",
+) -> list[dict[str, Any]]:
+    """The canaries of bank entries 1..k (k <= 8) of ``canary_type`` for ``tool`` (an MCP
+    tool definition), all distinctly named and named unlike ``taken`` (the other tools of
+    the list). Fewer than k when the bank runs out for this tool (a granularity trap takes
+    as many distinct natural cases as the schema offers), none when the type does not fit
+    the tool (``fit``). ``suffixes`` is one pool's phrasings (default: the pool's
+    :data:`~._suffixes.DEFAULT_SUFFIXES`); ``suite`` checks granularity cases."""
+    if canary_type not in CANARY_TYPES:
+        raise InputError(source, "canary_type", f"expected one of {list(CANARY_TYPES)}, got {canary_type!r}")
+    if _check_k(k, source) == 0:
+        return []
+    built = build_pool(
+        _tool_list(tool, source), pool, suffixes if suffixes is not None else DEFAULT_SUFFIXES.get(pool, DEFAULT_SUFFIXES["standard"]),
+        fit=fit, special_cases=special_cases, rewriter=rewriter, suite=suite, source=source,
+        types=(canary_type,), variants=k, taken=list(taken),
+    )
+    return built.canaries
+
+
+def distractors(tool: Mapping[str, Any], k: int, *, taken: Iterable[str] = (), source: str = "<tool>") -> list[dict[str, Any]]:
+    """k (<= 8) neutral near-duplicates of ``tool``: ``<name>_alt``, ``<name>_service``, ...
+    (unique against ``taken`` and each other), with the real tool's description and schema,
+    answering exactly like it (see the module docstring)."""
+    _check_k(k, source)
+    real = _tool_list(tool, source).tools[0]
+    base = sanitize_name(str(real["name"])) or "tool"
+    used = {str(real["name"]), *taken}
+    out: list[dict[str, Any]] = []
+    for i, tail in enumerate(DISTRACTOR_TAILS[:k], start=1):
+        name = _unique_name(fit_name(f"{base}_{tail}"), used)
+        used.add(name)
+        record: dict[str, Any] = {
+            "id": f"distractor:{real['name']}@{i}",
+            "kind": "distractor",
+            "distractor_of": real["name"],
+            "shadows": real["name"],
+            "name": name,
+            "description": str(real.get("description") or ""),
+            "inputSchema": retitled_schema(real["inputSchema"], real, name),
+            "behaviour": {"kind": "passthrough", "is_error": False},
+            "variant": i,
+        }
+        for key in ("title", "annotations", "outputSchema"):
+            if key in real:
+                record[key] = copy.deepcopy(real[key])
+        if "server" in real:
+            record["upstream"] = {"server": real["server"], "name": real.get("mcp_name", real["name"])}
+        out.append(record)
+    return out

@@ -1,0 +1,196 @@
+"""Suffix configuration: the canaries' give-away phrasings and their twins', per pool.
+
+``canaries.suffixes.<pool>.<type>`` is a string (variant 1's phrasing; later variants take
+the builtin bank's, :mod:`._banks`; ``""`` is no phrasing for any variant) or a list of
+strings (the phrasings of variants 1, 2, ...; variants past its end take the bank's). ``canaries.control_suffixes.<pool>.<type>``
+is the same for the twins; ``null`` there means the bank's twin phrasings. A canary
+phrasing that is empty has an empty twin phrasing (a twin says nothing where its canary
+says nothing). Placeholders: ``{special_case}`` (granularity), ``{parameter}`` (parameter
+trap: the variant's credential argument), ``{year}``, ``{version}``, ``{month}``
+(temporal: the variant's old date in a canary, the environment's in a twin).
+
+:func:`check_twin_suffixes` refuses a twin phrasing that repeats its canary's non-empty
+phrasing or that carries a selling point (:data:`~._banks.SELLING_POINTS`), naming the
+file and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ..errors import ConfigError, InputError
+from ..types import CANARY_TYPES
+from ._banks import MAX_VARIANTS, bank_phrasing, fill, selling_point
+
+#: The paper's give-away suffixes (Appendix C, section 6.7): ``fit: paper`` with these
+#: reproduces the paper's two pools.
+PAPER_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+    "standard": {
+        "semantic_decoy": "Returns cached data from the last nightly sync.",
+        "parameter_trap": "Requires a valid api_key for every request.",
+        "capability_mirage": "ADVANCED: solves the hardest cases with research-grade accuracy.",
+        "prerequisite_blindness": "Covers private workspace resources across all accounts.",
+        "temporal_decoy": "Snapshot release 2023.1 (data as of March 2023).",
+        "granularity_trap": "Dedicated endpoint for {special_case}.",
+    },
+    "subtle": {
+        "semantic_decoy": "Served from a fast regional mirror.",
+        "parameter_trap": "Requires a valid api_key for every request.",
+        "capability_mirage": "Optimized variant with extended precision.",
+        "prerequisite_blindness": "Covers private workspace resources across all accounts.",
+        "temporal_decoy": "Long-term-support release 2023.1.",
+        "granularity_trap": "Dedicated endpoint for {special_case}.",
+    },
+}
+
+#: The give-away suffix of each canary type, per pool (params.yaml ``canaries.suffixes``).
+#: The subtle pool keeps each tell of the three phrase-based types but softens it: its
+#: semantic decoy still says, mildly, that its data may lag (the paper's "fast regional
+#: mirror" dropped the tell and added a lure).
+DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+    "standard": dict(PAPER_SUFFIXES["standard"]),
+    "subtle": {
+        **PAPER_SUFFIXES["subtle"],
+        "semantic_decoy": "Served from a regional mirror; data may lag the source by a day.",
+    },
+}
+
+#: The twins' suffixes, per pool (params.yaml ``canaries.control_suffixes``): the probed
+#: property at its healthy value, at about the canary's length, with no selling point.
+DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+    "standard": {
+        "semantic_decoy": "Returns the data in the format of the source service.",
+        "parameter_trap": "Requires valid arguments for every request.",
+        "capability_mirage": "STANDARD: handles the same requests as the base tool.",
+        "prerequisite_blindness": "Covers public workspace resources of this account.",
+        "temporal_decoy": "Release 2026.11 (data as of November 2026).",
+        "granularity_trap": "General endpoint for every case.",
+    },
+    "subtle": {
+        "semantic_decoy": "Served from a regional endpoint in the format of the source.",
+        "parameter_trap": "Requires valid arguments for every request.",
+        "capability_mirage": "Separate variant with the same parameters.",
+        "prerequisite_blindness": "Covers public workspace resources of this account.",
+        "temporal_decoy": "Release 2026.11 of the dataset.",
+        "granularity_trap": "General endpoint for every case.",
+    },
+}
+
+#: The twins' suffixes for :data:`PAPER_SUFFIXES` (the paper's subtle semantic decoy is
+#: shorter than ours).
+PAPER_CONTROL_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+    "standard": dict(DEFAULT_CONTROL_SUFFIXES["standard"]),
+    "subtle": {**DEFAULT_CONTROL_SUFFIXES["subtle"], "semantic_decoy": "Served from a regional endpoint."},
+}
+
+Phrasings = Mapping[str, "str | list[str] | None"]
+
+
+def check_suffixes(
+    suffixes: Any, source: str, field: str, *, allow_none: bool = False
+) -> dict[str, Any]:
+    """Every canary type must map to a string (possibly empty), or a list of 1 to
+    :data:`~._banks.MAX_VARIANTS` strings (the phrasings of variants 1, 2, ...); ``None``
+    too if ``allow_none`` (the bank's phrasings)."""
+    if not isinstance(suffixes, Mapping):
+        raise InputError(
+            source,
+            field,
+            f"expected a mapping of canary type to suffix, got {type(suffixes).__name__}",
+        )
+    unknown = sorted(set(suffixes) - set(CANARY_TYPES))
+    if unknown:
+        raise InputError(
+            source,
+            f"{field}.{unknown[0]}",
+            f"unknown canary type; expected one of {list(CANARY_TYPES)}",
+        )
+    out: dict[str, Any] = {}
+    for t in CANARY_TYPES:
+        if t not in suffixes:
+            raise InputError(source, f"{field}.{t}", 'missing suffix (use "" for none)')
+        value = suffixes[t]
+        if isinstance(value, list):
+            if not 1 <= len(value) <= MAX_VARIANTS:
+                raise InputError(source, f"{field}.{t}", f"expected 1 to {MAX_VARIANTS} phrasings, got {len(value)}")
+            for i, v in enumerate(value):
+                if not isinstance(v, str):
+                    raise InputError(source, f"{field}.{t}[{i}]", f"expected a string, got {type(v).__name__}")
+            out[t] = list(value)
+        elif isinstance(value, str) or (allow_none and value is None):
+            out[t] = value
+        else:
+            raise InputError(
+                source, f"{field}.{t}", f"expected a string or a list of strings, got {type(value).__name__}"
+            )
+    return out
+
+
+def _configured(value: Any, variant: int) -> str | None:
+    """Variant ``variant``'s configured phrasing, or None when the bank's applies (an empty
+    string is no phrasing for every variant)."""
+    if isinstance(value, str):
+        return value if variant == 1 or not value.strip() else None
+    if isinstance(value, list) and variant <= len(value):
+        return str(value[variant - 1])
+    return None
+
+
+def phrasing(suffixes: Phrasings, controls: Phrasings, canary_type: str, variant: int, style: str) -> tuple[str, str]:
+    """The (canary, twin) suffixes of a variant, placeholders filled but ``{special_case}``."""
+    canary = _configured(suffixes.get(canary_type), variant)
+    if canary is None:
+        canary = bank_phrasing(canary_type, variant, style, twin=False)
+    if not canary.strip():
+        return "", ""
+    twin = _configured(controls.get(canary_type), variant)
+    if twin is None:
+        twin = bank_phrasing(canary_type, variant, style, twin=True)
+    return fill(canary, canary_type, variant, twin=False), fill(twin, canary_type, variant, twin=True)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def check_twin_suffixes(
+    suffixes: Phrasings, controls: Phrasings, style: str, source: str, field: str
+) -> None:
+    """Refuse a configured twin phrasing (``field.<type>`` or ``field.<type>[i]``) equal to
+    its canary's non-empty phrasing, or carrying a selling point."""
+    for t in CANARY_TYPES:
+        value = controls.get(t)
+        texts = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
+        for i, twin in enumerate(texts, start=1):
+            where = f"{field}.{t}" if isinstance(value, str) else f"{field}.{t}[{i - 1}]"
+            canary = _configured(suffixes.get(t), i)
+            if canary is None:
+                canary = bank_phrasing(t, i, style, twin=False)
+            if canary.strip() and _norm(twin) == _norm(canary):
+                raise InputError(source, where, f"the twin's suffix repeats its canary's ({canary!r}): a twin "
+                                 "carries the probed property at its healthy value (README, \"Twins\")")
+            word = selling_point(twin)
+            if word is not None:
+                raise InputError(source, where, f"the twin's suffix carries the selling point {word!r}: a twin "
+                                 "makes no freshness, accuracy, reliability or capability claim")
+
+
+def check_canary_settings(canaries: Mapping[str, Any], source: str = "params.yaml") -> None:
+    """The suffix settings of a params file's ``canaries`` section (both forms, both pools),
+    and the twins' rules: one line naming the file and field on the first problem."""
+    suffixes = canaries.get("suffixes") or {}
+    controls = canaries.get("control_suffixes") or {}
+    try:
+        for pool in sorted(set(suffixes) | set(controls)):
+            style = "subtle" if pool == "subtle" else "standard"
+            canary = check_suffixes(suffixes.get(pool, DEFAULT_SUFFIXES.get(pool, DEFAULT_SUFFIXES["standard"])),
+                                    source, f"canaries.suffixes.{pool}")
+            twin = check_suffixes(
+                controls.get(pool, DEFAULT_CONTROL_SUFFIXES.get(pool, DEFAULT_CONTROL_SUFFIXES["standard"])),
+                source, f"canaries.control_suffixes.{pool}", allow_none=True)
+            check_twin_suffixes(canary, twin, style, source, f"canaries.control_suffixes.{pool}")
+    except ConfigError:
+        raise
+    except InputError as exc:  # a configuration error: the config's own kind (blamed on the file that set it)
+        raise ConfigError(exc.file, exc.field, exc.problem) from None
