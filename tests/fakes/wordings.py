@@ -112,3 +112,60 @@ def reword(canary: Mapping[str, Any]) -> dict[str, Any]:
                                 "missing_error": "missing required parameter: access_token"}
         out["description"] = out["description"].replace("Version 2", "Version 3")
     return out
+
+
+# --------------------------------------------------------------------------- hand-made lists
+
+
+def suffix_in(canary: Mapping[str, Any], suffixes: Mapping[str, str]) -> str:
+    """The give-away sentence ``canary`` carries (its pool's suffix, the special case filled)."""
+    sfx = suffixes[canary["type"]]
+    if "{special_case}" in sfx:
+        m = re.search(r"for (.+?) only", canary["description"])
+        sfx = sfx.replace("{special_case}", m.group(1) if m else "")
+    return sfx
+
+
+def twins_for(canaries: list[dict[str, Any]], tools: list[dict[str, Any]], suffixes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """A hand twin per canary, by canary id."""
+    real = {t["name"]: t for t in tools}
+    return {c["id"]: hand_twin(c, real[c["shadows"]], suffix_in(c, suffixes)) for c in canaries}
+
+
+def declared_list(task: Any, tools: list[dict[str, Any]], canaries: list[dict[str, Any]],
+                  twins: Mapping[str, dict[str, Any]], swap: str | None = None) -> Any:
+    """The task's declared list (every real tool, then the canaries of its declared types for
+    its correct tools), or its control arm ``swap`` (that type's canaries swapped for their
+    twins, in the same slots), as a loop ToolSet."""
+    from canarykit.agents.loop import build_toolset
+    from canarykit.assembly import tool_list_hash
+    from canarykit.records import OfferedTool
+
+    by_key = {(c["shadows"], c["type"]): c for c in canaries}
+    defs = [{k: t[k] for k in ("name", "description", "inputSchema")} for t in tools]
+    offered = [OfferedTool(t["name"]) for t in tools]
+    records: dict[str, Any] = {}
+    for f in task.correct_tools:
+        for ctype in task.declared_types:
+            c = by_key.get((f, ctype))
+            if c is None:
+                continue
+            rec = twins[c["id"]] if ctype == swap else c
+            records[rec["id"]] = rec
+            defs.append({k: rec[k] for k in ("name", "description", "inputSchema")})
+            offered.append(OfferedTool(rec["name"], shadows=f, control_id=rec["id"], control_type=ctype) if ctype == swap
+                           else OfferedTool(rec["name"], rec["id"], ctype, f))
+    return build_toolset(defs, offered, tool_list_hash(defs), records, scope="wordings")
+
+
+def first_pick(record: Any, ctype: str) -> bool | None:
+    """Design note section 4's first pick of ``ctype`` in a run record (the detector's side:
+    it reads the offered metadata): whether the run's first call into the families of the
+    real tools ``ctype``'s stand-ins shadow went to one of them (None: no such call)."""
+    stand = {o.name for o in record.offered if ctype in (o.canary_type, o.control_type)}
+    shadowed = {o.shadows for o in record.offered if o.name in stand}
+    family = shadowed | {o.name for o in record.offered if o.shadows in shadowed}
+    for e in record.events:
+        if e.kind == "tool_call" and e.name in family:
+            return e.name in stand
+    return None
