@@ -9,13 +9,15 @@ of which type, shadowing what, is the detector's knowledge, not an agent's. What
 reads in a tool's text (its look-alikes, the defects their text shows, a defective result)
 is :mod:`canarykit.agents.reference_text`.
 
-An agent walks the plan; at each step it picks the tool to call first among the real tool
-``f`` the step needs and ``f``'s look-alikes in the list, by its policy (below), with the
-step's arguments mapped onto the chosen tool's parameters (a credential no one can supply is
-left out). After a look-alike's result that reads as defective (an error, a 401, a missing
-key, a cached / approximate / snapshot marker, an answer about another case) it avoids that
-tool for the rest of the run, and backs off to ``f`` for the same step with probability
-``backoff_prob``. When the plan is done it answers with the environment's composer over the
+An agent walks the plan; at the first step that needs a real tool ``f`` it picks the tool to
+call among ``f`` and ``f``'s look-alikes in the list, by its policy (below), with the step's
+arguments mapped onto the chosen tool's parameters (a credential no one can supply is left
+out), and keeps using what served it for ``f``'s later steps. After a look-alike's result
+that reads as defective (an error, a 401, a missing key, a cached / approximate / snapshot
+marker, an answer about another case) it avoids that tool for the rest of the run (a later
+step picks again), and backs off to ``f`` for the same step with probability
+``backoff_prob``. So a planted agent's trap rate on its type is ``take_prob`` where the
+canary is the only look-alike it accepts. When the plan is done it answers with the environment's composer over the
 evidence it has seen. One call per turn; the whole walk is recomputed from the conversation
 at every turn, so the same policy behind an HTTP endpoint (tests/fakes/reference_server.py)
 makes exactly the same calls.
@@ -383,6 +385,7 @@ def next_call(agent_name: str, params: Mapping[str, Any], view: View) -> tuple[s
     tools, by_name = cat.tools, cat.by_name
     history, pos = view.history, 0
     avoid: set[str] = set()
+    kept: dict[str, str] = {}  # real tool -> the member of its family whose result was taken
     for number, step in enumerate(view.task.plan):
         real = by_name.get(step.tool)
         idx, shown = cat.family(step.tool)
@@ -390,20 +393,29 @@ def next_call(agent_name: str, params: Mapping[str, Any], view: View) -> tuple[s
         sv = StepView(str(view.task.prompt), step.tool, step.args, real, tools, tuple(tools[i] for i in idx),
                       shown, frozenset(avoid))
         name = policy(sv, rng, params)
+        family = {step.tool} | {str(tools[i]["name"]) for i in idx}
+        if kept.get(step.tool) in family - avoid:
+            name = kept[step.tool]  # the tool it already used for this real tool's job
         args = _arguments(agent_name, name, step, by_name, real)
         if pos == len(history):
             return name, args
         seen = history[pos]
         pos += 1
         if name == step.tool:
+            kept[step.tool] = name
             continue
         backs = rng.random() < float(params.get("backoff_prob", 0.0))
-        if result_defective(seen.result, step.args, args):
-            avoid.add(name)
-            if backs:
-                if pos == len(history):
-                    return step.tool, dict(step.args)
-                pos += 1
+        if not result_defective(seen.result, step.args, args):
+            if name in family:
+                kept[step.tool] = name
+            continue
+        avoid.add(name)
+        kept.pop(step.tool, None)
+        if backs:
+            kept[step.tool] = step.tool
+            if pos == len(history):
+                return step.tool, dict(step.args)
+            pos += 1
     return None
 
 
