@@ -6,6 +6,7 @@ generator ships."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,10 @@ def _listed(path: Path, drop_server: str | None = None) -> list[dict[str, Any]]:
 
 
 def _pool(real: list[dict[str, Any]], pool: str, suffixes: dict[str, str], **kw: Any) -> list[dict[str, Any]]:
+    # every wording of the generator's banks, where it has them (design note section 2:
+    # canaries.variants picks the first K entries of each type's bank, at most 8)
+    if "variants" in inspect.signature(canaries.build_pool).parameters:
+        kw.setdefault("variants", 8)
     return canaries.build_pool(real, pool, suffixes, **kw).canaries
 
 
