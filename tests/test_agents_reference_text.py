@@ -29,11 +29,25 @@ def _listed(path: Path, drop_server: str | None = None) -> list[dict[str, Any]]:
 
 
 def _pool(real: list[dict[str, Any]], pool: str, suffixes: dict[str, str], **kw: Any) -> list[dict[str, Any]]:
-    # every wording of the generator's banks, where it has them (design note section 2:
-    # canaries.variants picks the first K entries of each type's bank, at most 8)
+    """The canaries, and the generator's twins when it writes them (records with a ``variant``,
+    design note section 2) after them. Every wording of the generator's banks, where it has
+    them (``canaries.variants`` takes the first K entries of each type's bank, at most 8)."""
     if "variants" in inspect.signature(canaries.build_pool).parameters:
         kw.setdefault("variants", 8)
-    return canaries.build_pool(real, pool, suffixes, **kw).canaries
+    built = canaries.build_pool(real, pool, suffixes, controls=True, **kw)
+    return built.canaries + [c for c in built.controls if "variant" in c]
+
+
+def _split(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return [r for r in records if "control_of" not in r], [r for r in records if "control_of" in r]
+
+
+def _twins(real: list[dict[str, Any]], records: list[dict[str, Any]], suffixes: dict[str, str]) -> list[dict[str, Any]]:
+    """The generator's twins, and twins written by hand (design note section 2) for the
+    canaries whose give-away sentence is the pool's configured one (first variants)."""
+    cans, generated = _split(records)
+    first = [c for c in cans if "@v" not in c["id"]]
+    return generated + list(twins_for(first, real, suffixes).values())
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +58,8 @@ def pools() -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[
     out = {
         "standard": (builtin, _pool(builtin, "standard", std), std),
         "subtle": (builtin, _pool(builtin, "subtle", sub), sub),
-        "reworded": (builtin, [reword(c) for c in _pool(builtin, "standard", REWORDED_SUFFIXES, special_cases=REWORDED_CASES)],
+        "reworded": (builtin, [c if "control_of" in c else reword(c)
+                               for c in _pool(builtin, "standard", REWORDED_SUFFIXES, special_cases=REWORDED_CASES)],
                      REWORDED_SUFFIXES),
     }
     # github-work repeats the github server tool for tool, text for text: by text the two
@@ -80,7 +95,8 @@ FLOORS = {"standard": (1.0, 1.0), "subtle": (1.0, 1.0), "reworded": (1.0, 1.0),
 @pytest.mark.parametrize("name", list(FLOORS))
 def test_lookalikes_of_canaries_and_of_twins_match_the_metadata(pools: Any, name: str) -> None:
     real, cans, suffixes = pools[name]
-    twins = list(twins_for(cans, real, suffixes).values())
+    twins = _twins(real, cans, suffixes)
+    cans = _split(cans)[0]
     for stand_ins in (cans, twins):
         precision, recall = lookalike_scores(real, stand_ins)
         assert precision >= FLOORS[name][0] and recall >= FLOORS[name][1], (name, precision, recall)
@@ -88,16 +104,18 @@ def test_lookalikes_of_canaries_and_of_twins_match_the_metadata(pools: Any, name
 
 @pytest.mark.parametrize("name", list(FLOORS))
 def test_every_canary_shows_its_defect_and_no_other_and_twins_none(pools: Any, name: str) -> None:
-    real, cans, suffixes = pools[name]
+    real, records, suffixes = pools[name]
     by_name = {t["name"]: t for t in real}
+    cans = _split(records)[0]
     assert cans, name
     wrong = [(c["id"], sorted(defects(c, by_name[c["shadows"]]))) for c in cans if defects(c, by_name[c["shadows"]]) != {c["type"]}]
     assert wrong == []
-    twins = twins_for(cans, real, suffixes)
-    flagged = [(t["name"], sorted(defects(t, by_name[t["shadows"]]))) for t in twins.values() if defects(t, by_name[t["shadows"]])]
-    assert flagged == []
+    twins = _twins(real, records, suffixes)
+    flagged = [(t["name"], sorted(defects(t, by_name[t["shadows"]]))) for t in twins if defects(t, by_name[t["shadows"]])]
+    assert flagged == [] and twins
     # a twin is its canary with one property healed: never the same text
-    assert all(ToolText.of(twins[c["id"]]) != ToolText.of(c) for c in cans)
+    of = {c["id"]: c for c in cans}
+    assert all(ToolText.of(t) != ToolText.of(of[t["control_of"]]) for t in twins)
 
 
 def test_real_tools_show_no_defect(pools: Any) -> None:
