@@ -1,4 +1,5 @@
-"""What a text-only agent reads in a tool list (canarykit.agents.reference_text), checked
+"""What a text-only agent reads in a tool list (canarykit.agents.reference_text and
+reference_cues), checked
 against the pools' metadata: the look-alike finder and the six defect detectors on the
 built-in standard and subtle pools, on pools generated from foreign and real MCP tool lists,
 on a reworded pool, on twins written by hand (design note, section 2) and on phrasings no
@@ -15,7 +16,8 @@ import pytest
 from fakes.wordings import REWORDED_CASES, REWORDED_SUFFIXES, reword, twins_for
 
 from canarykit import canaries, tools
-from canarykit.agents.reference_text import ToolText, defects, lookalike_indices, result_defective
+from canarykit.agents.reference_cues import defects, result_defective
+from canarykit.agents.reference_text import ToolText, lookalike_indices
 from canarykit.types import CANARY_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,7 +7,8 @@ as the model gets them (names, descriptions, input schemas) and the conversation
 calls and the results it read). Never from canary metadata: which offered tool is a canary,
 of which type, shadowing what, is the detector's knowledge, not an agent's. What an agent
 reads in a tool's text (its look-alikes, the defects their text shows, a defective result)
-is :mod:`canarykit.agents.reference_text`.
+is :mod:`canarykit.agents.reference_text` (look-alikes) and
+:mod:`canarykit.agents.reference_cues` (defects, results).
 
 An agent walks the plan; at the first step that needs a real tool ``f`` it picks the tool to
 call among ``f`` and ``f``'s look-alikes in the list, by its policy (below), with the step's
@@ -65,14 +66,8 @@ from typing import Any
 from ..jsonio import canonical_json, safe_json_loads
 from ..registry import Registry
 from .protocol import BackendError, ChatRequest, ChatResponse, ToolCall, register_backend
-from .reference_text import (
-    ToolText,
-    credential_arguments,
-    defects,
-    lookalike_indices,
-    result_defective,
-    tokenize,
-)
+from .reference_cues import credential_arguments, defects, result_defective
+from .reference_text import ToolText, lookalike_indices, tokenize
 from .refparams import agent_params
 
 # --------------------------------------------------------------------------- what an agent sees
