@@ -35,17 +35,6 @@ from .reference_text import ToolText, tokenize
 #: The environment's year: a year before it, in a tool's name or description, dates its data.
 ENV_YEAR = TODAY.year
 
-#: Each detector, by the canary type whose property it reads, and that property in words.
-PROPERTIES: dict[str, str] = {
-    "semantic_decoy": "stale data",
-    "parameter_trap": "a required credential argument",
-    "capability_mirage": "an inflated capability claim",
-    "prerequisite_blindness": "a privileged scope",
-    "temporal_decoy": "an old date",
-    "granularity_trap": "a hard-coded case",
-}
-
-
 def _rx(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
 
