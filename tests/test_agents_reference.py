@@ -258,9 +258,11 @@ def paired_picks() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
     from canarykit.types import CANARY_TYPES
 
     real = tools.mcp_definitions()
-    pool = canaries.build_pool(real, "standard", canaries.DEFAULT_SUFFIXES["standard"])
-    twins = twins_for(pool.canaries, real, canaries.DEFAULT_SUFFIXES["standard"])
-    hosted = {(c["shadows"], c["type"]) for c in pool.canaries}
+    # first wording variants only: their give-away sentence is the configured one, which the
+    # hand-written twins replace
+    cans = [c for c in canaries.build_pool(real, "standard", canaries.DEFAULT_SUFFIXES["standard"]).canaries if "@v" not in c["id"]]
+    twins = twins_for(cans, real, canaries.DEFAULT_SUFFIXES["standard"])
+    hosted = {(c["shadows"], c["type"]) for c in cans}
     models = [{"name": f"planted:{t}", "backend": "reference", "agent": "planted", "canary_type": t} for t in CANARY_TYPES]
     models += [{"name": a, "backend": "reference", "agent": a} for a in ("surface", "claims", "careful", "uniform", "random", "oracle")]
     out: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
@@ -270,10 +272,10 @@ def paired_picks() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
         for task in load_tasks(SUITE)[::2]:
             def run(ts: Any, condition: str, task: Any = task, m: Any = m, backend: Any = backend) -> RunRecord:
                 return asyncio.run(run_one(RunSpec(m, task, condition, "standard", 0, ts, 12), backend))
-            declared = run(declared_list(task, real, pool.canaries, twins), "declared")
+            declared = run(declared_list(task, real, cans, twins), "declared")
             for t in set(task.declared_types):
                 if any((f, t) in hosted for f in task.correct_tools):
-                    arm = run(declared_list(task, real, pool.canaries, twins, swap=t), "control")
+                    arm = run(declared_list(task, real, cans, twins, swap=t), "control")
                     a, b = first_pick(declared, t), first_pick(arm, t)
                     if a is not None and b is not None:
                         picks.setdefault(t, []).append((a, b))
