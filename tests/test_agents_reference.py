@@ -1,8 +1,10 @@
-"""Reference agents: oracle, random, lexical and planted, through the real loop."""
+"""Reference agents through the real loop: the oracle, the baselines, and the text policies'
+known answers on the built-in pool with twins written by hand (design note, section 2)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,10 +59,10 @@ def test_default_reference_grid_runs_and_is_reused(tmp_path: Path) -> None:
     conditions = ["baseline", "declared", "full", "control", "mirrored"]
     tasks_path, pools, tasks = make_study(tmp_path / "study", n_tasks=4, pools={"standard": conditions, "subtle": ["declared"]})
     models = reference_models()
-    assert len(models) == 10
+    assert len(models) == 12
     args = ({"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet", tmp_path / "summary.json")
     s1 = run_grid(models, tasks_path, pools, [0], *args, progress=False)
-    assert s1.failed == 0 and s1.total == 10 * 4 * (len(conditions) + 1) and s1.backend_calls > 0
+    assert s1.failed == 0 and s1.total == 12 * 4 * (len(conditions) + 1) and s1.backend_calls > 0
     idx = pl.read_parquet(tmp_path / "runs.parquet")
     assert set(idx["backend"]) == {"reference"} and set(idx["provider"]) == {"reference"}
     assert idx.select(pl.struct("model", "condition", "pool", "seed", "task_id").n_unique()).item() == idx.height
@@ -92,8 +94,9 @@ def test_planted_agent_takes_its_type_at_take_prob() -> None:
 
 
 def test_reference_agents_are_deterministic() -> None:
-    for agent in ("random", "lexical", "planted"):
-        m = {"name": agent, "backend": "reference", "agent": agent, "canary_type": "capability_mirage", "take_prob": 0.5, "backoff_prob": 0.5}
+    for agent in ("random", "lexical", "planted", "surface", "claims", "careful", "uniform"):
+        m = {"name": agent, "backend": "reference", "agent": agent, "take_prob": 0.5, "backoff_prob": 0.5,
+             "canary_type": "capability_mirage" if agent == "planted" else None}
         a, b = run_ref(m), run_ref(m)
         assert [e.to_dict() for e in a.events if e.kind != "model_turn"] == [e.to_dict() for e in b.events if e.kind != "model_turn"]
         assert a.final_answer == b.final_answer
@@ -137,8 +140,9 @@ def test_argument_helpers() -> None:
 
 
 def test_description_blind_agents_act_identically_on_both_pools(tmp_path: Path) -> None:
-    """Only the subtle pool's descriptions differ, and only lexical reads descriptions: every
-    other reference agent makes the same calls on both pools (its ablation delta is 0)."""
+    """Only the subtle pool's descriptions differ: it gives every tool the same look-alikes and
+    its softened tells show the same defects, so every reference agent but lexical (whose
+    BM25 scores read the words) makes the same calls on both pools (its ablation delta is 0)."""
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["declared"], "subtle": ["declared"]})
     models = [m for m in reference_models() if m["agent"] != "lexical"]
     run_grid(models, tasks_path, pools, [0], {"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet",
@@ -163,4 +167,152 @@ def test_an_unknown_reference_agent_names_the_model_and_the_known_ones() -> None
         make_backend({"name": "mine", "backend": "reference", "agent": "oracel"})
     text = str(err.value)
     assert "models[mine].agent" in text and "'oracel'" in text
-    assert all(name in text for name in ("oracle", "random", "lexical", "planted", "surface"))
+    assert all(name in text for name in ("oracle", "random", "lexical", "planted", "surface", "claims", "careful", "uniform"))
+
+
+# --------------------------------------------------------------------------- text only
+
+CANARY_METADATA = re.compile(r"canary_type|canary_id|control_type|control_id|shadows")
+
+
+def test_no_reference_agent_module_names_canary_metadata() -> None:
+    """What the review hook greps: the reference agents' modules never handle an offered
+    tool's canary type, id, control fields or shadowed tool (not even in prose)."""
+    files = sorted((ROOT / "src" / "canarykit" / "agents").glob("reference*.py"))
+    assert len(files) >= 2
+    for f in files:
+        hits = [(i, line) for i, line in enumerate(f.read_text().splitlines(), 1) if CANARY_METADATA.search(line)]
+        assert hits == [], (f.name, hits)
+
+
+def test_decisions_do_not_change_when_the_metadata_is_wrong() -> None:
+    """The backend answers the same with the offered metadata scrambled or gone: it reads the
+    tools as a model gets them, the task and the conversation, nothing else."""
+    from canarykit.agents.protocol import ChatRequest, RunContext
+    from canarykit.records import OfferedTool
+
+    ts = toolset()
+    lies = [OfferedTool(o.name, "x:y", "temporal_decoy", "add") for o in ts.offered]
+    for agent in ("planted", "surface", "careful", "claims", "uniform", "lexical", "random"):
+        m = {"name": agent, "backend": "reference", "agent": agent, "take_prob": 1.0, "backoff_prob": 1.0,
+             "canary_type": "parameter_trap" if agent == "planted" else None}
+        backend = make_backend(m)
+        for i in range(10):
+            task = FakeTask(id=f"m{i}", prompt=f"Weather in Paris (variant {i}), and 2 + 3?")
+            msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": task.prompt}]
+            answers = []
+            for offered in (ts.offered, lies, ()):
+                ctx = RunContext("r", "h", task, offered, ts.tools, [], lambda ev: "done")
+                resp = backend.respond(ChatRequest(msgs, ts.openai_tools, 0, context=ctx))
+                answers.append([(c.name, c.arguments) for c in resp.tool_calls])
+            assert answers[0] == answers[1] == answers[2], (agent, answers)
+
+
+def test_the_new_agents_params_are_validated_with_one_line_naming_the_key() -> None:
+    from canarykit.config import validate_params
+    from canarykit.errors import ConfigError
+
+    cases = [
+        ({"name": "c", "backend": "reference", "agent": "careful", "take_prob": 1.5}, "models[c].take_prob"),
+        ({"name": "k", "backend": "reference", "agent": "claims", "backoff_prob": "half"}, "models[k].backoff_prob"),
+        ({"name": "p", "backend": "reference", "agent": "planted", "take_prob": 0.5}, "models[p].canary_type"),
+        ({"name": "u", "backend": "reference", "agent": "uniform", "canary_type": "semantic_decoy"}, "models[u].canary_type"),
+    ]
+    for spec, key in cases:
+        with pytest.raises(ConfigError) as err:
+            make_backend(spec)
+        assert key in str(err.value) and "\n" not in str(err.value)
+    cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
+    names = {m["name"]: m for m in validate_params(cfg)["models"]}
+    assert names["planted:claims"]["agent"] == "claims" and names["planted:claims"]["group"] == "planted"
+    assert names["careful"]["agent"] == "careful" and names["careful"]["group"] == "reference"
+    cfg["models"].append({"name": "u", "backend": "reference", "agent": "uniform"})
+    assert validate_params(cfg)["models"][-1]["agent"] == "uniform"
+    cfg["models"][-1]["take_prob"] = 2
+    with pytest.raises(ConfigError, match=r"models\[\d+\]\.take_prob|take_prob"):
+        validate_params(cfg)
+
+
+def test_uniform_picks_evenly_among_a_tool_and_its_lookalikes() -> None:
+    """On the fake world get_weather has one look-alike (get_weather_v2; advanced_weather's
+    text shares too little with it): the first call goes to either at rate 1/2."""
+    m = {"name": "u", "backend": "reference", "agent": "uniform", "backoff_prob": 0.0}
+    n, look = 400, 0
+    for i in range(n):
+        rec = run_ref(m, FakeTask(id=f"u{i}"))
+        first = next(e.name for e in rec.events if e.kind == "tool_call")
+        assert first in ("get_weather", "get_weather_v2")
+        look += first == "get_weather_v2"
+    assert abs(look - n / 2) < 4 * (n / 4) ** 0.5
+
+
+@pytest.fixture(scope="module")
+def paired_picks() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
+    """Per agent and type: the (declared, control arm) first picks of every task of half the
+    suite with an opportunity, on the built-in standard pool with hand-written twins."""
+    from fakes.study import SUITE
+    from fakes.wordings import declared_list, first_pick, twins_for
+
+    from canarykit import canaries, tools
+    from canarykit.tasks import load_tasks
+    from canarykit.types import CANARY_TYPES
+
+    real = tools.mcp_definitions()
+    # first wording variants only: their give-away sentence is the configured one, which the
+    # hand-written twins replace
+    cans = [c for c in canaries.build_pool(real, "standard", canaries.DEFAULT_SUFFIXES["standard"]).canaries if "@v" not in c["id"]]
+    twins = twins_for(cans, real, canaries.DEFAULT_SUFFIXES["standard"])
+    hosted = {(c["shadows"], c["type"]) for c in cans}
+    models = [{"name": f"planted:{t}", "backend": "reference", "agent": "planted", "canary_type": t} for t in CANARY_TYPES]
+    models += [{"name": a, "backend": "reference", "agent": a} for a in ("surface", "claims", "careful", "uniform", "random", "oracle")]
+    out: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
+    for m in models:
+        m.update(take_prob=0.5, backoff_prob=0.5)
+        backend, picks = make_backend(m), out.setdefault(m["name"], {})
+        for task in load_tasks(SUITE)[::2]:
+            def run(ts: Any, condition: str, task: Any = task, m: Any = m, backend: Any = backend) -> RunRecord:
+                return asyncio.run(run_one(RunSpec(m, task, condition, "standard", 0, ts, 12), backend))
+            declared = run(declared_list(task, real, cans, twins), "declared")
+            for t in set(task.declared_types):
+                if any((f, t) in hosted for f in task.correct_tools):
+                    arm = run(declared_list(task, real, cans, twins, swap=t), "control")
+                    a, b = first_pick(declared, t), first_pick(arm, t)
+                    if a is not None and b is not None:
+                        picks.setdefault(t, []).append((a, b))
+    return out
+
+
+def _rates(pairs: list[tuple[bool, bool]]) -> tuple[float, float]:
+    return sum(a for a, _ in pairs) / len(pairs), sum(b for _, b in pairs) / len(pairs)
+
+
+def test_planted_agents_are_blind_to_their_type_and_sensitive_to_the_others(paired_picks: Any) -> None:
+    """Common random numbers: on its own type a planted agent takes the canary exactly when it
+    takes the twin (every pair agrees, the delta is 0); on every other type it never takes
+    the canary and does take the twin."""
+    from canarykit.types import CANARY_TYPES
+
+    for ctype in CANARY_TYPES:
+        picks = paired_picks[f"planted:{ctype}"]
+        assert set(picks) == set(CANARY_TYPES)
+        for t, pairs in picks.items():
+            canary, twin = _rates(pairs)
+            assert len(pairs) >= 10, (ctype, t)
+            if t == ctype:
+                assert all(a == b for a, b in pairs) and 0.2 < twin < 0.8, (ctype, t, canary, twin)
+            else:
+                assert canary == 0.0 and twin > 0.2, (ctype, t, canary, twin)
+
+
+def test_surface_uniform_and_random_are_blind_claims_lured_careful_sensitive(paired_picks: Any) -> None:
+    for name in ("surface", "uniform", "random"):
+        for t, pairs in paired_picks[name].items():
+            assert all(a == b for a, b in pairs), (name, t)
+    assert all(_rates(p)[1] > 0.1 for p in paired_picks["surface"].values())
+    for t, pairs in paired_picks["claims"].items():
+        canary, twin = _rates(pairs)
+        assert twin == 0.0 and (canary > 0.2 if t == "capability_mirage" else canary == 0.0), (t, canary, twin)
+    for t, pairs in paired_picks["careful"].items():
+        canary, twin = _rates(pairs)
+        assert canary == 0.0 and twin > 0.2, (t, canary, twin)
+    assert all(_rates(p) == (0.0, 0.0) for p in paired_picks["oracle"].values())

@@ -293,23 +293,33 @@ def _run(model: dict[str, Any], a: Any, pool: Any) -> RunRecord:
     return asyncio.run(run_one(spec, make_backend(model)))
 
 
-def test_planted_agents_never_call_a_control_and_the_surface_agent_does(built: dict, pool: Any) -> None:
+def test_reference_agents_choose_by_text_and_slot_not_by_metadata(built: dict, pool: Any) -> None:
+    """Reference agents read only text. A planted agent taking every look-alike it accepts
+    calls, among the canaries of a declared list, only those of its own type (the others'
+    text shows their defect). The surface agent's draws do not depend on the look-alikes'
+    texts: with canaries and with controls in the same slots, its first call into each real
+    tool's family goes to the same slot."""
     surface = {"name": "s", "backend": "reference", "agent": "surface", "take_prob": 1.0, "backoff_prob": 1.0, "group": "planted"}
     lists = [a for (c, s, _t), a in built.items() if c == "control" and s == 0 and a.controls][:12]
-    seen: set[str] = set()
+    own = 0
     for a in lists:
-        for t in {o.control_type for o in a.offered if o.control_type}:
+        dec = built[("declared", a.seed, a.task_id)]
+        for t in {o.canary_type for o in dec.offered if o.canary_type}:
             planted = {"name": "p", "backend": "reference", "agent": "planted", "canary_type": t, "take_prob": 1.0,
                        "backoff_prob": 0.0, "group": "planted"}
-            rec = _run(planted, a, pool)
-            assert not any(c.cls == "control" for c in classify_calls(rec))
-        rec = _run(surface, a, pool)
-        calls = classify_calls(rec)
-        took = {c.control_type for c in calls if c.cls == "control"}
-        assert took == {o.control_type for o in a.offered if o.control_type}, a.task_id
-        assert rec.status == "completed"
-        seen |= took
-        # with canaries, the same agent takes the canaries in the same slots
-        dec = _run(surface, built[("declared", a.seed, a.task_id)], pool)
-        assert {c.canary_type for c in classify_calls(dec) if c.cls == "canary"} == took
-    assert len(seen) >= 3
+            taken = {c.canary_type for c in classify_calls(_run(planted, dec, pool)) if c.cls == "canary"}
+            assert taken <= {t}, (a.task_id, t, taken)
+            own += taken == {t}
+        firsts = []
+        for lst in (dec, a):
+            rec = _run(surface, lst, pool)
+            assert rec.status == "completed"
+            slot = {o.name: i for i, o in enumerate(lst.offered)}
+            shadows = {o.name: o.shadows or o.name for o in lst.offered}
+            first: dict[str, int] = {}
+            for e in rec.events:
+                if e.kind == "tool_call" and e.name in slot:
+                    first.setdefault(str(shadows[e.name]), slot[e.name])
+            firsts.append(first)
+        assert firsts[0] == firsts[1], a.task_id
+    assert own >= 10

@@ -2,7 +2,9 @@
 
 The oracle must have csr 0 and pass every rubric; each planted agent's highest
 type-specific trap rate must be its own type, and its measured trap and recovery rates must
-match the planted probabilities within their bootstrap intervals (family-wise 95%). The pool
+match the planted probabilities within their task-clustered bootstrap intervals (family-wise
+95%: a reference agent's draws depend on the task, not on the seed, so runs of one task are
+one observation). The pool
 is the default study's (the workflow's generator call, params.yaml's canaries settings, the
 task-suite check).
 """
@@ -68,8 +70,10 @@ def runs(study: tuple[pl.DataFrame, dict[str, Any]]) -> pl.DataFrame:
 ALPHA = 0.05 / 12
 
 
-def _ci(values: np.ndarray) -> tuple[float, float]:
-    lo, hi = bootstrap_mean_ci(values.astype(float), 10_000, np.random.default_rng(0), alpha=ALPHA)
+def _ci(df: pl.DataFrame, column: str) -> tuple[float, float]:
+    """The interval of ``column``'s mean over tasks (each task's runs averaged first)."""
+    per_task = df.group_by("task_id").agg(pl.col(column).cast(pl.Float64).mean())[column].to_numpy()
+    lo, hi = bootstrap_mean_ci(per_task, 10_000, np.random.default_rng(0), alpha=ALPHA)
     assert lo is not None and hi is not None
     return lo, hi
 
@@ -81,17 +85,26 @@ def test_oracle_is_never_trapped_and_always_succeeds(runs: pl.DataFrame) -> None
     assert o["success"].all()
 
 
+def _one_host(document: dict[str, Any], ctype: str) -> list[str]:
+    """Tasks whose plan needs exactly one real tool with a canary of ``ctype``: there the agent
+    decides once (it takes the canary with ``take_prob``), so its trap rate is ``take_prob``
+    (with two such tools it decides twice and falls with 1 - (1 - take_prob)^2)."""
+    hosts = {c["shadows"] for c in document["canaries"] if c["type"] == ctype}
+    tasks = load_tasks(Path(document["root"]) / "tasks.json")
+    return [t.id for t in tasks if len({s.tool for s in t.plan} & hosts) == 1]
+
+
 @pytest.mark.parametrize("ctype", CANARY_TYPES)
-def test_planted_agent_is_diagnosed_with_its_type_and_rates(runs: pl.DataFrame, ctype: str) -> None:
+def test_planted_agent_is_diagnosed_with_its_type_and_rates(study: tuple[pl.DataFrame, dict[str, Any]], ctype: str) -> None:
+    runs, document = study
     df = runs.filter((pl.col("model") == f"planted:{ctype}") & (pl.col("condition") != "baseline"))
     rates = {t: df.filter(pl.col(f"present_{t}"))[f"trapped_{t}"].mean() for t in CANARY_TYPES}
     assert max(rates, key=lambda t: rates[t] or 0.0) == ctype
     assert all(rates[t] == 0.0 for t in CANARY_TYPES if t != ctype)
-    trapped = df.filter(pl.col(f"present_{ctype}"))[f"trapped_{ctype}"].to_numpy()
-    lo, hi = _ci(trapped)
+    df = df.filter(pl.col("task_id").is_in(_one_host(document, ctype)))
+    lo, hi = _ci(df.filter(pl.col(f"present_{ctype}")), f"trapped_{ctype}")
     assert lo <= TAKE <= hi, (ctype, lo, hi)
-    recovered = df.filter(pl.col("trapped"))["recovered"].to_numpy()
-    lo, hi = _ci(recovered)
+    lo, hi = _ci(df.filter(pl.col("trapped")), "recovered")
     assert lo <= BACK <= hi, (ctype, lo, hi)
 
 

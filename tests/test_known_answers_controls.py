@@ -1,17 +1,12 @@
-"""Calibration of the control and position effects (issue 11) against known answers.
+"""Calibration of the position effect and of the controls' bookkeeping (issue 11) against
+known answers.
 
 On a small real grid (60 tasks of the suite, three seeds; the declared, control and mirrored
-conditions) the planted reference agents must come out as built:
-
-- each ``planted:<type>`` agent falls only for real canaries of its type: its control effect
-  is ``take_prob`` for its own type (inside the interval, diagnosed ``weakness``) and exactly
-  0 for every other type (``no attraction``);
-- ``planted:surface`` takes any canary or control of a tool it needs, whatever its type: its
-  control effect is 0 for every type (inside the interval, ``surface attraction``);
-- none of them reads the order of the list: every position effect is 0 within its interval.
-
-Intervals are the study's own (task-clustered bootstrap, paired by (task, seed)) at a
-family-wise level: alpha is divided by the number of intervals checked.
+conditions) the planted reference agents must come out as built: none of them reads the
+order of the list, so every position effect is 0 within its interval (family-wise level:
+alpha is divided by the number of intervals checked), and the runs table tells controls and
+order apart. Their control effects (blind on their own type, sensitive on the others) are
+checked by tests/test_known_answers_text.py against twins, per type.
 
 The pool is the default study's (the workflow's generator call with params.yaml's canaries
 settings and the check against the whole task suite), so the granularity cases and the
@@ -39,8 +34,8 @@ TAKE = 0.5
 CONDITIONS = ["declared", "control", "mirrored"]
 SEEDS = [0, 1, 2]
 PLANTED = [f"planted:{t}" for t in CANARY_TYPES]
-#: intervals checked: 6 own-type control effects, 6 surface control effects, 7 position effects
-ALPHA = 0.05 / 19
+#: intervals checked: 7 position effects
+ALPHA = 0.05 / 7
 
 
 @pytest.fixture(scope="module")
@@ -72,29 +67,6 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
     runs = stats.load_runs(root / "runs.parquet")
     result = stats.compute_all(runs, stats.StatsConfig(resamples=4000, alpha=ALPHA), validate=False)
     return runs, {**result, "pool": document}
-
-
-@pytest.mark.parametrize("ctype", CANARY_TYPES)
-def test_a_planted_agent_shows_its_weakness_and_nothing_else(study: tuple[pl.DataFrame, dict[str, Any]], ctype: str) -> None:
-    effect = study[1]["control_effect"][f"planted:{ctype}"]
-    own = effect[ctype]
-    assert own["control"] == 0.0 and own["n"] >= 30
-    assert own["lo"] <= TAKE <= own["hi"], own
-    assert own["diagnosis"] == "weakness"
-    for t in CANARY_TYPES:
-        if t != ctype:
-            e = effect[t]
-            assert (e["canary"], e["control"], e["delta"]) == (0.0, 0.0, 0.0), (t, e)
-            assert e["diagnosis"] == "no attraction"
-
-
-def test_the_surface_agent_has_no_control_effect(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
-    effect = study[1]["control_effect"]["planted:surface"]
-    for t in CANARY_TYPES:
-        e = effect[t]
-        assert e["canary"] > 0.3 and e["control"] > 0.3, (t, e)  # it does fall, for both
-        assert e["lo"] <= 0.0 <= e["hi"], (t, e)
-        assert e["diagnosis"] == "surface attraction", (t, e)
 
 
 def test_no_planted_agent_reads_the_order(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:

@@ -144,6 +144,11 @@ class Study:
 def _params(models: Sequence[str], conditions: Sequence[str], max_turns: int, seeds: Sequence[int]) -> dict[str, Any]:
     cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
     cfg["models"] = [m for m in cfg["models"] if m["name"] in models]
+    # Reference agents draw once per task and real tool (not per seed): on a few tasks the
+    # params.yaml rate (0.5) can leave a planted agent without a single trap to report.
+    for m in cfg["models"]:
+        if m["name"].startswith("planted:"):
+            m["take_prob"] = 0.9
     cfg["study"].update(seeds=list(seeds), conditions=list(conditions))
     cfg["agent"]["allow_short_max_turns"] = max_turns < 5
     cfg["agent"]["max_turns"] = max_turns

@@ -1,40 +1,56 @@
 """Reference agents: no model, same protocol, same loop. They calibrate the instrument.
 
-Each is a backend (``backend: reference``, ``agent: <name>``) that reads the run context
-(the task and the offered-tool metadata, read-only) and derives where it is from the
-conversation so far: the number of assistant turns that called tools. A reference agent
-makes one tool call per turn and, when its script is done, answers with
-``tasks.compose_answer`` over the evidence it has seen. All randomness is deterministic:
-``random.Random`` seeded by the agent, the task and the offered tool names in order (not their
-descriptions, which only ``lexical`` reads; see :meth:`ReferenceBackend.draw_seed`).
+Each is a backend (``backend: reference``, ``agent: <name>``) that decides from exactly what
+a model receives (:class:`View`): the task (its prompt, and its plan, which tells every agent
+which real tool each step needs: a real model knows what it wants to do), the offered tools
+as the model gets them (names, descriptions, input schemas) and the conversation so far (its
+calls and the results it read). Never from canary metadata: which offered tool is a canary,
+of which type, shadowing what, is the detector's knowledge, not an agent's. What an agent
+reads in a tool's text (its look-alikes, the defects their text shows, a defective result)
+is :mod:`canarykit.agents.reference_text` (look-alikes) and
+:mod:`canarykit.agents.reference_cues` (defects, results).
 
-- ``oracle``: the task's canonical plan, step by step. No canary call; the rubric passes.
-- ``random``: per plan step, a tool drawn uniformly from the offered list, with the step's
-  arguments when it drew the step's tool, else schema-minimal arguments. A chance baseline.
-- ``lexical``: per plan step, the candidates are the offered tools that shadow the step's
-  tool or whose ``inputSchema`` property names overlap its own (the tool itself included);
-  it calls the candidate with the highest BM25 score between the task prompt and the tool's
-  name + description (snake_case and camelCase split; ties go to the earlier offered tool),
-  with the step's arguments mapped onto that tool's parameters.
-- ``planted``: the canonical plan, except that in a run where a canary of its own
-  ``canary_type`` shadows a tool it needs, it falls for that type with probability
-  ``take_prob`` (one draw per run): it calls the canary at the first such step, and after
-  the canary's (defective) result backs off with probability ``backoff_prob`` (one draw per
-  run): it then calls the real tool for that step and uses real tools from there on;
-  otherwise it stays on canaries of its type for every step they shadow. So, in
-  expectation, its type-specific trap rate is ``take_prob`` and its recovery rate is
-  ``backoff_prob``: the known answers the diagnostics must recover. It never calls a
-  matched-surface control (its weakness is the canary's claim, which a control does not
-  make): with controls its trap rate is 0, so its control effect is ``take_prob`` for its
-  own type and 0 for every other.
-- ``surface``: attracted by unfamiliar names, blind to claims. Every stand-in of the list (a
-  canary *or* a control, whatever its type) that shadows a tool of its plan is taken with
-  probability ``take_prob`` (one draw per stand-in, in list order, before the run). At a
-  step whose tool a taken stand-in shadows, it calls that stand-in (each at most once) and
-  then, with probability ``backoff_prob`` (one draw per run), the real tool as well; else it
-  uses the stand-in's result. Canaries and their controls share names, schemas and slots,
-  so it treats them alike: its trap rate with canaries equals its call rate of controls,
-  and its control effect is 0 for every type (the known answer of surface attraction).
+An agent walks the plan; at the first step that needs a real tool ``f`` it picks the tool to
+call among ``f`` and ``f``'s look-alikes in the list, by its policy (below), with the step's
+arguments mapped onto the chosen tool's parameters (a credential no one can supply is left
+out), and keeps using what served it for ``f``'s later steps. After a look-alike's result
+that reads as defective (an error, a 401, a missing key, a cached / approximate / snapshot
+marker, an answer about another case) it avoids that tool for the rest of the run (a later
+step picks again), and backs off to ``f`` for the same step with probability
+``backoff_prob``. So a planted agent's trap rate on its type is ``take_prob`` where the
+canary is the only look-alike it accepts. When the plan is done it answers with the environment's composer over the
+evidence it has seen. One call per turn; the whole walk is recomputed from the conversation
+at every turn, so the same policy behind an HTTP endpoint (tests/fakes/reference_server.py)
+makes exactly the same calls.
+
+Policies (params ``take_prob``, ``backoff_prob``; for ``planted`` the type it is blind to,
+params.yaml's key read by :mod:`canarykit.agents.refparams`):
+
+- ``oracle``: the plan's tool at every step. No look-alike call; the rubric passes.
+- ``random``: a tool drawn uniformly from the whole list at every step (the step's arguments
+  when it drew the step's tool, else schema-minimal ones). A chance baseline.
+- ``lexical``: among ``f``, its look-alikes and the tools sharing a parameter with ``f``, the
+  best BM25 match between the task prompt and the tool's name + description.
+- ``planted`` (blind to type T): blind to T's property, sensitive to the other five: with
+  probability ``take_prob`` it takes a look-alike whose text shows no defect but T's (one of
+  them, uniformly), else ``f``. Known answers: ``blind`` on T, ``sensitive`` on the others.
+- ``surface``: with probability ``take_prob`` any look-alike (uniformly): ``blind`` everywhere.
+- ``claims``: with probability ``take_prob`` a look-alike showing an inflated capability claim,
+  else ``f``: ``lured`` on capability_mirage, ``not drawn`` elsewhere.
+- ``careful``: with probability ``take_prob`` a look-alike whose text shows no defect, else
+  ``f``: ``sensitive`` on every type.
+- ``uniform``: uniformly among ``f`` and its ``k`` look-alikes: a first-pick rate of
+  ``k / (k + 1)`` whatever their texts.
+
+**Common random numbers.** A step's draws (take, which one, back off; always all of them, in
+that order) are seeded by the agent, its params, the task, the plan step, the real tool's
+name and the number of its look-alikes (:func:`draw_seed`), never by the look-alikes' texts.
+A declared list and its control arm (one canary swapped for its twin, in the same slot) make
+the same draws, so an agent blind to a property takes the canary exactly when it would take
+the twin: its paired delta is exactly 0. The standard and subtle pools differ only in
+descriptions and give every tool the same look-alikes, so description-blind agents (oracle,
+random, surface, uniform) make the same calls on both, and the text readers too wherever
+the subtle wording shows the same defects (it does on the built-in pool: tested).
 """
 
 from __future__ import annotations
@@ -42,32 +58,102 @@ from __future__ import annotations
 import functools
 import math
 import random
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
-from ..jsonio import canonical_json
+from ..jsonio import canonical_json, safe_json_loads
 from ..registry import Registry
-from ..types import CANARY_TYPES
-from .protocol import (
-    BackendError,
-    ChatRequest,
-    ChatResponse,
-    RunContext,
-    ToolCall,
-    register_backend,
-)
+from .protocol import BackendError, ChatRequest, ChatResponse, ToolCall, register_backend
+from .reference_cues import credential_arguments, defects, result_defective
+from .reference_text import ToolText, lookalike_indices, tokenize
+from .refparams import agent_params
 
-Script = list[tuple[str, dict[str, Any]]]
-Policy = Callable[[RunContext, random.Random, Mapping[str, Any]], Script]
+# --------------------------------------------------------------------------- what an agent sees
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One call the agent made and the text it read back."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    result: str
+
+
+@dataclass(frozen=True)
+class View:
+    """Everything a reference agent decides from: the task (prompt and plan), the offered
+    tools as the model receives them (MCP or OpenAI form) and the conversation's calls."""
+
+    task: Any
+    tools: tuple[Mapping[str, Any], ...]
+    history: tuple[Exchange, ...]
+
+
+def mcp_form(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """An offered tool in MCP form (``name``, ``description``, ``inputSchema``), from either
+    form (OpenAI's ``{"type": "function", "function": {..., "parameters"}}``)."""
+    inner = tool.get("function")
+    fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
+    schema = fn.get("inputSchema", fn.get("parameters"))
+    return {"name": str(fn.get("name") or ""), "description": str(fn.get("description") or ""),
+            "inputSchema": dict(schema) if isinstance(schema, Mapping) else {"type": "object", "properties": {}}}
+
+
+def history_of(messages: Sequence[Mapping[str, Any]]) -> tuple[Exchange, ...]:
+    """The calls of a conversation (OpenAI chat messages) with the result each got, in order."""
+    results = {m.get("tool_call_id"): m.get("content") for m in messages if m.get("role") == "tool"}
+    out = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            try:
+                args = safe_json_loads(str(fn.get("arguments") or "{}"))
+            except ValueError:
+                args = None
+            content = results.get(call.get("id"))
+            out.append(Exchange(str(fn.get("name")), args if isinstance(args, dict) else None,
+                                content if isinstance(content, str) else ""))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One plan step as an agent weighs it: the real tool it needs, that tool's look-alikes in
+    the list (list order) with the defects each one's text shows, and the tools it has seen
+    fail earlier in the run."""
+
+    prompt: str
+    tool: str
+    args: Mapping[str, Any]
+    real: Mapping[str, Any] | None
+    tools: tuple[Mapping[str, Any], ...]
+    lookalikes: tuple[Mapping[str, Any], ...]
+    defects: tuple[frozenset[str], ...]
+    avoid: frozenset[str]
+
+
+#: A policy: the name of the tool a step's first call goes to. It must make the same number
+#: of draws whatever the look-alikes' texts (common random numbers, see the module doc).
+Policy = Callable[[StepView, random.Random, Mapping[str, Any]], str]
 #: The reference agents' policies, by the name a model's ``agent:`` key gives.
 AGENTS: Registry[Policy] = Registry("reference agent")
 agent = AGENTS.register
 
 
-# --------------------------------------------------------------------------- helpers
+def draw_seed(agent_name: str, params: Mapping[str, Any], task_id: str, number: int, tool: str,
+              args: Mapping[str, Any], n_lookalikes: int) -> str:
+    """Seed of one plan step's draws: the agent, its params, the task, the plan step, the
+    real tool's name and the number of its look-alikes; never the look-alikes' texts."""
+    return canonical_json({"agent": agent_name, "params": dict(params), "task": task_id, "step": number,
+                           "tool": tool, "args": dict(args), "lookalikes": n_lookalikes})
+
+
+# --------------------------------------------------------------------------- arguments
 
 
 def _props(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,28 +199,21 @@ def adapt_arguments(args: Mapping[str, Any], tool: Mapping[str, Any], real_tool:
     """The step's arguments mapped onto ``tool``'s parameters.
 
     Same-name parameters keep their value; the remaining ones are paired in order (a
-    renamed parameter keeps its position). A parameter nobody can supply (``api_key``) is
-    left out, which is how an agent falls into a parameter trap.
+    renamed parameter keeps its position). A credential nobody can supply (a required
+    ``api_key``, ``access_token``, ...) is left out, which is how an agent falls into a
+    parameter trap.
     """
     props = _props(tool)
     if not props:
         return {}
+    secret = set(credential_arguments(ToolText.of(tool))) | {"api_key"}
     out = {k: v for k, v in args.items() if k in props}
     order = list(_props(real_tool)) if real_tool is not None else list(args)
     rest_args = [k for k in order if k in args and k not in out]
-    rest_props = [p for p in props if p not in out and p != "api_key"]
+    rest_props = [p for p in props if p not in out and p not in secret]
     for p, k in zip(rest_props, rest_args, strict=False):
         out[p] = args[k]
     return out
-
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens; snake_case, kebab-case and camelCase split into words."""
-    return _WORD.findall(_CAMEL.sub(" ", text).lower())
 
 
 class BM25:
@@ -169,91 +248,170 @@ def _bm25_for(docs_key: tuple[tuple[str, str], ...]) -> BM25:
     return BM25([tokenize(name) + tokenize(desc) for name, desc in docs_key])
 
 
-def _tools_by_name(ctx: RunContext) -> dict[str, Mapping[str, Any]]:
-    return {t["name"]: t for t in ctx.tools}
+# --------------------------------------------------------------------------- policies
 
 
-# --------------------------------------------------------------------------- agents
+def _take(step: StepView, rng: random.Random, params: Mapping[str, Any], ok: Callable[[frozenset[str]], bool]) -> str:
+    """With probability ``take_prob`` one of the look-alikes ``ok`` accepts (uniformly, among
+    those not seen failing), else the real tool. Always two draws."""
+    takes = rng.random() < float(params["take_prob"])
+    u = rng.random()
+    eligible = [t["name"] for t, d in zip(step.lookalikes, step.defects, strict=True) if ok(d) and t["name"] not in step.avoid]
+    return eligible[int(u * len(eligible))] if takes and eligible else step.tool
 
 
 @agent("oracle")
-def oracle(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
-    return [(step.tool, dict(step.args)) for step in ctx.task.plan]
+def oracle(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    return step.tool
 
 
 @agent("random")
-def random_agent(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
-    names = [o.name for o in ctx.offered]
-    tools = _tools_by_name(ctx)
-    script: Script = []
-    for step in ctx.task.plan:
-        name = rng.choice(names)
-        args = dict(step.args) if name == step.tool else minimal_arguments(tools[name])
-        script.append((name, args))
-    return script
+def random_agent(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    names = [str(t["name"]) for t in step.tools]
+    return names[int(rng.random() * len(names))] if names else step.tool
 
 
 @agent("lexical")
-def lexical(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
-    tools = _tools_by_name(ctx)
-    bm25 = _bm25_for(tuple((t["name"], t["description"]) for t in ctx.tools))
-    scores = bm25.scores(tokenize(ctx.task.prompt))
-    script: Script = []
-    for step in ctx.task.plan:
-        real = tools.get(step.tool)
-        real_props = set(_props(real)) if real is not None else set()
-        best: tuple[float, int] | None = None
-        for i, (t, o) in enumerate(zip(ctx.tools, ctx.offered, strict=True)):
-            ok = t["name"] == step.tool or o.shadows == step.tool or bool(real_props & set(_props(t)))
-            if ok and (best is None or scores[i] > best[0]):
-                best = (scores[i], i)
-        if best is None:  # nothing related is offered: the prompt's best match overall
-            best = max((s, -i) for i, s in enumerate(scores))
-            best = (best[0], -best[1])
-        chosen = ctx.tools[best[1]]
-        args = dict(step.args) if chosen["name"] == step.tool else adapt_arguments(step.args, chosen, real)
-        script.append((chosen["name"], args))
-    return script
+def lexical(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    bm25 = _bm25_for(tuple((str(t["name"]), str(t.get("description") or "")) for t in step.tools))
+    scores = bm25.scores(tokenize(step.prompt))
+    related = {t["name"] for t in step.lookalikes} | {step.tool}
+    real_props = set(_props(step.real)) if step.real is not None else set()
+    best: tuple[float, int] | None = None
+    for i, t in enumerate(step.tools):
+        if (t["name"] in related or bool(real_props & set(_props(t)))) and (best is None or scores[i] > best[0]):
+            best = (scores[i], i)
+    if best is None:  # nothing related is offered: the prompt's best match overall
+        top = max((s, -i) for i, s in enumerate(scores)) if scores else None
+        return step.tool if top is None else str(step.tools[-top[1]]["name"])
+    return str(step.tools[best[1]]["name"])
 
 
 @agent("planted")
-def planted(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
-    ctype = params["canary_type"]
-    takes = rng.random() < float(params["take_prob"])
-    backs = rng.random() < float(params["backoff_prob"])
-    tools = _tools_by_name(ctx)
-    script: Script = []
-    trapped = recovered = False
-    for step in ctx.task.plan:
-        canary = next((o for o in ctx.offered if o.canary_type == ctype and o.shadows == step.tool), None)
-        if canary is not None and takes and not recovered:
-            script.append((canary.name, adapt_arguments(step.args, tools[canary.name], tools.get(step.tool))))
-            if not trapped and backs:
-                script.append((step.tool, dict(step.args)))
-                recovered = True
-            trapped = True
-        else:
-            script.append((step.tool, dict(step.args)))
-    return script
+def planted(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    blind = str(params["blind_to"])
+    return _take(step, rng, params, lambda d: d <= {blind})
 
 
 @agent("surface")
-def surface(ctx: RunContext, rng: random.Random, params: Mapping[str, Any]) -> Script:
-    take = float(params["take_prob"])
-    stand_ins = [o for o in ctx.offered if o.kind != "real"]
-    taken = {o.name for o in stand_ins if rng.random() < take}
-    backs = rng.random() < float(params["backoff_prob"])
-    tools = _tools_by_name(ctx)
-    script: Script = []
-    called: set[str] = set()
-    for step in ctx.task.plan:
-        picks = [o for o in stand_ins if o.name in taken and o.name not in called and o.shadows == step.tool]
-        for o in picks:
-            script.append((o.name, adapt_arguments(step.args, tools[o.name], tools.get(step.tool))))
-            called.add(o.name)
-        if not picks or backs:
-            script.append((step.tool, dict(step.args)))
-    return script
+def surface(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    return _take(step, rng, params, lambda d: True)
+
+
+@agent("claims")
+def claims(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    return _take(step, rng, params, lambda d: "capability_mirage" in d)
+
+
+@agent("careful")
+def careful(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    return _take(step, rng, params, lambda d: not d)
+
+
+@agent("uniform")
+def uniform(step: StepView, rng: random.Random, params: Mapping[str, Any]) -> str:
+    family = [step.tool] + [str(t["name"]) for t in step.lookalikes if t["name"] not in step.avoid]
+    order = {str(t["name"]): i for i, t in enumerate(step.tools)}
+    family.sort(key=lambda n: order.get(n, -1))
+    return family[int(rng.random() * len(family))]
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+class Catalog:
+    """One offered list read once: its tools in MCP form, their text, and per real tool its
+    look-alikes with the defects each shows (memoised: a run asks at every turn)."""
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]]) -> None:
+        self.tools = tuple(mcp_form(t) for t in tools)
+        self.texts = tuple(ToolText.of(t) for t in self.tools)
+        self.by_name = {str(t["name"]): t for t in self.tools}
+        self._family: dict[str, tuple[tuple[int, ...], tuple[frozenset[str], ...]]] = {}
+
+    def family(self, real_name: str) -> tuple[tuple[int, ...], tuple[frozenset[str], ...]]:
+        """Positions of ``real_name``'s look-alikes and the defects each shows (relative to it)."""
+        hit = self._family.get(real_name)
+        if hit is None:
+            real = self.by_name.get(real_name)
+            if real is None:
+                hit = ((), ())
+            else:
+                text = ToolText.of(real)
+                idx = lookalike_indices(text, self.texts)
+                hit = (idx, tuple(defects(self.texts[i], text) for i in idx))
+            self._family[real_name] = hit
+        return hit
+
+
+_CATALOGS: dict[int, tuple[Sequence[Mapping[str, Any]], Catalog]] = {}
+
+
+def catalog(tools: Sequence[Mapping[str, Any]]) -> Catalog:
+    """The :class:`Catalog` of an offered list, memoised by the list object (a run's turns and
+    the runs of one assembled list share it)."""
+    hit = _CATALOGS.get(id(tools))
+    if hit is not None and hit[0] is tools:
+        return hit[1]
+    if len(_CATALOGS) > 4096:
+        _CATALOGS.clear()
+    made = Catalog(tools)
+    _CATALOGS[id(tools)] = (tools, made)
+    return made
+
+
+def _arguments(agent_name: str, name: str, step: Any, by_name: Mapping[str, Mapping[str, Any]],
+               real: Mapping[str, Any] | None) -> dict[str, Any]:
+    if name == step.tool:
+        return dict(step.args)
+    tool = by_name.get(name)
+    if tool is None:
+        return dict(step.args)
+    return minimal_arguments(tool) if agent_name == "random" else adapt_arguments(step.args, tool, real)
+
+
+def next_call(agent_name: str, params: Mapping[str, Any], view: View) -> tuple[str, dict[str, Any]] | None:
+    """The agent's next call (tool name, arguments), or ``None`` when it is ready to answer.
+
+    Replays the plan against the conversation so far (see the module docstring): each step's
+    first pick, then, after a look-alike's result, the back-off decision on that result."""
+    policy = AGENTS.get(agent_name)
+    cat = catalog(view.tools)
+    tools, by_name = cat.tools, cat.by_name
+    history, pos = view.history, 0
+    avoid: set[str] = set()
+    kept: dict[str, str] = {}  # real tool -> the member of its family whose result was taken
+    for number, step in enumerate(view.task.plan):
+        real = by_name.get(step.tool)
+        idx, shown = cat.family(step.tool)
+        rng = random.Random(draw_seed(agent_name, params, str(view.task.id), number, step.tool, step.args, len(idx)))
+        sv = StepView(str(view.task.prompt), step.tool, step.args, real, tools, tuple(tools[i] for i in idx),
+                      shown, frozenset(avoid))
+        name = policy(sv, rng, params)
+        family = {step.tool} | {str(tools[i]["name"]) for i in idx}
+        if kept.get(step.tool) in family - avoid:
+            name = kept[step.tool]  # the tool it already used for this real tool's job
+        args = _arguments(agent_name, name, step, by_name, real)
+        if pos == len(history):
+            return name, args
+        seen = history[pos]
+        pos += 1
+        if name == step.tool:
+            kept[step.tool] = name
+            continue
+        backs = rng.random() < float(params.get("backoff_prob", 0.0))
+        if not result_defective(seen.result, step.args, args):
+            if name in family:
+                kept[step.tool] = name
+            continue
+        avoid.add(name)
+        kept.pop(step.tool, None)
+        if backs:
+            kept[step.tool] = step.tool
+            if pos == len(history):
+                return step.tool, dict(step.args)
+            pos += 1
+    return None
 
 
 # --------------------------------------------------------------------------- the backend
@@ -268,46 +426,9 @@ class ReferenceBackend:
 
     def __init__(self, spec: Mapping[str, Any], agent_cfg: Mapping[str, Any] | None = None) -> None:
         self.agent = str(spec.get("agent"))
-        self.policy = AGENTS.get(self.agent, field=f"models[{spec.get('name')}].agent")
-        self.params: dict[str, Any] = {}
-        if self.agent == "planted":
-            if spec.get("canary_type") not in CANARY_TYPES:
-                raise ConfigError("params.yaml", f"models[{spec.get('name')}].canary_type", f"expected one of {list(CANARY_TYPES)}")
-            for k in ("take_prob", "backoff_prob"):
-                v = spec.get(k)
-                if not isinstance(v, int | float) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
-                    raise ConfigError("params.yaml", f"models[{spec.get('name')}].{k}", f"expected a probability in [0, 1], got {v!r}")
-            self.params = {"canary_type": spec["canary_type"], "take_prob": float(spec["take_prob"]), "backoff_prob": float(spec["backoff_prob"])}
-        elif self.agent == "surface":
-            probs = {}
-            for k in ("take_prob", "backoff_prob"):
-                v = spec.get(k, 0.5)
-                if not isinstance(v, int | float) or isinstance(v, bool) or not 0.0 <= float(v) <= 1.0:
-                    raise ConfigError("params.yaml", f"models[{spec.get('name')}].{k}", f"expected a probability in [0, 1], got {v!r}")
-                probs[k] = float(v)
-            self.params = probs
+        AGENTS.get(self.agent, field=f"models[{spec.get('name')}].agent")
+        self.params = agent_params(spec)
         self.cache_scope = {"endpoint": "reference", "agent": self.agent, **self.params}
-        self._scripts: dict[str, Script] = {}
-
-    def draw_seed(self, ctx: RunContext) -> str:
-        """Seed of the run's random draws: the agent, the task and the offered names in order.
-
-        Descriptions are left out on purpose: no reference agent but ``lexical`` reads them,
-        so a description-blind agent makes the same draws against the standard and the
-        subtle pool (its ablation delta is exactly 0) and after a suffix edit.
-        """
-        return canonical_json({"agent": self.agent, "params": self.params, "task": ctx.task.id,
-                               "plan": [[st.tool, dict(st.args)] for st in ctx.task.plan],
-                               "tools": [o.name for o in ctx.offered]})
-
-    def script(self, ctx: RunContext) -> Script:
-        s = self._scripts.get(ctx.run_id)
-        if s is None:
-            if len(self._scripts) > 4096:
-                self._scripts.clear()
-            s = self.policy(ctx, random.Random(self.draw_seed(ctx)), self.params)
-            self._scripts[ctx.run_id] = s
-        return s
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return self.respond(request)
@@ -316,13 +437,13 @@ class ReferenceBackend:
         ctx = request.context
         if ctx is None:
             raise BackendError("a reference agent needs the run context", error_type="ReferenceAgentError")
-        done = sum(1 for m in request.messages if m.get("role") == "assistant" and m.get("tool_calls"))
-        script = self.script(ctx)
-        if done < len(script):
-            name, args = script[done]
-            call = ToolCall(id=f"call_{request.turn}_0", name=name, arguments=canonical_json(args))
-            return ChatResponse(content=None, tool_calls=[call], finish_reason="tool_calls")
-        self._scripts.pop(ctx.run_id, None)
+        tools = ctx.tools if isinstance(ctx.tools, tuple) else tuple(ctx.tools)  # the same object every turn
+        view = View(ctx.task, tools, history_of(request.messages))
+        call = next_call(self.agent, self.params, view)
+        if call is not None:
+            name, args = call
+            return ChatResponse(content=None, tool_calls=[ToolCall(id=f"call_{request.turn}_0", name=name, arguments=canonical_json(args))],
+                                finish_reason="tool_calls")
         return ChatResponse(content=ctx.compose_answer(list(ctx.evidence)), finish_reason="stop")
 
 

@@ -88,7 +88,7 @@ def environment_version() -> str:
 def reference_version() -> str:
     """Hash of the reference agents' code and of the answer they compose (tasks.compose_answer)."""
     pkg = Path(__file__).resolve().parents[1]
-    return _source_hash(pkg / "agents" / "reference.py", pkg / "tasks.py")
+    return _source_hash(*sorted((pkg / "agents").glob("reference*.py")), pkg / "agents" / "refparams.py", pkg / "tasks.py")
 
 
 def model_identity(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,146 @@
+"""What a text-only agent can read in a tool list: the real tool's look-alikes.
+
+Everything here reads only what a model receives: a tool's name, description and input
+schema (property names and which are required). Nothing reads canary metadata (a canary's
+type, its id, the real tool it stands in for): this is how the reference agents
+(:mod:`canarykit.agents.reference`) find a tool's family the way a reader would, so that
+their known answers hold for wordings they were not written for. What each look-alike's text
+says about it (its defects) and what a result says are :mod:`.reference_cues`.
+
+**Look-alikes** of a real tool ``f`` (:func:`lookalikes`): another tool ``g`` of the list
+whose description covers most of ``f``'s content words beyond the words of its name (a
+canary keeps its real tool's body, a paraphrase keeps most of its words) and which either
+carries all of ``f``'s name tokens (prefix/suffix variants: ``advanced_get_weather``,
+``get_weather_v2``) or takes exactly ``f``'s parameters (a reworded name:
+``fetch_conditions``). A real tool that merely shares a parameter or a name token
+(``get_pull_request_files`` beside ``get_pull_request``) is not one: its description says
+something else.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens; snake_case, kebab-case, dotted and camelCase split into words."""
+    return _WORD.findall(_CAMEL.sub(" ", text).lower())
+
+
+# --------------------------------------------------------------------------- tool text
+
+
+@dataclass(frozen=True)
+class ToolText:
+    """The part of a tool definition a text-only agent reads."""
+
+    name: str
+    description: str
+    properties: tuple[str, ...]
+    required: tuple[str, ...]
+
+    @classmethod
+    def of(cls, tool: Mapping[str, Any]) -> ToolText:
+        """From an MCP definition (``inputSchema``) or an OpenAI one (``parameters``)."""
+        schema = tool.get("inputSchema", tool.get("parameters"))
+        schema = schema if isinstance(schema, Mapping) else {}
+        props = schema.get("properties")
+        req = schema.get("required")
+        return cls(
+            name=str(tool.get("name") or ""),
+            description=str(tool.get("description") or ""),
+            properties=tuple(props) if isinstance(props, Mapping) else (),
+            required=tuple(str(r) for r in req) if isinstance(req, list) else (),
+        )
+
+
+_STOP = frozenset(
+    ["a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with", "from", "as", "is", "are", "be", "it", "its", "this", "that", "these", "those", "e", "g", "eg", "ie", "etc", "per", "via", "into", "than", "then", "each", "any", "all", "no", "not", "only", "also", "such", "can", "may", "will", "if", "when", "one", "which", "what", "who", "how", "your", "you", "our", "their", "there", "here", "so", "do", "does"]
+)
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that carry content: lower-cased, plurals folded, no stop words."""
+    return frozenset(_stem(w) for w in tokenize(text) if w not in _STOP and len(w) > 1)
+
+
+def _words_beyond_name(tool: ToolText) -> frozenset[str]:
+    return content_words(tool.description) - {_stem(w) for w in tokenize(tool.name)}
+
+
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]])[.!?](?:\s|$)")
+
+
+def _cover(mine: frozenset[str], theirs: frozenset[str]) -> float:
+    return len(mine & theirs) / len(mine) if mine else 1.0
+
+
+def coverage(real: ToolText, other: ToolText, *, lead: bool = False) -> float:
+    """Share of the real tool's description words (beyond the words of its name, which every
+    sibling tool of a server repeats) that ``other``'s description also has; 1.0 when the
+    real tool's description says nothing beyond its name. ``lead``: the higher of that and
+    the share of its first sentence's words (a name variant may keep only the summary)."""
+    mine = _words_beyond_name(real)
+    if not mine:
+        return 1.0
+    theirs = content_words(other.description)
+    whole = _cover(mine, theirs)
+    if not lead:
+        return whole
+    first = _SENTENCE_END.split(real.description, maxsplit=1)[0]
+    summary = content_words(first) - {_stem(w) for w in tokenize(real.name)}
+    return max(whole, _cover(summary, theirs) if summary else 0.0)
+
+
+#: A look-alike's description covers at least this share of its real tool's content words
+#: (a name variant: of its whole description or of its first sentence): a variant keeps the
+#: body, a paraphrase most of its words.
+MIN_COVERAGE = 0.6
+#: A paraphrase (a reworded name) needs a real tool that says at least this many words beyond
+#: its name: on shorter descriptions ("Execute a SELECT query on the SQLite database") sibling
+#: tools of one server (its INSERT twin) share as many words as a paraphrase does.
+MIN_PARAPHRASE_WORDS = 4
+
+
+def is_lookalike(real: ToolText, other: ToolText) -> bool:
+    """Whether ``other`` reads as a variant of ``real`` (see the module docstring): a name
+    variant covering its description (or first sentence), or a tool with exactly its
+    parameters covering its description (:data:`MIN_PARAPHRASE_WORDS`)."""
+    if other.name == real.name:
+        return False
+    mine = set(tokenize(real.name))
+    if mine and mine <= set(tokenize(other.name)):
+        return coverage(real, other, lead=True) >= MIN_COVERAGE
+    return (len(_words_beyond_name(real)) >= MIN_PARAPHRASE_WORDS and set(other.properties) == set(real.properties)
+            and coverage(real, other) >= MIN_COVERAGE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _family(real: ToolText, texts: tuple[ToolText, ...]) -> tuple[int, ...]:
+    return tuple(i for i, t in enumerate(texts) if is_lookalike(real, t))
+
+
+def lookalike_indices(real: ToolText, texts: Sequence[ToolText]) -> tuple[int, ...]:
+    """Positions (in list order) of ``real``'s look-alikes among ``texts``."""
+    return _family(real, tuple(texts))
+
+
+def lookalikes(real: Mapping[str, Any], tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The look-alikes of the real tool ``real`` among ``tools``, in list order."""
+    texts = [ToolText.of(t) for t in tools]
+    return [tools[i] for i in lookalike_indices(ToolText.of(real), texts)]
