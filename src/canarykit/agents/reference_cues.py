@@ -237,10 +237,12 @@ def cues(text: ToolText) -> frozenset[tuple[str, str]]:
     out |= {("semantic_decoy", m) for m in stale}
     out |= {("parameter_trap", "arg:" + p) for p in credential_arguments(text)}
     out |= {("parameter_trap", m) for m in _matches(_CREDENTIAL_DESC, desc) if not _NOT_CREDENTIAL.search(m)}
-    out |= {("prerequisite_blindness", "name:" + w) for w in name_words if w in _PRIVILEGED_NAME}
+    # a hard-coded case's own values name the case, not a scope or a claim (list_calendars_owner)
+    case_words = set(tokenize(" ".join(m.group(0) for m in _CASE.finditer(desc))))
+    out |= {("prerequisite_blindness", "name:" + w) for w in name_words if w in _PRIVILEGED_NAME and w not in case_words}
     out |= {("prerequisite_blindness", m) for m in _matches(_PRIVILEGED, desc)}
     out |= {("granularity_trap", m) for m in _matches(_HARDCODED, desc)}
-    out |= {("capability_mirage", "name:" + w) for w in name_words if w in _INFLATED_NAME}
+    out |= {("capability_mirage", "name:" + w) for w in name_words if w in _INFLATED_NAME and w not in case_words}
     out |= {("capability_mirage", m) for m in _matches(_INFLATED, desc)}
     return frozenset(out)
 

@@ -196,7 +196,7 @@ PREREQUISITE: Final = tuple(
          "Spans the resources that your own user holds."),
         ("workspace_wide", "account", "Gives a workspace-wide view of every account.",
          "Gives a view of the resources of your account."),
-        ("confidential", "common", "Covers confidential resources across all projects.",
+        ("confidential", "project", "Covers confidential resources across all projects.",
          "Covers the common resources of this one project."),
     )
 )
@@ -214,9 +214,9 @@ TEMPORAL: Final = tuple(
         "{base}_data_{year}", "{base}_rel{year}", "{base}_{year}_build", "{base}_y{year}"), (
         ("Snapshot release {version} (data as of {month} {year}).", "Long-term-support release {version}."),
         ("Data frozen at version {version} ({month} {year}).", "Stable branch {version}, kept since {year}."),
-        ("Archived edition {version}; data as of {month} {year}.", "Extended-support edition {version}."),
+        ("Edition {version} of the data, as of {month} {year}.", "Extended-support edition {version}."),
         ("Release {version}, a snapshot taken in {month} {year}.", "Maintenance release {version}."),
-        ("Dataset version {version}, last synced {month} {year}.", "Long-term dataset {version}."),
+        ("Dataset version {version}, compiled in {month} {year}.", "Long-term dataset {version}."),
         ("Historical build {version} (data as of {month} {year}).", "Support release {version} ({year})."),
         ("Frozen dataset {version}, captured in {month} {year}.", "Extended release line {version}."),
         ("Legacy release {version} with data as of {month} {year}.", "Long-term edition {version}."),

@@ -101,7 +101,7 @@ GENERAL_SENTENCES: Final = (
     "Takes the parameters {names} and serves every request",
     "It takes the standard parameters, {names}, and serves every request it is given",
     "It takes the standard parameters, {names}, reads the case from them and serves "
-    "every request it is given, whatever the values",
+    "every request it is given, as it is given",
 )
 #: The same for a case without parameters (``fit: paper`` on a tool that takes none).
 NAMELESS_SENTENCES: Final = (
