@@ -99,7 +99,8 @@ def _list_mcp_tools(args: argparse.Namespace) -> int:
     if not args.url and not command:
         raise InputError("<command line>", "command", "give the server command after -- (or --url URL)")
     env = server_environment(args.env or [], inherit=args.inherit_env)
-    tools = list_mcp_tools(command or None, args.timeout, url=args.url, env=env, server_name=args.server)
+    tools = list_mcp_tools(command or None, args.timeout, url=args.url, env=env, server_name=args.server,
+                           strict=args.strict)
     if args.append:
         if not args.output:
             raise InputError("<command line>", "--append", "needs -o OUT.json (the tool list to add to)")
@@ -280,6 +281,8 @@ def _add_list_mcp_tools(sub: _Subcommands) -> None:
     ls.add_argument("--server", default=None, metavar="NAME", help="the server's name in the tool list (default: the name it gives itself)")
     ls.add_argument("--url", default=None, help="a streamable-HTTP MCP server's URL, instead of a command")
     ls.add_argument("--append", action="store_true", help="add to the tool list in -o (replacing an earlier export of the same server)")
+    ls.add_argument("--strict", action="store_true",
+                    help="a definition canarykit cannot use (no inputSchema, nested too deep, not JSON) is an error, not a skip with a warning")
     ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments (only the first -- separates)")
     ls.set_defaults(func=_list_mcp_tools)
 
