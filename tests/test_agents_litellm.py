@@ -136,7 +136,8 @@ def test_malformed_replies_are_retried_never_taken_as_an_answer(body: Any) -> No
     assert rec.error and rec.final_answer is None and len(server.requests) == 2
     ev = rec.events[-1]
     assert ev.kind == "backend_error" and ev.attempts == 2
-    assert "IndexError" not in (ev.message or "") and ev.error_type in ("MalformedResponse", "InternalServerError")
+    assert "IndexError" not in (ev.message or "") and ev.error_type == "malformed_reply" and ev.status_code is None
+    assert ev.message.startswith("malformed reply: ") and "\n" not in ev.message
 
 
 def test_key_echoed_in_error_bodies_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
