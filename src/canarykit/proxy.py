@@ -376,7 +376,10 @@ class Proxy:
         level = self.levels.get(key, "debug")
         if _LOG_LEVELS.index(level) > _LOG_LEVELS.index("warning"):
             return
-        with contextlib.suppress(Exception):  # a client that cannot take it still gets its answer
+        import warnings
+
+        with contextlib.suppress(Exception), warnings.catch_warnings():  # a client that cannot take it still gets its answer
+            warnings.simplefilter("ignore")  # the SDK calls log notifications deprecated from protocol 2026-07-28 on
             await ctx.session.send_log_message("warning", self.notice, logger="canarykit-proxy",
                                                related_request_id=getattr(ctx, "request_id", None))
 
@@ -545,7 +548,8 @@ async def run_proxy(
                    f"({', '.join(f'{s.name}: {len(s.tools)} tools' for s in up.servers)}); offering "
                    f"{catalog.count('real')} real tools + {len(catalog.offered) - catalog.count('real')} {what} "
                    f"({settings.pool} pool, {settings.fit}); traces: {tdir if tdir is not None else 'off'}"
-                   + (f"; {len(hidden)} real tools not offered (named in each session's notice)" if hidden else ""))
+                   + (f"; {len(hidden)} real tool{'s' if len(hidden) != 1 else ''} not offered (named in each "
+                      "session's notice)" if hidden else ""))
         print(summary, file=out, flush=True)
         try:
             if http_port is None:

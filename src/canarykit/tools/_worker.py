@@ -166,18 +166,21 @@ def _error(message: str) -> ToolResult:
 def call(name: str, args: Any, limit_s: float = CALL_TIME_LIMIT_S) -> ToolResult:
     """Run built-in tool ``name`` in a worker, stopped after ``limit_s`` seconds (module doc)."""
     pool = _the_pool()
-    try:
-        worker = pool.take()
-    except (OSError, RuntimeError) as exc:
-        return _error(f"{name}: the tool could not be run: {exc}")
-    try:
-        worker.conn.send((name, args))
-    except (OSError, ValueError) as exc:
-        pool.drop(worker)
-        return _error(f"{name}: the tool could not be run: {type(exc).__name__}: {exc}")
-    except Exception as exc:  # an argument that cannot be sent (pickled): the caller's doing
-        pool.give_back(worker)
-        return _error(f"arguments for {name} cannot be read: {type(exc).__name__}: {exc}")
+    for attempt in range(2):  # an idle worker that died meanwhile: the call goes to a fresh one
+        try:
+            worker = pool.take()
+        except (OSError, RuntimeError) as exc:
+            return _error(f"{name}: the tool could not be run: {exc}")
+        try:
+            worker.conn.send((name, args))
+            break
+        except (OSError, ValueError) as exc:
+            pool.drop(worker)
+            if attempt:
+                return _error(f"{name}: the tool could not be run: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # an argument that cannot be sent (pickled): the caller's doing
+            pool.give_back(worker)
+            return _error(f"arguments for {name} cannot be read: {type(exc).__name__}: {exc}")
     try:
         ready = worker.conn.poll(limit_s)
     except OSError:
@@ -189,7 +192,10 @@ def call(name: str, args: Any, limit_s: float = CALL_TIME_LIMIT_S) -> ToolResult
     try:
         content, is_error, data = worker.conn.recv()
     except (EOFError, OSError):
-        status = worker.proc.poll()
+        try:
+            status: int | None = worker.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            status = None
         pool.drop(worker)
         how = f"signal {-status}" if status is not None and status < 0 else f"status {status}"
         return _error(f"{name} failed: the process running it exited ({how}); ask for less")
