@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from canarykit.config import validate_params
-from canarykit.environments import check_writes, export_environment, make_environment, server_specs, write_tools
+from canarykit.environments import (
+    check_writes,
+    export_environment,
+    make_environment,
+    server_specs,
+    write_tools,
+)
 from canarykit.errors import ConfigError, ToolEnvironmentError
 from canarykit.workdirs import Workdirs
 

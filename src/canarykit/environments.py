@@ -22,6 +22,12 @@ with their environment, or streamable-HTTP URLs):
   recorded in the run record (its ``tool_result`` events), as for the built-in tools. A
   server that fails (exits, gives no answer within ``call_timeout_s``) fails the run (status
   ``error``, retried by the next invocation), never recorded as the tool's answer.
+- **isolation and writes** (:func:`check_environment`, :func:`check_writes`): a stdio server
+  with ``isolate: job`` or ``model`` gets a directory of its own for its state, filled into
+  every ``{workdir}`` of its command, env and cwd (:mod:`canarykit.workdirs`); a stateful
+  environment refuses a server that is not isolated unless it says ``allow_shared_state``;
+  a tool that may write (not ``readOnlyHint``, or ``destructiveHint``) is called by a study
+  only with ``allow_writes: true`` on an isolated server, else the export stops naming it.
 - **identity** (:func:`environment_identity`): every run's identity holds the content hash of
   the tools document (every definition, and each server's name and version from its MCP
   handshake), the canary runtime's code version and ``environment.revision``. The servers
@@ -142,7 +148,9 @@ def write_tools(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     (the MCP default is false), or marked ``destructiveHint``."""
     out = []
     for t in tools:
-        ann = t.get("annotations") if isinstance(t.get("annotations"), Mapping) else {}
+        ann: Mapping[str, Any] = t.get("annotations") or {}
+        if not isinstance(ann, Mapping):
+            ann = {}
         if ann.get("readOnlyHint") is not True or ann.get("destructiveHint") is True:
             out.append(str(t["name"]))
     return out
@@ -268,7 +276,8 @@ def environment_identity(document: Mapping[str, Any], revision: str = "",
                          env_cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``environment`` part of a run's identity in an MCP environment (module docstring);
     with isolated servers (``env_cfg``), each one's isolation and the content of its seed."""
-    identity = {"kind": "mcp", "runtime": _runtime_version(), "tools": content_hash(dict(document)), "revision": revision}
+    identity: dict[str, Any] = {"kind": "mcp", "runtime": _runtime_version(), "tools": content_hash(dict(document)),
+                                "revision": revision}
     isolated = {str(s["name"]): {"isolate": s["isolate"], "seed": seed_hash(s.get("seed_dir"))}
                 for s in (env_cfg or {}).get("servers") or [] if s.get("isolate", "none") != "none"}
     if isolated:

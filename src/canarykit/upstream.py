@@ -60,7 +60,14 @@ from mcp_types import (
 
 from .errors import InputError, ToolEnvironmentError
 from .tools._common import cap_result
-from .tools.mcp_servers import ListingTap, ListToolsError, _Captured, _failure_line, list_raw_tools, tool_entry
+from .tools.mcp_servers import (
+    ListingTap,
+    ListToolsError,
+    _Captured,
+    _failure_line,
+    list_raw_tools,
+    tool_entry,
+)
 from .types import ToolResult
 
 __all__ = [

@@ -277,7 +277,7 @@ def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> 
         except InputError:
             raise  # strict: the first problem is the error
         except Exception as exc:  # noqa: BLE001 - one definition never aborts the list
-            name = tool.get("name") if isinstance(tool, dict) and isinstance(tool.get("name"), str) else f"tools[{i}]"
+            name = str(tool["name"]) if isinstance(tool, dict) and isinstance(tool.get("name"), str) else f"tools[{i}]"
             problems.add(name, "*", "invalid_tool", f"tools[{i}]",
                          f"unusable definition: {type(exc).__name__}: {str(exc)[:200]}")
             continue

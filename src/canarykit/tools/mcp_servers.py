@@ -223,10 +223,8 @@ async def list_raw_tools(session: ClientSession, tap: ListingTap) -> list[dict[s
     while True:
         seen = len(tap.pages)
         request = ListToolsRequest(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-        try:
+        with contextlib.suppress(pydantic.ValidationError):  # one bad definition: the page as sent is in the tap
             await session.send_request(request, ListToolsResult)
-        except pydantic.ValidationError:
-            pass  # one bad definition: the page as sent is in the tap
         if len(tap.pages) <= seen:
             raise RuntimeError("the server answered tools/list without a list of tools")
         page = tap.pages[-1]
