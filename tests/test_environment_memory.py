@@ -101,7 +101,7 @@ def test_the_memory_server_as_an_isolated_study_of_three_models_in_parallel(tmp_
     cfg = yaml.safe_load((repo / "params.yaml").read_text())
     cfg["study"]["tasks"] = "data/memory_tasks.json"
     cfg["canaries"]["special_cases"] = {}
-    environment = _yaml_block("MEMORY_FILE_PATH")["environment"]  # as printed
+    environment = _yaml_block('MEMORY_FILE_PATH: "{workdir}/memory.jsonl"')["environment"]  # as printed
     server = environment["servers"][0]
     server["command"] = [c.replace("~", str(memory_home), 1) if c.startswith("~") else c for c in server["command"]]
     cfg["environment"] = environment
