@@ -23,7 +23,7 @@ from canarykit.report import build_report, load_captions
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = '</script><script>alert("model")</script>'
+MODEL = "</script><script>alert(3)</script>"  # the label
 GROUP = '<img src=x onerror=alert("group")>'
 TOOL_TEXT = ' </script><img src=x onerror=alert("tool")>'
 ANSWER = 'Done. </script><script>alert("answer")</script><img src=x onerror=alert("answer")>'
@@ -92,7 +92,7 @@ def test_the_report_shows_hostile_labels_tool_texts_and_answers_as_text(study: P
                         store=study.parent / "store", captions=load_captions(ROOT / "report"), javascript=False)
     for raw in RAW:
         assert raw not in page, raw
-    assert "&lt;/script&gt;&lt;script&gt;alert(&#34;model&#34;)" in page, "the model's name, shown as text"
+    assert "&lt;/script&gt;&lt;script&gt;alert(3)&lt;/script&gt;" in page, "the model's name, shown as text"
     assert "&lt;img src=x onerror=alert(&#34;answer&#34;)&gt;" in page or "\\u003cimg src=x onerror" in page, \
         "the answer, shown as text"
     assert all(tag in ('<script type="application/json">', "<script>") or tag.startswith('<script type="application/json"')
