@@ -124,6 +124,8 @@ def test_retry_after_is_capped_by_the_configured_max_delay() -> None:
     {**completion("x"), "choices": [{"index": 0, "finish_reason": "stop"}]},
     {**completion("x"), "choices": [{"index": 0, "message": None, "finish_reason": "stop"}]},
     "not a completion",
+    {"unexpected": 1},
+    {**completion("x"), "choices": "x"},
 ])
 def test_malformed_replies_are_retried_never_taken_as_an_answer(body: Any) -> None:
     def handler(b: Any, headers: dict[str, str], n: int) -> Reply:
@@ -136,7 +138,8 @@ def test_malformed_replies_are_retried_never_taken_as_an_answer(body: Any) -> No
     assert rec.error and rec.final_answer is None and len(server.requests) == 2
     ev = rec.events[-1]
     assert ev.kind == "backend_error" and ev.attempts == 2
-    assert "IndexError" not in (ev.message or "") and ev.error_type in ("MalformedResponse", "InternalServerError")
+    assert "IndexError" not in (ev.message or "") and ev.error_type == "malformed_reply" and ev.status_code is None
+    assert ev.message.startswith("malformed reply: ") and "\n" not in ev.message
 
 
 def test_key_echoed_in_error_bodies_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,6 +156,17 @@ def test_key_echoed_in_error_bodies_is_scrubbed(monkeypatch: pytest.MonkeyPatch)
         text = json.dumps(rec.to_dict())
         assert SECRET not in text and other not in text
         assert "***" in (rec.events[-1].message or "")
+
+
+def test_a_malformed_200_reply_is_malformed_reply_and_a_real_500_stays_a_server_error() -> None:
+    """litellm raises a 200 body that is not a chat completion as InternalServerError with a made-up
+    500; the record says what happened instead (issue 22, item 10)."""
+    rec, _, _ = run_against(lambda b, h, n: Reply({"unexpected": 1}), attempts=1)
+    ev = rec.events[-1]
+    assert (ev.error_type, ev.status_code) == ("malformed_reply", None) and "no 'choices'" in (ev.message or "")
+    rec, _, _ = run_against(lambda b, h, n: Reply(error_body("boom"), status=500), attempts=1)
+    ev = rec.events[-1]
+    assert (ev.error_type, ev.status_code) == ("InternalServerError", 500)
 
 
 def test_4xx_is_not_retried() -> None:

@@ -144,7 +144,8 @@ def test_study_in_a_user_environment_of_mcp_server_time(tmp_path: Path, time_exe
     (repo / "data/time_tasks.json").write_text(json.dumps(TIME_TASKS, indent=1))
     cfg = yaml.safe_load((repo / "params.yaml").read_text())
     cfg["study"]["tasks"] = "data/time_tasks.json"
-    cfg["environment"] = {"kind": "mcp", "servers": [{"name": "time", "command": [str(time_exe), "--local-timezone", "Etc/UTC"]}]}
+    cfg["environment"] = {"kind": "mcp", "stateful": False,
+                          "servers": [{"name": "time", "command": [str(time_exe), "--local-timezone", "Etc/UTC"]}]}
     cfg["canaries"]["special_cases"] = {}
     for m in cfg["models"]:
         if m["name"] == "planted:semantic_decoy":
@@ -196,7 +197,7 @@ def test_tasks_naming_tools_the_environment_lacks_are_refused(tmp_path: Path, ti
     (repo / "data/time_tasks.json").write_text(json.dumps(bad))
     cfg = yaml.safe_load((repo / "params.yaml").read_text())
     cfg["study"]["tasks"] = "data/time_tasks.json"
-    cfg["environment"] = {"kind": "mcp", "servers": [{"name": "time", "command": [str(time_exe)]}]}
+    cfg["environment"] = {"kind": "mcp", "stateful": False, "servers": [{"name": "time", "command": [str(time_exe)]}]}
     cfg["canaries"]["special_cases"] = {}
     (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     proc = run(repo, "snakemake", "--cores", "1", "assemblies", check=False)

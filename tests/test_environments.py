@@ -61,7 +61,7 @@ def test_plans_and_rubrics_are_optional_unless_the_study_needs_them(tmp_path: Pa
     assert t.plan == () and t.rubric == () and t.correct_tools == ("get_current_time",)
     path = tmp_path / "tasks.json"
     path.write_text(json.dumps(doc))
-    env = {"kind": "mcp", "servers": [{"name": "time", "command": ["mcp-server-time"]}]}
+    env = {"kind": "mcp", "servers": [{"name": "time", "command": ["mcp-server-time"]}], "stateful": False}
     cfg = validate_params({"study": {"tasks": str(path)}, "environment": env,
                            "models": [{"name": "oracle", "backend": "reference", "agent": "oracle"}]}, "params.yaml")
     with pytest.raises(ConfigError, match=r"params\.yaml: models\[0\]: the reference agent 'oracle' follows each task's plan, "
@@ -100,7 +100,8 @@ def test_a_token_the_shell_lacks_names_its_key(monkeypatch: pytest.MonkeyPatch) 
     from canarykit.environments import server_specs
 
     monkeypatch.delenv("CANARYKIT_TEST_TOKEN", raising=False)
-    env = {"kind": "mcp", "servers": [{"name": "gh", "command": ["srv"], "pass_env": ["CANARYKIT_TEST_TOKEN"]}]}
+    env = {"kind": "mcp", "servers": [{"name": "gh", "command": ["srv"], "pass_env": ["CANARYKIT_TEST_TOKEN"]}],
+           "stateful": False}
     with pytest.raises(ConfigError, match=r"params\.yaml: environment\.servers\[0\]\.pass_env\[0\]: environment variable "
                                           r"CANARYKIT_TEST_TOKEN is not set"):
         server_specs(env)
@@ -173,7 +174,7 @@ def test_an_mcp_environment_plans_the_whole_study(tmp_path: Path) -> None:
     """The workflow parses and plans with an MCP environment (the run itself: the slow test below)."""
     repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=("oracle",))
     cfg = yaml.safe_load((repo / "params.yaml").read_text())
-    cfg["environment"] = {"kind": "mcp", "servers": [
+    cfg["environment"] = {"kind": "mcp", "stateful": False, "servers": [
         {"name": s, "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", s]} for s in SERVERS]}
     (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = run(repo, "snakemake", "-n", "results/table1.csv", "--quiet", "rules").stdout
@@ -190,7 +191,7 @@ def test_our_servers_as_an_mcp_environment_reproduce_the_builtin_study(tmp_path:
     builtin = copy_workflow(tmp_path / "builtin", per_difficulty=1, models=models)
     mcp = copy_workflow(tmp_path / "mcp", per_difficulty=1, models=models)
     cfg = yaml.safe_load((mcp / "params.yaml").read_text())
-    cfg["environment"] = {"kind": "mcp", "servers": [
+    cfg["environment"] = {"kind": "mcp", "stateful": False, "servers": [
         {"name": s, "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", s]} for s in SERVERS]}
     (mcp / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     for repo in (builtin, mcp):
@@ -214,8 +215,9 @@ def test_our_servers_as_an_mcp_environment_reproduce_the_builtin_study(tmp_path:
     assert sorted(p.name for p in logs.glob("*.stderr.log")) == sorted(f"{s}.stderr.log" for s in SERVERS)
 
 
-def _env_cfg(servers: list[dict[str, Any]]) -> dict[str, Any]:
-    return validate_params({"environment": {"kind": "mcp", "servers": servers, "call_timeout_s": 20}})["environment"]
+def _env_cfg(servers: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    env = {"kind": "mcp", "servers": servers, "call_timeout_s": 20, "stateful": False, **more}
+    return validate_params({"environment": env})["environment"]
 
 
 def test_servers_that_changed_since_the_export_stop_the_run_stage() -> None:
@@ -244,7 +246,9 @@ def test_a_server_that_dies_mid_run_fails_the_run_and_the_next_run_restarts_it(t
     from canarykit.environments import export_environment, make_environment
     from canarykit.records import OfferedTool
 
-    cfg = _env_cfg([{"name": "flaky", "command": [sys.executable, str(FIXTURES / "flaky_server.py")]}])
+    # its echo and crash tools carry no readOnlyHint: writes allowed, on a server isolated per job
+    cfg = _env_cfg([{"name": "flaky", "command": [sys.executable, str(FIXTURES / "flaky_server.py")], "isolate": "job"}],
+                   stateful=True, allow_writes=True)
     doc = export_environment(cfg)
     defs = {t["name"]: t for t in doc["tools"]}
     tools = [{k: defs[n][k] for k in ("name", "description", "inputSchema")} for n in ("crash", "echo")]

@@ -99,7 +99,8 @@ def _list_mcp_tools(args: argparse.Namespace) -> int:
     if not args.url and not command:
         raise InputError("<command line>", "command", "give the server command after -- (or --url URL)")
     env = server_environment(args.env or [], inherit=args.inherit_env)
-    tools = list_mcp_tools(command or None, args.timeout, url=args.url, env=env, server_name=args.server)
+    tools = list_mcp_tools(command or None, args.timeout, url=args.url, env=env, server_name=args.server,
+                           strict=args.strict)
     if args.append:
         if not args.output:
             raise InputError("<command line>", "--append", "needs -o OUT.json (the tool list to add to)")
@@ -183,8 +184,9 @@ def _proxy(args: argparse.Namespace) -> int:
 
     specs = _upstream_specs(args)
     shadow = tuple(t.strip() for t in args.shadow.split(",") if t.strip()) if args.shadow else None
+    real = tuple(t.strip() for t in args.real_tools.split(",") if t.strip()) if args.real_tools else None
     settings = settings_from_params(args.params, args.pool, args.fit, parse_types(args.types), args.controls, args.seed,
-                                    shadow)
+                                    shadow, real)
     if args.http is not None and not 0 <= args.http <= 65535:
         from .errors import InputError
 
@@ -193,7 +195,7 @@ def _proxy(args: argparse.Namespace) -> int:
 
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a proxy normally (traces are flushed per line)
         anyio.run(lambda: run_proxy(specs, settings, trace_dir=args.trace_dir, http_port=args.http,
-                                    timeout_s=args.timeout, call_timeout_s=args.call_timeout))
+                                    timeout_s=args.timeout, call_timeout_s=args.call_timeout, strict=args.strict))
     return 0
 
 
@@ -282,6 +284,8 @@ def _add_list_mcp_tools(sub: _Subcommands) -> None:
     ls.add_argument("--server", default=None, metavar="NAME", help="the server's name in the tool list (default: the name it gives itself)")
     ls.add_argument("--url", default=None, help="a streamable-HTTP MCP server's URL, instead of a command")
     ls.add_argument("--append", action="store_true", help="add to the tool list in -o (replacing an earlier export of the same server)")
+    ls.add_argument("--strict", action="store_true",
+                    help="a definition canarykit cannot use (no inputSchema, nested too deep, not JSON) is an error, not a skip with a warning")
     ls.add_argument("command", nargs=argparse.REMAINDER, help="-- server command and arguments (only the first -- separates)")
     ls.set_defaults(func=_list_mcp_tools)
 
@@ -310,6 +314,11 @@ def _add_proxy(sub: _Subcommands) -> None:
                     help="offer each canary's twin in its place (the probed property at its healthy value)")
     px.add_argument("--shadow", default=None, metavar="TOOL1,TOOL2",
                     help="canaries only for these upstream tools (their names as offered); default: every tool")
+    px.add_argument("--real-tools", default=None, metavar="TOOL1,TOOL2",
+                    help="offer only these real tools (default: every tool of every upstream); each one left out is "
+                    "named in every session's notice")
+    px.add_argument("--strict", action="store_true",
+                    help="an upstream tool definition canarykit cannot use stops the proxy (default: a warning)")
     px.add_argument("--seed", type=int, default=0, help="seed of the offered order (default 0)")
     px.add_argument("--params", default=None, help="take suffixes, control suffixes, special cases and fit from this params.yaml")
     px.add_argument("--env", action="append", metavar="KEY", help="pass this variable to stdio upstreams (repeatable; KEY=VALUE sets it)")

@@ -22,6 +22,12 @@ with their environment, or streamable-HTTP URLs):
   recorded in the run record (its ``tool_result`` events), as for the built-in tools. A
   server that fails (exits, gives no answer within ``call_timeout_s``) fails the run (status
   ``error``, retried by the next invocation), never recorded as the tool's answer.
+- **isolation and writes** (:func:`check_environment`, :func:`check_writes`): a stdio server
+  with ``isolate: job`` or ``model`` gets a directory of its own for its state, filled into
+  every ``{workdir}`` of its command, env and cwd (:mod:`canarykit.workdirs`); a stateful
+  environment refuses a server that is not isolated unless it says ``allow_shared_state``;
+  a tool that may write (not ``readOnlyHint``, or ``destructiveHint``) is called by a study
+  only with ``allow_writes: true`` on an isolated server, else the export stops naming it.
 - **identity** (:func:`environment_identity`): every run's identity holds the content hash of
   the tools document (every definition, and each server's name and version from its MCP
   handshake), the canary runtime's code version and ``environment.revision``. The servers
@@ -46,13 +52,14 @@ from typing import TYPE_CHECKING, Any, Final
 from .errors import CanaryKitError, ConfigError, InputError, ToolEnvironmentError
 from .jsonio import content_hash
 from .types import ToolResult
+from .workdirs import WORKDIR, Workdirs, seed_hash
 
 if TYPE_CHECKING:
     from .upstream import ServerSpec, Upstreams
 
 __all__ = [
-    "TOOLS_FORMAT", "McpExecutor", "environment_identity", "export_environment", "is_mcp", "make_environment",
-    "server_specs", "tools_of",
+    "TOOLS_FORMAT", "McpExecutor", "check_writes", "environment_identity", "export_environment", "is_mcp",
+    "make_environment", "server_specs", "tools_of", "write_tools",
 ]
 
 TOOLS_FORMAT: Final = "canarykit-tools"
@@ -81,32 +88,126 @@ def check_environment(env_cfg: Mapping[str, Any], source: str = "params.yaml") -
         if ("command" in s) == ("url" in s):
             raise ConfigError(source, key, "give command (a stdio server) or url (a streamable-HTTP server), one of them")
         if "url" in s:
-            for k in ("env", "pass_env", "cwd"):
+            for k in ("env", "pass_env", "cwd", "seed_dir"):
                 if s.get(k):
                     raise ConfigError(source, f"{key}.{k}", "only a stdio server (command) takes it; this one has a url")
         if s["name"] in seen:
             raise ConfigError(source, f"{key}.name", f"duplicate server name {s['name']!r} (also environment.servers[{seen[s['name']]}])")
         seen[s["name"]] = i
+    for i, s in enumerate(servers):
+        _check_isolation(env_cfg, s, f"environment.servers[{i}]", source)
 
 
-def server_specs(env_cfg: Mapping[str, Any], source: str = "params.yaml") -> list[ServerSpec]:
+def _uses_workdir(server: Mapping[str, Any]) -> str | None:
+    """The first key of ``server`` that names ``{workdir}`` (None: none does)."""
+    for j, part in enumerate(server.get("command") or []):
+        if WORKDIR in str(part):
+            return f"command[{j}]"
+    for k, v in (server.get("env") or {}).items():
+        if WORKDIR in str(v):
+            return f"env.{k}"
+    if WORKDIR in str(server.get("cwd") or ""):
+        return "cwd"
+    return None
+
+
+def _check_isolation(env_cfg: Mapping[str, Any], s: Mapping[str, Any], key: str, source: str) -> None:
+    isolate = s.get("isolate", "none")
+    stateful = bool(env_cfg.get("stateful", True))
+    if "url" in s and isolate != "none":
+        raise ConfigError(source, f"{key}.isolate", "canarykit starts only a stdio server (command) and so can isolate "
+                                                    "only such a server; a url server's state is its own")
+    if isolate == "none":
+        used = _uses_workdir(s)
+        if used is not None:
+            raise ConfigError(source, f"{key}.{used}", f"{WORKDIR} is filled only for an isolated server: set "
+                                                       f"{key}.isolate: job (a fresh directory per agent job) or model")
+        if s.get("seed_dir"):
+            raise ConfigError(source, f"{key}.seed_dir", f"seed_dir seeds the {WORKDIR} of an isolated server: set "
+                                                         f"{key}.isolate: job or model")
+        if stateful and not s.get("allow_shared_state"):
+            raise ConfigError(
+                source, f"{key}.isolate",
+                f"server {s['name']!r} may keep state (environment.stateful: true) and is not isolated, so the agent jobs "
+                f"of different models, which run at the same time, would share and change one state: set isolate: job "
+                f"(each job gets a fresh {WORKDIR} for the server's state, e.g. env MEMORY_FILE_PATH: "
+                f"\"{WORKDIR}/memory.jsonl\") or model, or environment.stateful: false for a server that keeps no state, "
+                f"or allow_shared_state: true to share it knowingly")
+        return
+    if isolate == "model" and not stateful:
+        raise ConfigError(source, f"{key}.isolate", "isolate: model shares one directory among a model's agent jobs, "
+                                                    "which with environment.stateful: false run at the same time: use "
+                                                    "isolate: job (or environment.stateful: true)")
+    seed = s.get("seed_dir")
+    if seed and not Path(os.path.expanduser(str(seed))).is_dir():
+        raise ConfigError(source, f"{key}.seed_dir", f"{seed!r} is not a directory")
+
+
+def write_tools(tools: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Names of the tools that may change their server's state: not marked ``readOnlyHint``
+    (the MCP default is false), or marked ``destructiveHint``."""
+    out = []
+    for t in tools:
+        ann: Mapping[str, Any] = t.get("annotations") or {}
+        if not isinstance(ann, Mapping):
+            ann = {}
+        if ann.get("readOnlyHint") is not True or ann.get("destructiveHint") is True:
+            out.append(str(t["name"]))
+    return out
+
+
+def check_writes(env_cfg: Mapping[str, Any], tools: Sequence[Mapping[str, Any]], source: str = "params.yaml") -> None:
+    """Refuse a study whose servers offer tools that may write (:func:`write_tools`) unless
+    ``environment.allow_writes: true`` and each such server is isolated; the error names
+    the tools."""
+    for i, s in enumerate(env_cfg.get("servers") or []):
+        writes = write_tools([t for t in tools if t.get("server") == s["name"]])
+        if not writes:
+            continue
+        shown = ", ".join(writes[:12]) + (f" and {len(writes) - 12} more" if len(writes) > 12 else "")
+        what = (f"server {s['name']!r} offers {len(writes)} tool{'s' if len(writes) != 1 else ''} that may change its "
+                f"state (not marked readOnlyHint, or marked destructiveHint): {shown}")
+        if not env_cfg.get("allow_writes"):
+            raise ConfigError(source, "environment.allow_writes",
+                              f"{what}; agents would call them on the real server. A study calls such tools only with "
+                              f"environment.allow_writes: true and the server isolated (environment.servers[{i}].isolate: "
+                              f"job or model, its state under {WORKDIR}), so that every write lands in a scratch copy")
+        if s.get("isolate", "none") == "none":
+            raise ConfigError(source, f"environment.servers[{i}].isolate",
+                              f"{what}; environment.allow_writes: true lets a study call them only on an isolated server: "
+                              f"set isolate: job or model and put its state under {WORKDIR}")
+
+
+def server_specs(env_cfg: Mapping[str, Any], source: str = "params.yaml",
+                 workdirs: Mapping[str, Path] | None = None) -> list[ServerSpec]:
     """The servers of ``environment`` as :class:`~canarykit.upstream.ServerSpec` (``pass_env``
-    resolved from this process's environment: a variable that is not set names its key)."""
+    resolved from this process's environment: a variable that is not set names its key;
+    ``{workdir}`` filled from ``workdirs``, server name -> its directory, for every isolated
+    server)."""
     from .upstream import ServerSpec
 
     check_environment(env_cfg, source)
     specs = []
     for i, s in enumerate(env_cfg.get("servers") or []):
         key = f"environment.servers[{i}]"
-        env = {str(k): str(v) for k, v in (s.get("env") or {}).items()}
+        if s.get("isolate", "none") != "none" and (workdirs is None or s["name"] not in workdirs):
+            raise ConfigError(source, f"{key}.isolate", "an isolated server needs its directory (internal error: no "
+                                                        "workdir given)")
+        where = str(workdirs[s["name"]]) if workdirs is not None and s["name"] in workdirs else None
+
+        def fill(text: str, where: str | None = where) -> str:
+            return text.replace(WORKDIR, where) if where is not None else text
+
+        env = {str(k): fill(str(v)) for k, v in (s.get("env") or {}).items()}
         for j, var in enumerate(s.get("pass_env") or []):
             if var not in os.environ:
                 raise ConfigError(source, f"{key}.pass_env[{j}]", f"environment variable {var} is not set in this shell "
                                                                   f"(server {s['name']!r} needs it)")
             env[var] = os.environ[var]
         # ~ in the program's path (as in a shell); everything else is passed as written
-        command = (os.path.expanduser(str(s["command"][0])), *(str(c) for c in s["command"][1:])) if "command" in s else None
-        cwd = os.path.expanduser(s["cwd"]) if s.get("cwd") else None
+        command = (os.path.expanduser(fill(str(s["command"][0]))), *(fill(str(c)) for c in s["command"][1:])) \
+            if "command" in s else None
+        cwd = os.path.expanduser(fill(s["cwd"])) if s.get("cwd") else None
         specs.append(ServerSpec(str(s["name"]), command=command, url=s.get("url"), env=env, cwd=cwd,
                                 where=f"{source}: {key} ({s['name']})"))
     return specs
@@ -138,16 +239,20 @@ def export_environment(env_cfg: Mapping[str, Any], *, source: str = "params.yaml
     from .upstream import Upstreams
 
     say = warn if warn is not None else (lambda m: print(m, file=sys.stderr))
-    specs = server_specs(env_cfg, source)
+    with Workdirs.scratch(env_cfg) as dirs:  # the listing's own throw-away state
+        specs = server_specs(env_cfg, source, dirs)
 
-    async def listed() -> dict[str, Any]:
-        async with Upstreams(specs, timeout_s=float(env_cfg["timeout_s"]), call_timeout_s=float(env_cfg["call_timeout_s"]),
-                             errlog_dir=errlog_dir, source="environment.servers") as up:
-            for skip in up.skipped:
-                say(f"environment: warning: {skip.line()}")
-            return _document(up, say)
+        async def listed() -> dict[str, Any]:
+            async with Upstreams(specs, timeout_s=float(env_cfg["timeout_s"]),
+                                 call_timeout_s=float(env_cfg["call_timeout_s"]), errlog_dir=errlog_dir,
+                                 source="environment.servers") as up:
+                for skip in up.skipped:
+                    say(f"environment: warning: {skip.line()}")
+                return _document(up, say)
 
-    return anyio.run(listed)
+        document = anyio.run(listed)
+    check_writes(env_cfg, document["tools"], source)
+    return document
 
 
 def tools_of(document: Any, source: str = "results/tools.json") -> list[dict[str, Any]]:
@@ -167,9 +272,17 @@ def _runtime_version() -> str:
     return _source_hash(pkg / "canaries", pkg / "upstream.py", pkg / "environments.py")
 
 
-def environment_identity(document: Mapping[str, Any], revision: str = "") -> dict[str, Any]:
-    """The ``environment`` part of a run's identity in an MCP environment (module docstring)."""
-    return {"kind": "mcp", "runtime": _runtime_version(), "tools": content_hash(dict(document)), "revision": revision}
+def environment_identity(document: Mapping[str, Any], revision: str = "",
+                         env_cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``environment`` part of a run's identity in an MCP environment (module docstring);
+    with isolated servers (``env_cfg``), each one's isolation and the content of its seed."""
+    identity: dict[str, Any] = {"kind": "mcp", "runtime": _runtime_version(), "tools": content_hash(dict(document)),
+                                "revision": revision}
+    isolated = {str(s["name"]): {"isolate": s["isolate"], "seed": seed_hash(s.get("seed_dir"))}
+                for s in (env_cfg or {}).get("servers") or [] if s.get("isolate", "none") != "none"}
+    if isolated:
+        identity["isolation"] = isolated
+    return identity
 
 
 def _comparable(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,11 +317,14 @@ class McpExecutor:
     """
 
     def __init__(self, env_cfg: Mapping[str, Any], document: Mapping[str, Any], *, source: str = "params.yaml",
-                 tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None) -> None:
+                 tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None,
+                 job: str | Path | None = None) -> None:
         self.env_cfg = dict(env_cfg)
         self.document = dict(document)
         self.source, self.tools_source = source, tools_source
         self.errlog_dir = errlog_dir
+        self.job = job
+        self._workdirs: Workdirs | None = None
         self.names = {str(t["name"]) for t in self.document.get("tools", [])}
         self._pid: int | None = None
         self._lock = threading.Lock()
@@ -224,7 +340,9 @@ class McpExecutor:
                 return self._portal
             from anyio.from_thread import start_blocking_portal
 
-            specs = server_specs(self.env_cfg, self.source)
+            if self._workdirs is None:
+                self._workdirs = Workdirs.for_job(self.env_cfg, self.job)
+            specs = server_specs(self.env_cfg, self.source, self._workdirs.dirs)
             self._portal_cm = start_blocking_portal()
             portal = self._portal_cm.__enter__()
             try:
@@ -295,15 +413,24 @@ class McpExecutor:
             finally:
                 self._portal_cm.__exit__(None, None, None)
                 self._portal_cm = None
+                if self._workdirs is not None:  # the servers are stopped: release their directories
+                    self._workdirs.close()
+                    self._workdirs = None
 
 
 def make_environment(env_cfg: Mapping[str, Any], document: Mapping[str, Any], *, source: str = "params.yaml",
-                     tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None) -> Any:
-    """The agent loop's :class:`~canarykit.agents.loop.Environment` for an MCP environment."""
+                     tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None,
+                     job: str | Path | None = None) -> Any:
+    """The agent loop's :class:`~canarykit.agents.loop.Environment` for an MCP environment.
+    ``job``: the agent job's summary file, which places its isolated servers' directories
+    (:mod:`canarykit.workdirs`). A server offering tools that may write is refused here too
+    unless the study allows writes on isolated servers (:func:`check_writes`)."""
     from . import canaries, tasks
     from .agents.loop import Environment
 
-    executor = McpExecutor(env_cfg, document, source=source, tools_source=tools_source, errlog_dir=errlog_dir)
+    check_environment(env_cfg, source)
+    check_writes(env_cfg, document.get("tools") or [], source)
+    executor = McpExecutor(env_cfg, document, source=source, tools_source=tools_source, errlog_dir=errlog_dir, job=job)
     return Environment(execute=executor, run_canary=canaries.run_canary, compose_answer=tasks.compose_answer,
-                       identity=environment_identity(document, str(env_cfg.get("revision") or "")), blocking=True,
-                       close=executor.close, check=executor.check)
+                       identity=environment_identity(document, str(env_cfg.get("revision") or ""), env_cfg),
+                       blocking=True, close=executor.close, check=executor.check)

@@ -373,13 +373,40 @@ def render(chart: Any, path_stem: Path, formats: Sequence[str] = FORMATS) -> lis
         elif fmt == "png":
             atomic_write_bytes(target, vlc.vegalite_to_png(spec, scale=2))
         elif fmt == "html":
-            atomic_write_text(target, vlc.vegalite_to_html(spec, bundle=True))
+            atomic_write_text(target, safe_html(vlc.vegalite_to_html(spec, bundle=True)))
         elif fmt == "json":
             atomic_write_text(target, json.dumps(spec, indent=1))
         else:
             raise InputError("figures.formats", fmt, "unsupported format (svg, png, html, json)")
         out.append(target)
     return out
+
+
+#: The spec as vl-convert's page embeds it: ``const spec = <JSON>;`` inside a ``<script>``.
+_SPEC_AT = "const spec = "
+
+
+def safe_html(page: str) -> str:
+    """vl-convert's figure page with its embedded spec re-written as JSON safe in a script
+    (:func:`canarykit.report.json_for_script`, as the report embeds its figures: no ``<``,
+    ``>`` or ``&`` left, the same value to JavaScript).
+
+    vl-convert writes the spec's JSON raw into a ``<script>``, so a model or group label
+    holding ``</script><script>...`` would run as script (every label, title and tooltip of
+    a figure comes from the study's data). The spec is found where vl-convert puts it and
+    parsed as exactly one JSON value; a page laid out otherwise is refused rather than
+    written unsafe."""
+    at = page.rfind(_SPEC_AT)
+    if at < 0:
+        raise RuntimeError("vl-convert's HTML page no longer holds 'const spec = ': cannot escape the figure's spec")
+    start = at + len(_SPEC_AT)
+    try:
+        spec, end = json.JSONDecoder().raw_decode(page, start)
+    except ValueError as exc:
+        raise RuntimeError(f"vl-convert's HTML page: the embedded spec is not JSON ({exc})") from None
+    from .report import json_for_script
+
+    return page[:start] + json_for_script(spec) + page[end:]
 
 
 def _resolve(source: Any, cfg: stats.StatsConfig | Mapping[str, Any] | None) -> dict[str, Any]:

@@ -150,11 +150,12 @@ def safe_json_loads(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: in
     return value
 
 
-def read_json_input(path: str | os.PathLike[str], what: str, *, max_chars: int = 50_000_000) -> Any:
+def read_json_input(path: str | os.PathLike[str], what: str, *, max_chars: int = 50_000_000,
+                    max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Read a JSON file a user supplied (tool list, task file, pool, record).
 
     Every failure is an :class:`~canarykit.errors.InputError` naming the file: missing,
-    unreadable, not UTF-8, or not valid (or hostile) JSON.
+    unreadable, not UTF-8, or not valid (or hostile) JSON (``max_depth``: the nesting allowed).
     """
     from .errors import InputError
 
@@ -170,7 +171,7 @@ def read_json_input(path: str | os.PathLike[str], what: str, *, max_chars: int =
     except OSError as exc:
         raise InputError(src, "<file>", f"cannot read the {what}: {exc.strerror or exc}") from exc
     try:
-        return safe_json_loads(text, max_chars=max_chars)
+        return safe_json_loads(text, max_chars=max_chars, max_depth=max_depth)
     except HostileJSONError as exc:
         raise InputError(src, "<root>", f"not valid JSON: {exc}") from exc
 

@@ -1,14 +1,21 @@
 """``canarykit proxy``: canaries planted in front of any MCP server, a trace per client session.
 
 The proxy is an MCP server (stdio, or streamable HTTP on 127.0.0.1) that fronts one or more
-upstream MCP servers (:mod:`canarykit.upstream`). Its ``tools/list`` answers the upstreams'
-tools (names that repeat across upstreams as ``<server>___<name>``) plus canaries generated
-from them at start-up (:func:`canarykit.canaries.build_pool`: ``--pool``, ``--fit``,
-``--types``), or, with ``--controls``, each canary's matched-surface control in its place
-(granularity controls need a task and are left out). Every definition keeps its MCP
+upstream MCP servers (:mod:`canarykit.upstream`). Its ``tools/list`` answers every tool of
+the upstreams (names that repeat across upstreams as ``<server>___<name>``; only those of
+``--real-tools`` when given; a definition canarykit cannot use for canaries is still offered
+as its server sent it when it is a valid MCP tool) plus canaries generated from them at
+start-up (:func:`canarykit.canaries.build_pool`: ``--pool``, ``--fit``,
+``--types``), or, with ``--controls``, each canary's twin in its place (the canary with
+its probed property at its healthy value). Every definition keeps its MCP
 metadata: a real tool's title, annotations and outputSchema as its server sent them, a
 canary's mirrored from the tool it shadows. The order is a deterministic shuffle of all of
 them (``--seed``), as in the study's assembly.
+
+Each client session is told once, on stderr and as an MCP log notification (level
+``warning``, logger ``canarykit-proxy``), which offered real tools may change the server's
+state (not marked ``readOnlyHint``, or marked ``destructiveHint``) and every real tool not
+offered, with its reason (:func:`session_notice`).
 
 A call of a real tool is forwarded to its server and its result returned as it came; a call
 of a canary (or control) is answered by its runtime (:func:`canarykit.canaries.run_canary`,
@@ -17,34 +24,8 @@ whose real-tool calls go upstream). Every result is capped at
 visible truncation marker, without structured content). A server that fails (exits, stops
 answering) is answered as a tool error and recorded as such.
 
-Traces
-------
-One JSON-lines file per client session in ``--trace-dir``
-(``<UTC time>-<session id>.jsonl``), written as events happen (flushed per line). A
-session is a stdio connection (one per proxy process), an HTTP session (``Mcp-Session-Id``),
-or, for stateless HTTP requests (protocol 2026-07-28, which has no session), one per URL
-label (``http://127.0.0.1:PORT/mcp/<label>``: give each agent its own) and otherwise one
-per client name and version. Lines (``event`` discriminates)::
-
-    {"event": "session", "format": "canarykit-proxy-trace", "format_version": 1,
-     "session": "...", "started_at": "...", "transport": "stdio"|"http",
-     "client": {"name", "version", "label"?}, "protocol_version": "...",
-     "proxy": {"canarykit_version", "pool", "fit", "types", "controls", "seed"},
-     "upstreams": [{"name", "transport", "url"?, "server_info": {...}, "tools"}],
-     "tool_list_hash": "...",
-     "offered": [{"position", "name", "kind": "real"|"canary"|"control", "server"?,
-                  "upstream_name"?, "canary_id"?, "canary_type"?, "shadows"?}, ...]}
-    {"event": "tools/list", "seq", "time", "tools": N, "tool_list_hash", "duration_ms"}
-    {"event": "tools/call", "seq", "time", "name", "arguments", "status", "class",
-     "canary_id", "canary_type", "shadows", "upstream": {"server", "name"} | null,
-     "result": {"content": [...], "structuredContent"?, "isError"}, "is_error",
-     "truncated", "error": null | "why the tool environment failed",
-     "duration_ms", "upstream_ms"}
-
-``status`` is the detector's (``ok``, ``invalid_arguments``: an object that fails the
-offered schema, still a call of that tool; ``unknown_tool``: a name that was not offered);
-``class`` is ``real``, ``canary``, ``control`` or ``unknown``. ``canarykit diagnose`` reads
-these files (:mod:`canarykit.diagnose`).
+Traces: one JSON-lines file per client session (:mod:`canarykit.proxytraces`, which gives the
+format); ``canarykit diagnose`` reads them (:mod:`canarykit.diagnose`).
 """
 
 from __future__ import annotations
@@ -55,10 +36,8 @@ import random
 import socket
 import sys
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -79,17 +58,17 @@ from mcp_types import Tool as MCPTool
 
 from .errors import InputError, ToolEnvironmentError
 from .jsonio import canonical_json, content_hash
+from .proxytraces import TRACE_FORMAT, TRACE_FORMAT_VERSION, Traces
+from .proxytraces import session_key as _session_key
 from .tools._common import MAX_RESULT_BYTES, cap_result
 from .types import CANARY_TYPES, ToolResult
-from .upstream import Route, ServerSpec, Upstreams, call_result, result_size, tool_result
+from .upstream import Hidden, Route, ServerSpec, Upstreams, call_result, result_size, tool_result
 
 __all__ = [
     "TRACE_FORMAT", "TRACE_FORMAT_VERSION", "Catalog", "Offering", "ProxySettings", "build_catalog", "make_server",
     "run_proxy",
 ]
 
-TRACE_FORMAT: Final = "canarykit-proxy-trace"
-TRACE_FORMAT_VERSION: Final = 1
 
 
 @dataclass(frozen=True)
@@ -107,12 +86,15 @@ class ProxySettings:
     special_cases: Mapping[str, Mapping[str, Any]] | None = None
     #: canaries only for these real tools (exposed names); None: for every tool
     shadow: tuple[str, ...] | None = None
+    #: offer only these real tools (exposed names); None: every tool of every upstream
+    real_tools: tuple[str, ...] | None = None
 
     def describe(self) -> dict[str, Any]:
         from . import __version__
 
         return {"canarykit_version": __version__, "pool": self.pool, "fit": self.fit, "types": list(self.types),
-                "controls": self.controls, "seed": self.seed, "shadow": list(self.shadow) if self.shadow else None}
+                "controls": self.controls, "seed": self.seed, "shadow": list(self.shadow) if self.shadow else None,
+                "real_tools": list(self.real_tools) if self.real_tools else None}
 
 
 @dataclass
@@ -170,9 +152,12 @@ def _validator(schema: Mapping[str, Any]) -> Any:
     return cls(schema)
 
 
-def build_catalog(real_tools: Sequence[Mapping[str, Any]], routes: Mapping[str, Route], settings: ProxySettings) -> Catalog:
+def build_catalog(real_tools: Sequence[Mapping[str, Any]], routes: Mapping[str, Route], settings: ProxySettings,
+                  hosts: Sequence[Mapping[str, Any]] | None = None) -> Catalog:
     """The offered list: the real tools plus the pool's canaries (or controls), shuffled by
-    ``settings.seed`` over stable keys (real names, canary ids), like the study's assembly."""
+    ``settings.seed`` over stable keys (real names, canary ids), like the study's assembly.
+    ``hosts``: the real tools canaries are made from (default: all of ``real_tools``; the
+    proxy passes the ones ingestion could use)."""
     from .canaries import DEFAULT_CONTROL_SUFFIXES, DEFAULT_SUFFIXES, ToolList, build_pool
 
     suffixes = settings.suffixes if settings.suffixes is not None else DEFAULT_SUFFIXES[settings.pool]
@@ -184,9 +169,11 @@ def build_catalog(real_tools: Sequence[Mapping[str, Any]], routes: Mapping[str, 
         if missing:
             raise InputError("<command line>", "--shadow", f"no upstream tool {missing[0]!r}; the tools are: "
                              f"{', '.join(sorted(names))}")
-    hosts = [dict(t) for t in real_tools if settings.shadow is None or t["name"] in settings.shadow]
+    real_names = {str(t["name"]) for t in real_tools}
+    hosted = [dict(t) for t in (real_tools if hosts is None else hosts)
+              if t["name"] in real_names and (settings.shadow is None or t["name"] in settings.shadow)]
     pool = build_pool(
-        ToolList(hosts, [], "<upstream tools>", list(range(len(hosts)))),
+        ToolList(hosted, [], "<upstream tools>", list(range(len(hosted)))),
         settings.pool, suffixes, fit=settings.fit, control_suffixes=control_suffixes, controls=settings.controls,
         special_cases=settings.special_cases, types=settings.types, source="<upstream tools>",
     )
@@ -194,9 +181,7 @@ def build_catalog(real_tools: Sequence[Mapping[str, Any]], routes: Mapping[str, 
     for t in real_tools:
         entries[f"real:{t['name']}"] = ("real", _mcp_tool(t), routes.get(str(t["name"])), None)
     if settings.controls:
-        # A granularity control is a template until a task gives its case: no task here.
-        records = [c for c in pool.controls if c.get("behaviour", {}).get("kind") != "task_case"]
-        kind = "control"
+        records, kind = pool.controls, "control"
     else:
         records, kind = pool.canaries, "canary"
     for rec in records:
@@ -208,91 +193,6 @@ def build_catalog(real_tools: Sequence[Mapping[str, Any]], routes: Mapping[str, 
         kind_, tool, route, record = entries[key]
         offered.append(Offering(pos, tool.name, kind_, tool, route, record, _validator(tool.input_schema)))
     return Catalog(offered, list(pool.skipped))
-
-
-# ------------------------------------------------------------------------------------ traces
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class Trace:
-    """One client session's JSON-lines trace file (header written with the first event)."""
-
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
-        self.path = path
-        self.header = header
-        self.seq = 0
-        self._fh: IO[str] | None = None
-
-    def write(self, event: dict[str, Any]) -> None:
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-            self._fh.write(json.dumps(self.header, ensure_ascii=False) + "\n")
-        event = {"event": event.pop("event"), "seq": self.seq, "time": _now(), **event}
-        self.seq += 1
-        self._fh.write(json.dumps(event, ensure_ascii=False) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-
-class Traces:
-    """The sessions seen so far: session key -> trace."""
-
-    def __init__(self, trace_dir: Path, catalog: Catalog, upstreams: Upstreams, settings: ProxySettings, transport: str) -> None:
-        self.dir = trace_dir
-        self.catalog, self.upstreams, self.settings, self.transport = catalog, upstreams, settings, transport
-        self.by_key: dict[str, Trace] = {}
-
-    def for_request(self, ctx: Any) -> Trace:
-        key, client, protocol = _session_key(ctx, self.transport)
-        trace = self.by_key.get(key)
-        if trace is None:
-            started = datetime.now(UTC)
-            sid = uuid.uuid4().hex[:12]
-            header: dict[str, Any] = {
-                "event": "session", "format": TRACE_FORMAT, "format_version": TRACE_FORMAT_VERSION, "session": sid,
-                "started_at": started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "transport": self.transport,
-                "client": client, "protocol_version": protocol, "proxy": self.settings.describe(),
-                "upstreams": [s.describe() for s in self.upstreams.servers],
-                "tool_list_hash": self.catalog.tool_list_hash,
-                "offered": [o.describe() for o in self.catalog.offered],
-            }
-            trace = Trace(self.dir / f"{started.strftime('%Y%m%dT%H%M%S')}-{sid}.jsonl", header)
-            self.by_key[key] = trace
-        return trace
-
-    def close(self) -> None:
-        for t in self.by_key.values():
-            t.close()
-
-
-def _session_key(ctx: Any, transport: str) -> tuple[str, dict[str, Any], str | None]:
-    """(key, client info, protocol version) of a request's session (see the module doc)."""
-    session = getattr(ctx, "session", None)
-    params = getattr(session, "client_params", None)
-    info = getattr(params, "client_info", None)
-    client = {"name": getattr(info, "name", None), "version": getattr(info, "version", None)} if info else {}
-    protocol = getattr(ctx, "protocol_version", None)
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        label = (getattr(request, "path_params", None) or {}).get("label") or ""
-        if label:
-            client = {**client, "label": label}
-        sid = headers.get("mcp-session-id")
-        if sid:
-            return f"http:{sid}", client, protocol
-        if label:
-            return f"http-label:{label}", client, protocol
-        return f"http-stateless:{client.get('name')}:{client.get('version')}", client, protocol
-    return transport, client, protocol
 
 
 # ------------------------------------------------------------------------------------ server
@@ -313,13 +213,66 @@ def _capped(result: CallToolResult) -> tuple[CallToolResult, bool]:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=result.is_error), True
 
 
+#: MCP log levels, lowest first (a client's logging/setLevel keeps that level and above).
+_LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def session_notice(offered: Sequence[Mapping[str, Any]], hidden: Sequence[Any]) -> str | None:
+    """What a client session is told once (stderr and an MCP log notification): the offered
+    real tools that may change the server's state, and every real tool not offered."""
+    from .environments import write_tools
+
+    parts = []
+    writes = write_tools(offered)
+    if writes:
+        parts.append(f"{len(writes)} of the {len(offered)} real tools offered may change your server's state (not "
+                     f"marked readOnlyHint, or marked destructiveHint): {', '.join(writes)}; their calls go to the "
+                     "real server")
+    if hidden:
+        parts.append(f"{len(hidden)} real tool{'s' if len(hidden) != 1 else ''} not offered: "
+                     + "; ".join(h.line() for h in hidden))
+    return "canarykit proxy: notice: " + ". ".join(parts) if parts else None
+
+
 class Proxy:
     """The handlers of the proxy server (a :class:`mcp.server.lowlevel.server.Server`)."""
 
-    def __init__(self, upstreams: Upstreams, catalog: Catalog, traces: Traces | None) -> None:
+    def __init__(self, upstreams: Upstreams, catalog: Catalog, traces: Traces | None, notice: str | None = None,
+                 log: IO[str] | None = None, transport: str = "stdio") -> None:
         self.up, self.catalog, self.traces = upstreams, catalog, traces
+        self.notice, self.log, self.transport = notice, log, transport
+        self.noticed: set[str] = set()
+        self.levels: dict[str, str] = {}
+
+    async def _tell(self, ctx: Any) -> None:
+        """The session's notice, once: on stderr and as an MCP log notification (``warning``)."""
+        if self.notice is None:
+            return
+        key, client, _ = _session_key(ctx, self.transport)
+        if key in self.noticed:
+            return
+        self.noticed.add(key)
+        who = " ".join(str(v) for v in (client.get("name"), client.get("version"), client.get("label")) if v) or key
+        print(f"{self.notice} [session: {who}]", file=self.log or sys.stderr, flush=True)
+        level = self.levels.get(key, "debug")
+        if _LOG_LEVELS.index(level) > _LOG_LEVELS.index("warning"):
+            return
+        import warnings
+
+        with contextlib.suppress(Exception), warnings.catch_warnings():  # a client that cannot take it still gets its answer
+            warnings.simplefilter("ignore")  # the SDK calls log notifications deprecated from protocol 2026-07-28 on
+            await ctx.session.send_log_message("warning", self.notice, logger="canarykit-proxy",
+                                               related_request_id=getattr(ctx, "request_id", None))
+
+    async def set_level(self, ctx: Any, params: Any) -> Any:
+        from mcp_types import EmptyResult
+
+        key, _, _ = _session_key(ctx, self.transport)
+        self.levels[key] = str(params.level)
+        return EmptyResult()
 
     async def list_tools(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        await self._tell(ctx)
         t0 = time.perf_counter()
         result = ListToolsResult(tools=list(self.catalog.tools))
         if self.traces is not None:
@@ -341,6 +294,7 @@ class Proxy:
             timings.append(time.perf_counter() - t0)
 
     async def call_tool(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        await self._tell(ctx)
         t0 = time.perf_counter()
         name, args = params.name, dict(params.arguments or {})
         offering = self.catalog.by_name.get(name)
@@ -382,7 +336,8 @@ class Proxy:
         def execute(real_name: str, real_args: Any) -> ToolResult:
             return anyio.from_thread.run(self._real, real_name, real_args, timings)
 
-        answer = await anyio.to_thread.run_sync(run_canary, record, args, execute)
+        # abandoned when the session ends (the client left): the proxy exits without waiting
+        answer = await anyio.to_thread.run_sync(run_canary, record, args, execute, abandon_on_cancel=True)
         text, truncated = cap_result(answer.content)
         if truncated:
             answer = ToolResult(content=text, is_error=answer.is_error, data=None)
@@ -419,8 +374,14 @@ class Proxy:
 
 
 def make_server(proxy: Proxy, name: str, version: str, instructions: str | None) -> Server[Any]:
-    return Server(name, version=version, instructions=instructions, on_list_tools=proxy.list_tools,
-                  on_call_tool=proxy.call_tool)
+    import warnings
+
+    with warnings.catch_warnings():
+        # logging/setLevel is deprecated from protocol 2026-07-28 on, but clients of the
+        # earlier versions only take log notifications from a server that declares it
+        warnings.simplefilter("ignore")
+        return Server(name, version=version, instructions=instructions, on_list_tools=proxy.list_tools,
+                      on_call_tool=proxy.call_tool, on_set_logging_level=proxy.set_level)
 
 
 def _identity(upstreams: Upstreams) -> tuple[str, str, str | None]:
@@ -444,27 +405,32 @@ async def run_proxy(
     call_timeout_s: float = 120.0,
     ready: Any = None,
     log: IO[str] | None = None,
+    strict: bool = False,
 ) -> None:
     """Start the upstreams, build the catalog and serve until stdin closes (stdio) or the
-    process is stopped (HTTP). ``ready(url_or_None)`` is called once serving."""
+    process is stopped (HTTP). ``ready(url_or_None)`` is called once serving. ``strict``: a
+    definition ingestion cannot use stops the proxy instead of a warning."""
     out = log if log is not None else sys.stderr
     tdir = Path(trace_dir) if trace_dir is not None else None
     errlogs = tdir / "upstream-logs" if tdir is not None else None
     async with Upstreams(specs, timeout_s=timeout_s, call_timeout_s=call_timeout_s, errlog_dir=errlogs,
-                         source="<upstream tools>") as up:
+                         source="<upstream tools>", strict=strict) as up:
         for skip in up.skipped:
             print(f"canarykit proxy: warning: {skip.line()}", file=out, flush=True)
-        catalog = build_catalog(up.tools, up.routes, settings)
+        offered, hidden = narrowed(up.all_tools, up.hidden, settings.real_tools)
+        catalog = build_catalog(offered, up.routes, settings, hosts=up.tools)
         transport = "http" if http_port is not None else "stdio"
-        traces = Traces(tdir, catalog, up, settings, transport) if tdir is not None else None
-        proxy = Proxy(up, catalog, traces)
+        traces = Traces(tdir, catalog, up, settings, transport, hidden) if tdir is not None else None
+        proxy = Proxy(up, catalog, traces, session_notice(offered, hidden), out, transport)
         name, version, instructions = _identity(up)
         server = make_server(proxy, name, version, instructions)
         what = "controls" if settings.controls else "canaries"
         summary = (f"canarykit proxy: {len(up.servers)} upstream{'s' if len(up.servers) != 1 else ''} "
                    f"({', '.join(f'{s.name}: {len(s.tools)} tools' for s in up.servers)}); offering "
                    f"{catalog.count('real')} real tools + {len(catalog.offered) - catalog.count('real')} {what} "
-                   f"({settings.pool} pool, {settings.fit}); traces: {tdir if tdir is not None else 'off'}")
+                   f"({settings.pool} pool, {settings.fit}); traces: {tdir if tdir is not None else 'off'}"
+                   + (f"; {len(hidden)} real tool{'s' if len(hidden) != 1 else ''} not offered (named in each "
+                      "session's notice)" if hidden else ""))
         print(summary, file=out, flush=True)
         try:
             if http_port is None:
@@ -513,6 +479,23 @@ async def _serve_http(server: Server[Any], port: int, ready: Any, out: IO[str]) 
             await userver.serve(sockets=[sock])
 
 
+def narrowed(tools: Sequence[Mapping[str, Any]], hidden: Sequence[Hidden],
+             only: Sequence[str] | None) -> tuple[list[dict[str, Any]], list[Hidden]]:
+    """The real tools offered (every one, or only those named by ``--real-tools``) and every
+    real tool not offered, with its reason."""
+    if only is None:
+        return [dict(t) for t in tools], list(hidden)
+    names = {str(t["name"]) for t in tools}
+    missing = [n for n in only if n not in names]
+    if missing:
+        raise InputError("<command line>", "--real-tools", f"no upstream tool {missing[0]!r}; the tools are: "
+                         f"{', '.join(sorted(names))}")
+    keep = [dict(t) for t in tools if t["name"] in only]
+    dropped = [Hidden(str(t.get("server")), str(t["name"]), "left out by --real-tools") for t in tools
+               if t["name"] not in only]
+    return keep, [*hidden, *dropped]
+
+
 def parse_types(text: str | None) -> tuple[str, ...]:
     """``--types T1,T2`` as canary type ids (every type when empty)."""
     if not text:
@@ -525,17 +508,19 @@ def parse_types(text: str | None) -> tuple[str, ...]:
 
 
 def settings_from_params(params_path: str | None, pool: str, fit: str | None, types: tuple[str, ...], controls: bool,
-                         seed: int, shadow: tuple[str, ...] | None = None) -> ProxySettings:
+                         seed: int, shadow: tuple[str, ...] | None = None,
+                         real_tools: tuple[str, ...] | None = None) -> ProxySettings:
     """The proxy's settings: suffixes, control suffixes, special cases and fit from
     ``canaries`` of a params.yaml (validated) when given, else the defaults."""
     if params_path is None:
-        return ProxySettings(pool=pool, fit=fit or "fitted", types=types, controls=controls, seed=seed, shadow=shadow)
+        return ProxySettings(pool=pool, fit=fit or "fitted", types=types, controls=controls, seed=seed, shadow=shadow,
+                             real_tools=real_tools)
     from .config import load_params
 
     cfg = load_params(params_path)["canaries"]
     return ProxySettings(pool=pool, fit=fit or cfg["fit"], types=types, controls=controls, seed=seed,
                          suffixes=cfg["suffixes"][pool], control_suffixes=cfg["control_suffixes"][pool],
-                         special_cases=cfg["special_cases"] or None, shadow=shadow)
+                         special_cases=cfg["special_cases"] or None, shadow=shadow, real_tools=real_tools)
 
 
 def canonical_offered(catalog: Catalog) -> str:

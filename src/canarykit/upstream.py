@@ -10,11 +10,15 @@ through :class:`Upstreams`:
   line (:class:`~canarykit.tools.mcp_servers.ListToolsError`) naming the server and why;
 - every server has a name: the one given, else the name it gives itself in ``initialize``
   (``-2``, ``-3`` appended when two servers call themselves the same);
-- the joined tool list goes through the generator's ingestion
-  (:func:`canarykit.canaries.ingest_tools`): a name that more than one server offers is
-  exposed as ``<server>___<name>`` (the MCP documentation's rule for clients), an unusable
-  definition is skipped with a warning. :attr:`Upstreams.routes` maps each exposed name to
-  its server and its name there;
+- every definition is read as the server sent it (:class:`~canarykit.tools.mcp_servers.ListingTap`:
+  the SDK would refuse a whole page for one bad definition) and the joined list goes through
+  the generator's ingestion (:func:`canarykit.canaries.ingest_tools`): a name that more than
+  one server offers is exposed as ``<server>___<name>`` (the MCP documentation's rule for
+  clients), an unusable definition is skipped with a warning (:attr:`Upstreams.tools`: what
+  a study and the canary generator use). :attr:`Upstreams.all_tools` is every tool a
+  client can still be offered (the proxy offers them all), :attr:`Upstreams.hidden` the
+  rest with their reasons; :attr:`Upstreams.routes` maps each exposed name to its server
+  and its name there;
 - :meth:`Upstreams.call` forwards a ``tools/call`` and returns the server's result as it came
   (no client-side output-schema check: a proxy passes results through). A JSON-RPC error
   of the server is raised as :class:`mcp.shared.exceptions.MCPError` (the tool refused the
@@ -51,17 +55,23 @@ from mcp_types import (
     CallToolRequest,
     CallToolRequestParams,
     CallToolResult,
-    PaginatedRequestParams,
     TextContent,
 )
 
 from .errors import InputError, ToolEnvironmentError
 from .tools._common import cap_result
-from .tools.mcp_servers import ListToolsError, _Captured, _failure_line, _tool_entry
+from .tools.mcp_servers import (
+    ListingTap,
+    ListToolsError,
+    _Captured,
+    _failure_line,
+    list_raw_tools,
+    tool_entry,
+)
 from .types import ToolResult
 
 __all__ = [
-    "ConnectedServer", "Route", "ServerSpec", "Upstreams", "call_result", "result_size", "tool_result",
+    "ConnectedServer", "Hidden", "Route", "ServerSpec", "Upstreams", "call_result", "result_size", "tool_result",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,6 +117,18 @@ class Route:
 
     server: str
     name: str
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """A tool of a server that a client is not offered, and why."""
+
+    server: str
+    name: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.name} ({self.server}): {self.reason}"
 
 
 @dataclass
@@ -167,6 +189,8 @@ class Upstreams:
         self.routes: dict[str, Route] = {}
         self.tools: list[dict[str, Any]] = []
         self.skipped: list[Any] = []
+        self.all_tools: list[dict[str, Any]] = []
+        self.hidden: list[Hidden] = []
         self._tg: TaskGroup | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._errlogs: list[IO[str]] = []
@@ -187,7 +211,8 @@ class Upstreams:
                 server.name = self._unique_name(spec.name or str(server.info.get("name") or f"server{i + 1}"))
                 self._name_errlog(server)
                 for entry in server.tools:
-                    entry["server"] = server.name
+                    if isinstance(entry, dict):
+                        entry["server"] = server.name
                 self.servers.append(server)
                 self.by_name[server.name] = server
             listed = ingest_tools([t for s in self.servers for t in s.tools], self.source, strict=self.strict)
@@ -197,7 +222,54 @@ class Upstreams:
         self.tools = listed.tools
         self.skipped = list(listed.skipped)
         self.routes = {t["name"]: Route(str(t["server"]), str(t.get("mcp_name", t["name"]))) for t in self.tools}
+        self._passthrough()
         return self
+
+    def _passthrough(self) -> None:
+        """:attr:`all_tools`: every tool of every server a client can be offered. A usable
+        tool as ingested; one that ingestion skipped (nested too deep, a schema canarykit
+        cannot read) as its server sent it, when it is still a valid MCP tool definition
+        (routed like the others, ``<server>___<name>`` when its name is taken); the rest in
+        :attr:`hidden`, each with its reason."""
+        from mcp_types import Tool as MCPTool
+        from pydantic import ValidationError
+
+        from .canaries._validate import server_prefix
+
+        usable = {(t["server"], t.get("mcp_name", t["name"])): t for t in self.tools}
+        taken = {t["name"] for t in self.tools}
+        placed: set[tuple[str, str]] = set()
+        for server in self.servers:
+            for raw in server.tools:
+                name = raw.get("name") if isinstance(raw, dict) else None
+                if not isinstance(name, str):
+                    self.hidden.append(Hidden(server.name, str(name) if name is not None else "?",
+                                              "not a tool definition with a name"))
+                    continue
+                if (server.name, name) in placed:
+                    self.hidden.append(Hidden(server.name, name, "a second tool of the same name on its server"))
+                    continue
+                placed.add((server.name, name))
+                if (server.name, name) in usable:
+                    self.all_tools.append(usable[(server.name, name)])
+                    continue
+                try:
+                    MCPTool.model_validate({k: v for k, v in raw.items() if k != "server"})
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = ".".join(str(p) for p in first.get("loc", ()))
+                    self.hidden.append(Hidden(server.name, name, f"not a valid MCP tool ({where}: {first.get('msg')})"))
+                    continue
+                exposed = name if name not in taken else f"{server_prefix(server.name)}___{name}"
+                if exposed in taken:
+                    self.hidden.append(Hidden(server.name, name, f"its name {exposed!r} is taken"))
+                    continue
+                taken.add(exposed)
+                self.routes[exposed] = Route(server.name, name)
+                entry = {**raw, "name": exposed, "server": server.name}
+                if exposed != name:
+                    entry["mcp_name"] = name
+                self.all_tools.append(entry)
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
@@ -295,8 +367,9 @@ class Upstreams:
                 else:
                     assert spec.url is not None
                     streams = await stack.enter_async_context(streamable_http_client(spec.url))
-                session = await stack.enter_async_context(ClientSession(*streams))
-                tools: list[dict[str, Any]] = []
+                tap = ListingTap(streams[0])
+                session = await stack.enter_async_context(ClientSession(tap, streams[1]))
+                tools: list[Any] = []
                 with anyio.fail_after(self.timeout_s), anyio.CancelScope() as garbage:
                     captured.scope = garbage  # an answer that is not MCP: stop after a short grace
                     init = await session.initialize()
@@ -304,13 +377,7 @@ class Upstreams:
                     server.instructions = init.instructions
                     server.info = {k: v for k, v in (("name", info.name), ("version", info.version),
                                                      ("title", info.title)) if v} if info else {}
-                    cursor: str | None = None
-                    while True:
-                        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                        tools.extend(_tool_entry(t, None) for t in page.tools)
-                        cursor = page.next_cursor
-                        if not cursor:
-                            break
+                    tools = [tool_entry(t, None) if isinstance(t, dict) else t for t in await list_raw_tools(session, tap)]
                 if garbage.cancelled_caught:
                     raise RuntimeError("the server's output is not MCP")
                 captured.scope = None

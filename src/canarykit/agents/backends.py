@@ -9,8 +9,9 @@ job (:mod:`.calls`); backends make exactly one attempt.
 Keys come only from the environment variable a model spec names (``api_key_env``) and are
 passed to the client explicitly; nothing here records request arguments, and every error
 message is scrubbed of every configured key (:func:`.secrets.scrub`) before it leaves.
-A malformed reply (no choices, a choice without a message) is a retryable
-:class:`~.protocol.BackendError` (``MalformedResponse``), never an empty final answer. litellm is imported only when a litellm/local model is used
+A malformed reply (no choices, a choice without a message, a 200 body that is not a chat
+completion) is a retryable :class:`~.protocol.BackendError` labelled ``malformed_reply``
+(never ``InternalServerError (500)``: no server failed), never an empty final answer. litellm is imported only when a litellm/local model is used
 (the import costs seconds), with ``LITELLM_LOCAL_MODEL_COST_MAP`` set so it never fetches the
 cost map over the network; the model layer imports it through a backend's ``prepare()``, before
 the first request and outside its timeout (:mod:`.calls`).
@@ -110,8 +111,16 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+#: The failure label of a reply that arrived (HTTP 200) but is not a chat completion.
+MALFORMED_REPLY = "malformed_reply"
+#: How litellm words a 200 reply it could not read (it raises them as InternalServerError
+#: with a made-up status 500, indistinguishable from a server's real 500 otherwise).
+_LITELLM_MALFORMED = ("Empty or invalid response from LLM endpoint", "provider returned a response with no 'choices'",
+                      "provider returned 'choices' that is not a list", "Invalid response object")
+
+
 def _malformed(problem: str) -> BackendError:
-    return BackendError(f"malformed response: {problem}", error_type="MalformedResponse", retryable=True)
+    return BackendError(f"malformed reply: {problem}", error_type=MALFORMED_REPLY, retryable=True)
 
 
 # --------------------------------------------------------------------------- litellm
@@ -202,6 +211,11 @@ class LiteLLMBackend:
                 status = status or 408
         if isinstance(exc, asyncio.TimeoutError):
             status = status or 408
+        text = str(exc)
+        marker = next((m for m in _LITELLM_MALFORMED if m in text), None)
+        if marker is not None:  # a 200 reply that is not a chat completion, not a server error
+            detail = text[text.index(marker):].splitlines()[0][:300]
+            return _malformed(f"the endpoint answered with something that is not a chat completion ({_scrub(detail, key)})")
         return BackendError(
             _scrub(str(exc), key),
             error_type=type(exc).__name__,

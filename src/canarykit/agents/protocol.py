@@ -133,10 +133,12 @@ def is_retryable_status(status: int | None) -> bool:
 
 
 #: Failures without an HTTP status that a later attempt can cure: timeouts, connection errors,
-#: malformed replies, a tool server that died, a spent budget (each invocation has its own).
+#: malformed replies (``malformed_reply``; records written before it say ``MalformedResponse``),
+#: a tool server that died, a spent budget (each invocation has its own).
 TRANSIENT_ERROR_TYPES = frozenset({
     "Timeout", "TimeoutError", "APIConnectionError", "ConnectionError", "ServiceUnavailableError",
     "InternalServerError", "RateLimitError", "MalformedResponse", "ToolServerError", "BudgetExhausted",
+    "malformed_reply",
 })
 _REASON = re.compile(r"^(?P<type>.*?)(?: \((?P<status>\d{3})\))?$")
 

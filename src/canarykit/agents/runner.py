@@ -159,7 +159,8 @@ def run_grid(
         tool_defs = tools_of(document, str(tools_path))
         if env is None:
             errlogs = Path(summary_out).parent / "mcp-servers"
-            env = make_environment(environment, document, tools_source=str(tools_path), errlog_dir=errlogs)
+            env = make_environment(environment, document, tools_source=str(tools_path), errlog_dir=errlogs,
+                                   job=summary_out)
     if tasks is None:
         from ..tasks import load_tasks
 

@@ -35,7 +35,7 @@ from ._suffixes import (
     check_suffixes,
     check_twin_suffixes,
 )
-from ._validate import ToolList, ingest_tools
+from ._validate import TOOL_LIST_MAX_DEPTH, ToolList, ingest_tools
 
 
 def _params_canaries(params_path: str) -> dict[str, Any]:
@@ -157,7 +157,7 @@ def _configured(pool: str, params_path: str | None) -> _Configured:
 
 def _usable_tools(tools_json: str, strict: bool) -> ToolList:
     """The tool list in ``tools_json``; one without a usable tool is an :class:`InputError`."""
-    listed = ingest_tools(read_json_input(tools_json, "tool list"), tools_json, strict=strict)
+    listed = ingest_tools(read_json_input(tools_json, "tool list", max_depth=TOOL_LIST_MAX_DEPTH), tools_json, strict=strict)
     if not listed.tools:
         problem = "no usable tool in the list"
         if listed.skipped:

@@ -10,9 +10,11 @@ Rules (decisions documented here and in the README):
 
 - the document must be a list (or ``{"tools": [...]}``): anything else is an error;
 - one unusable definition never aborts the list: a definition that is not an object, has
-  no valid MCP name (``^[A-Za-z0-9_.-]{1,128}$``), has a non-string description, or lacks
-  a valid ``inputSchema`` (a JSON Schema of ``type: "object"``) is *skipped* with a
-  warning naming ``tools[i]`` and the field; with ``strict`` it is an :class:`InputError`;
+  no valid MCP name (``^[A-Za-z0-9_.-]{1,128}$``), has a non-string description, lacks
+  a valid ``inputSchema`` (a JSON Schema of ``type: "object"``), is nested deeper than
+  :data:`MAX_DEFINITION_DEPTH` levels, cannot be written as JSON (``NaN``, an object that is
+  not JSON), or fails in any other way is *skipped* with a warning naming ``tools[i]``, the
+  tool and the field; with ``strict`` it is an :class:`InputError`;
 - invalid optional metadata (a non-string ``title``, non-object ``annotations``, a hint
   that is not a boolean, an invalid ``outputSchema``) is dropped with a warning;
 - **repeated names across servers** are disambiguated the way the MCP documentation
@@ -48,6 +50,13 @@ SERVER_SEPARATOR: Final = "___"
 #: The boolean MCP tool annotations (``ToolAnnotations``).
 HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 MAX_MCP_NAME: Final = 128
+#: JSON nesting of one tool definition, at most: a deeper one is skipped (nothing downstream
+#: takes it: pool files, run records and model APIs bound nesting), never the whole list.
+#: Real servers stay far below (the deepest of the 110 official tools in
+#: ``tests/fixtures/mcp_servers``: 12).
+MAX_DEFINITION_DEPTH: Final = 32
+#: Nesting a tool-list *file* may have: its definitions are then checked one by one.
+TOOL_LIST_MAX_DEPTH: Final = 400
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -261,7 +270,19 @@ def ingest_tools(obj: Any, source: str = "<tools>", *, strict: bool = False) -> 
     """
     entries = unwrap_tool_list(obj, source)
     problems = _Problems(source, strict)
-    parsed = [p for i, tool in enumerate(entries) if (p := _parsed_tool(i, tool, source, problems)) is not None]
+    parsed: list[_Parsed] = []
+    for i, tool in enumerate(entries):
+        try:
+            p = _parsed_tool(i, tool, source, problems)
+        except InputError:
+            raise  # strict: the first problem is the error
+        except Exception as exc:  # noqa: BLE001 - one definition never aborts the list
+            name = str(tool["name"]) if isinstance(tool, dict) and isinstance(tool.get("name"), str) else f"tools[{i}]"
+            problems.add(name, "*", "invalid_tool", f"tools[{i}]",
+                         f"unusable definition: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        if p is not None:
+            parsed.append(p)
     out, positions = _disambiguated(parsed, problems)
     return ToolList(out, problems.skips, source, positions)
 
@@ -282,6 +303,16 @@ def _parsed_tool(i: int, tool: Any, source: str, problems: _Problems) -> _Parsed
                      f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}")
         return None
     label = f"tools[{i}] ({name})"
+    depth = _nesting(tool, MAX_DEFINITION_DEPTH)
+    if depth > MAX_DEFINITION_DEPTH:
+        problems.add(name, "*", "invalid_tool", label,
+                     f"nested more than {MAX_DEFINITION_DEPTH} levels deep (the limit for one tool definition)")
+        return None
+    try:
+        json.dumps(tool, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        problems.add(name, "*", "invalid_tool", label, f"cannot be written as JSON: {exc}")
+        return None
     server = tool.get("server")
     if server is not None and (not isinstance(server, str) or not server.strip()):
         problems.add(name, "metadata", "invalid_metadata", f"{label}.server",
@@ -315,6 +346,22 @@ def _parsed_tool(i: int, tool: Any, source: str, problems: _Problems) -> _Parsed
         if isinstance(mcp_name, str) and MCP_NAME_RE.match(mcp_name):
             norm["mcp_name"] = mcp_name  # an already disambiguated list keeps each tool's name on its server
     return i, name, server, norm
+
+
+def _nesting(obj: Any, limit: int) -> int:
+    """How deep ``obj`` nests (objects and lists), counted without recursion up to ``limit + 1``."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    deepest = 0
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > limit:
+            break
+        if isinstance(node, dict):
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend((v, d + 1) for v in node)
+    return deepest
 
 
 def _disambiguated(parsed: list[_Parsed], problems: _Problems) -> tuple[list[dict[str, Any]], list[int]]:

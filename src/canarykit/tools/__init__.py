@@ -12,6 +12,11 @@ tool's JSON Schema, never raises for bad input (every problem is a ``ToolResult`
 the same call always returns byte-identical content. ``ToolResult.data`` is shared with no
 one else but should be treated as read-only.
 
+Every call has a hard wall-clock limit (:data:`CALL_TIME_LIMIT_S`): it runs in a worker
+process that is killed if it overruns (:mod:`canarykit.tools._worker`), so even work that
+cannot be interrupted from inside (one long SQLite function call) stops, with a one-line
+error. :func:`execute_here` is the same call in this process, without that limit.
+
 Every result is bounded: at most :data:`MAX_RESULT_BYTES` (64 KiB) of UTF-8, a longer one cut
 with a marker the model can see (``[canarykit: result truncated: ...]``, ``data`` then None);
 error messages quote at most a few hundred characters of any value.
@@ -22,20 +27,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import polars as pl
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..jsonio import canonical_json
-from ..schemas import ToolsTable, validate
 from ..types import ToolDef, ToolResult
 from . import database, files, mathtools, search, weather
 from ._common import MAX_RESULT_BYTES, TODAY, ToolError, cap_result, clip_message
+from ._worker import CALL_TIME_LIMIT_S
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
-    "MAX_RESULT_BYTES", "REAL_TOOLS", "SERVERS", "TODAY", "ToolError", "cap_result", "execute", "get_tool",
+    "CALL_TIME_LIMIT_S", "MAX_RESULT_BYTES", "REAL_TOOLS", "SERVERS", "TODAY", "ToolError", "cap_result", "execute",
+    "execute_here", "get_tool",
     "mcp_definitions", "tool_names", "tool_table",
 ]
 
@@ -265,9 +273,18 @@ def execute(name: str, args: Any) -> ToolResult:
     """Run real tool ``name`` with ``args``; never raises for bad input.
 
     Unknown tools, arguments that fail the tool's schema, and failures the caller caused
-    (unknown city, write SQL, a path outside the workspace, ...) all come back as
-    ``ToolResult(content='{"error": "..."}', is_error=True)``.
+    (unknown city, write SQL, a path outside the workspace, a call that overran
+    :data:`CALL_TIME_LIMIT_S`, ...) all come back as
+    ``ToolResult(content='{"error": "..."}', is_error=True)``. The call runs in a worker
+    process killed at the time limit (module doc); the answer is :func:`execute_here`'s.
     """
+    from . import _worker
+
+    return _worker.call(name, args)
+
+
+def execute_here(name: str, args: Any) -> ToolResult:
+    """:func:`execute` in this process, without the hard time limit (the worker's side)."""
     if not isinstance(name, str) or name not in _IMPLS:
         return _error(f"unknown tool {clip_message(repr(name), 200)}; available tools: {', '.join(_BY_NAME)}")
     problem = validation_error(name, args)
@@ -294,6 +311,10 @@ def mcp_definitions() -> list[dict[str, Any]]:
 
 def tool_table() -> pl.DataFrame:
     """One row per real tool: server, name, description, input_schema (canonical JSON)."""
+    import polars as pl
+
+    from ..schemas import ToolsTable, validate
+
     df = pl.DataFrame(
         {
             "server": [t.server or "" for t in REAL_TOOLS],

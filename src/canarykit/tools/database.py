@@ -4,8 +4,13 @@ The database is generated once per process from a fixed seed (customers, product
 order_items, employees; every order total equals the sum of its line items, every foreign key
 resolves), serialised, and then opened as one private in-memory copy per thread. Each copy is
 guarded: ``PRAGMA query_only``, an authorizer that allows only reads, and a progress handler
-that stops runaway queries. Non-deterministic SQL (``random()``, ``'now'``) is refused so
-results stay a pure function of the query text.
+that stops runaway queries. Results are a pure function of the query text: the authorizer
+refuses by name every function whose answer is not (``random()``, ``current_timestamp``,
+``sqlite_version()``, ``fts3_tokenizer``, ...: SQLite names the function it resolved, however
+the query spelled it), and the date and time functions are guards around SQLite's own that
+refuse the clock as they see their arguments, after the query computed them
+(``date('n'||'ow')``, ``unixepoch()``, ``julianday('now')``, ``strftime('%s', 'now')``, the
+``localtime`` modifier).
 
 Limits (a 26-character query must not answer with 2 GB after a minute):
 
@@ -19,7 +24,11 @@ Limits (a 26-character query must not answer with 2 GB after a minute):
   (SQLite builds such a repeat one character at a time, uninterruptibly, even past the length
   limit: ``printf('%.*c', 2e9, 'x')`` took 14 s); every other call is SQLite's own ``printf``;
 - **memory**: SQLite's heap is capped at :data:`MAX_SQLITE_HEAP_BYTES` (``hard_heap_limit``,
-  process-wide; this process's only SQLite user is this tool);
+  process-wide; the tool runs in a worker process of its own, :mod:`canarykit.tools._worker`),
+  answered with :data:`MEMORY_REFUSAL`;
+- **a call SQLite cannot interrupt** (one function call over huge values: ``instr(hex(zeroblob(
+  30000000)), ...)``): the worker running it is killed at the call's hard limit
+  (:data:`canarykit.tools.CALL_TIME_LIMIT_S`);
 - **result size**: each value shown is cut to :data:`MAX_CELL_CHARS` characters (a blob to its
   first :data:`MAX_BLOB_BYTES` bytes, in hex), rows stop at :data:`MAX_ROWS` or when the result
   reaches :data:`MAX_RESULT_CHARS`; a cut result says so (``truncated: true`` and a ``note``;
@@ -58,6 +67,9 @@ MAX_CELL_CHARS: Final = 1000
 MAX_BLOB_BYTES: Final = 256
 #: Rows are added to a result until its JSON text would pass this many characters.
 MAX_RESULT_CHARS: Final = 48 * 1024
+#: What the agent reads when a query reaches :data:`MAX_SQLITE_HEAP_BYTES`.
+MEMORY_REFUSAL: Final = (f"the query needs more memory than the database allows ({MAX_SQLITE_HEAP_BYTES // 2**20} MiB); "
+                         "select less (substr, LIMIT)")
 
 _SCHEMA = """
 CREATE TABLE customers (
@@ -286,8 +298,23 @@ def _ensure_image() -> bytes:
 
 _ALLOWED_ACTIONS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
                                      sqlite3.SQLITE_RECURSIVE})
-_BANNED_FUNCTIONS: Final = frozenset({"random", "randomblob", "changes", "total_changes",
-                                      "last_insert_rowid", "load_extension", "sqlite_offset"})
+#: Functions refused by name, however the query spells or computes its way to them (SQLite's
+#: authorizer sees the function's name as SQLite resolved it): randomness, the clock
+#: (``current_date``, ``current_time``, ``current_timestamp`` are functions to SQLite), state
+#: of the connection, the build (differs between machines) and ``fts3_tokenizer`` (answers a
+#: memory address).
+_BANNED_FUNCTIONS: Final = frozenset({
+    "random", "randomblob", "changes", "total_changes", "last_insert_rowid", "load_extension", "sqlite_offset",
+    "current_date", "current_time", "current_timestamp", "fts3_tokenizer", "sqlite_version", "sqlite_source_id",
+    "sqlite_compileoption_get", "sqlite_compileoption_used",
+})
+#: The date and time functions, replaced by guards that refuse the clock: the time value
+#: ``'now'`` (as the guard sees it, after the query computed it: ``date('n'||'ow')``), a call
+#: without a time value (``date()``, ``unixepoch()`` mean now) and the ``localtime``/``utc``
+#: modifiers (the machine's time zone). Position of the time value: strftime's is second.
+_DATE_FUNCTIONS: Final = {"date": 0, "time": 0, "datetime": 0, "julianday": 0, "unixepoch": 0, "strftime": 1,
+                          "timediff": 0}
+CLOCK_REFUSAL: Final = "the database clock is not available; use literal dates (today is 2026-11-30)"
 
 
 def _authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
@@ -296,6 +323,33 @@ def _authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None,
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _BANNED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
+
+
+def _helper() -> sqlite3.Connection:
+    """A bare connection of this thread that runs SQLite's own functions for the guards."""
+    helper: sqlite3.Connection | None = getattr(_local, "helper", None)
+    if helper is None:
+        helper = sqlite3.connect(":memory:", check_same_thread=True)
+        helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        _local.helper = helper
+    return helper
+
+
+def _clock_guard(fname: str, at: int) -> Any:
+    """SQLite's ``fname``, refusing every way of reading the clock (see :data:`_DATE_FUNCTIONS`)."""
+    sql = f"SELECT {fname}(%s)"
+
+    def guarded(*call: Any) -> Any:
+        values = call[at:] if fname != "timediff" else call[:2]
+        if not values or any(isinstance(v, str) and v.strip().lower() == "now" for v in values[:1 + (fname == "timediff")]):
+            _local.udf_error = f"{fname}() reads the clock here: {CLOCK_REFUSAL}"
+            raise _UDFError(_local.udf_error)
+        if any(isinstance(v, str) and v.strip().lower() in ("localtime", "utc") for v in call[at + 1:]):
+            _local.udf_error = f"the localtime and utc modifiers read this machine's time zone: {CLOCK_REFUSAL}"
+            raise _UDFError(_local.udf_error)
+        return _helper().execute(sql % ",".join("?" * len(call)), call).fetchone()[0]
+
+    return guarded
 
 
 class _Budget:
@@ -354,17 +408,13 @@ def _guarded_printf(*call: Any) -> Any:
                         continue
                     if n > MAX_VALUE_BYTES:
                         _local.udf_error = (f"printf/format: a %c repeat count of {n:,} is above the database's "
-                                            f"limit of {MAX_VALUE_BYTES:,} characters")
+                                            f"limit of {MAX_VALUE_BYTES:,} characters; select less")
                         raise _UDFError(_local.udf_error)
-    helper: sqlite3.Connection | None = getattr(_local, "helper", None)
-    if helper is None:
-        helper = sqlite3.connect(":memory:", check_same_thread=True)
-        helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        _local.helper = helper
     try:
-        return helper.execute(f"SELECT printf({','.join('?' * len(call))})", call).fetchone()[0]
+        return _helper().execute(f"SELECT printf({','.join('?' * len(call))})", call).fetchone()[0]
     except sqlite3.DataError as exc:
-        _local.udf_error = f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes"
+        _local.udf_error = (f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
+                            "select less")
         raise _UDFError(_local.udf_error) from exc
 
 
@@ -379,6 +429,8 @@ def _connection() -> tuple[sqlite3.Connection, _Budget]:
         conn.execute("PRAGMA query_only = ON")
         for fname in ("printf", "format"):
             conn.create_function(fname, -1, _guarded_printf, deterministic=True)
+        for fname, at in _DATE_FUNCTIONS.items():
+            conn.create_function(fname, -1, _clock_guard(fname, at), deterministic=True)
         conn.set_authorizer(_authorizer)
         budget = _Budget()
         conn.set_progress_handler(budget, _PROGRESS_STEP)
@@ -390,7 +442,6 @@ def _connection() -> tuple[sqlite3.Connection, _Budget]:
 _WRITE_WORDS = re.compile(
     r"^\s*(insert|update|delete|drop|create|alter|replace|attach|detach|pragma|vacuum|reindex|analyze|"
     r"begin|commit|rollback|savepoint|release)\b", re.IGNORECASE)
-_CLOCK = re.compile(r"'\s*now\s*'|\bcurrent_(?:date|time|timestamp)\b", re.IGNORECASE)
 
 
 def _strip_comments(sql: str) -> str:
@@ -422,6 +473,8 @@ def query_database(sql: str) -> dict[str, Any]:
         raise _sql_error(exc, budget) from exc
     except (sqlite3.Warning, sqlite3.ProgrammingError) as exc:
         raise ToolError(f"SQL error: {exc}") from exc
+    except MemoryError:  # SQLite's heap limit (SQLITE_NOMEM): Python raises it without a message
+        raise ToolError(MEMORY_REFUSAL) from None
     if cur.description is None:
         raise ToolError("the statement returned no result set; only SELECT queries are allowed")
     return read.result([d[0] for d in cur.description])
@@ -441,8 +494,6 @@ def _checked_sql(sql: str) -> str:
     match = _WRITE_WORDS.match(body)
     if match:
         raise ToolError(f"the database is read-only: {match.group(1).upper()} statements are not allowed")
-    if _CLOCK.search(body):
-        raise ToolError("the database clock is not available; use literal dates (today is 2026-11-30)")
     return body
 
 
@@ -512,15 +563,22 @@ def _sql_error(exc: sqlite3.DatabaseError, budget: _Budget) -> ToolError:
         return ToolError(f"a value of the query is larger than the database's limit of {MAX_VALUE_BYTES:,} bytes; "
                          "select less (substr, LIMIT)")
     if "user-defined function raised exception" in msg and getattr(_local, "udf_error", None):
-        return ToolError(f"{_local.udf_error}; select less")
+        return ToolError(_local.udf_error)
     if "out of memory" in msg:
-        return ToolError("the query needs more memory than the database allows; select less (substr, LIMIT)")
+        return ToolError(MEMORY_REFUSAL)
     if "not authorized to use function" in msg:
         name = msg.rsplit(":", 1)[-1].strip()
+        if name.lower().startswith("current_"):
+            return ToolError(f"{name}: {CLOCK_REFUSAL}")
         return ToolError(f"function {name}() is not available here (non-deterministic or unsafe)")
     if "not authorized" in msg or "prohibited" in msg or "readonly" in msg or "query_only" in msg:
         return ToolError(f"the database is read-only and only SELECT queries are allowed ({msg})")
     return ToolError(f"SQL error: {msg}")
+
+
+def warm() -> None:
+    """Build the database and this thread's connection now (a worker does it before its first call)."""
+    _connection()
 
 
 def table_names() -> list[str]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 import anyio
+import anyio.to_thread
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -47,8 +48,8 @@ from . import SERVERS, execute, get_tool
 from ._common import cap_result, clip_message
 
 __all__ = [
-    "ListToolsError", "ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools", "main",
-    "serve_stdio", "server_environment",
+    "TOOL_KEYS", "ListToolsError", "ListingTap", "ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools",
+    "list_raw_tools", "main", "serve_stdio", "server_environment", "tool_entry",
 ]
 
 
@@ -78,7 +79,10 @@ class ToolServer(MCPServer[Any]):
                 ensure_ascii=False, sort_keys=True,
             )
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        result = execute(name, arguments)
+        # In a thread, so that this server keeps reading its client while the call runs (a
+        # client that leaves ends the server at once: serve_stdio). The call's own hard limit
+        # stops it in any case (canarykit.tools.CALL_TIME_LIMIT_S).
+        result = await anyio.to_thread.run_sync(execute, name, arguments, abandon_on_cancel=True)
         text, truncated = cap_result(result.content)  # execute caps already; a guard for the wire
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
@@ -92,8 +96,15 @@ def build_server(server: str) -> ToolServer:
 
 
 def serve_stdio(server: str) -> None:
-    """Run the named server (weather, math, file, search, database) over stdio until EOF."""
-    build_server(server).run("stdio")
+    """Run the named server (weather, math, file, search, database) over stdio until its
+    client goes away (stdin closed); then stop every call still running (its worker process
+    is killed) and return."""
+    from . import _worker
+
+    try:
+        build_server(server).run("stdio")
+    finally:
+        _worker.shutdown()
 
 
 #: Seconds a server that wrote something that is not MCP has to start answering in MCP.
@@ -141,34 +152,107 @@ def server_environment(
     return env
 
 
-def _tool_entry(tool: MCPTool, server: str | None) -> dict[str, Any]:
-    """A tool-list entry: the MCP definition with its optional metadata, and the server."""
-    entry: dict[str, Any] = {"name": tool.name}
-    if tool.title is not None:
-        entry["title"] = tool.title
-    entry["description"] = tool.description or ""
-    entry["inputSchema"] = dict(tool.input_schema)
-    if tool.output_schema is not None:
-        entry["outputSchema"] = dict(tool.output_schema)
-    if tool.annotations is not None:
-        entry["annotations"] = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+#: The keys of a tool definition a tool list keeps, in this order (others are ignored).
+TOOL_KEYS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def tool_entry(definition: Mapping[str, Any], server: str | None) -> dict[str, Any]:
+    """A tool-list entry: the definition's MCP keys as the server sent them, and the server."""
+    entry: dict[str, Any] = {k: definition[k] for k in TOOL_KEYS if k in definition and definition[k] is not None}
     if server:
         entry["server"] = server
     return entry
 
 
-async def _list_session(session: ClientSession, server_name: str | None) -> list[dict[str, Any]]:
-    init = await session.initialize()
-    server = server_name or (init.server_info.name if init.server_info else None)
-    out: list[dict[str, Any]] = []
+class ListingTap:
+    """The read stream of an MCP client connection, keeping every ``tools/list`` result as the
+    server sent it (a :class:`mcp.shared._stream_protocols.ReadStream`, duck-typed).
+
+    The SDK validates a whole ``tools/list`` page at once: one definition it cannot parse (no
+    ``inputSchema``, a bad annotation) fails the page, and on protocol 2026-07-28 it drops
+    tools silently. Listing through the tap gives every definition as sent, so that our
+    ingestion judges each one alone (:func:`canarykit.canaries.ingest_tools`).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.pages: list[dict[str, Any]] = []
+
+    def _keep(self, item: Any) -> Any:
+        message = getattr(item, "message", None)
+        result = getattr(message, "result", None)
+        if isinstance(result, dict) and isinstance(result.get("tools"), list):
+            self.pages.append(result)
+        return item
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self.stream, "last_context", None)
+
+    async def receive(self) -> Any:
+        return self._keep(await self.stream.receive())
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    def __aiter__(self) -> ListingTap:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> ListingTap:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+async def list_raw_tools(session: ClientSession, tap: ListingTap) -> list[dict[str, Any]]:
+    """Every tool definition of an initialized session, as the server sent it (pagination
+    followed; a page the SDK refuses is read from the tap; an entry that is not an object is
+    kept as it is, for ingestion to name)."""
+    import pydantic
+    from mcp_types import ListToolsRequest, ListToolsResult
+
+    out: list[Any] = []
     cursor: str | None = None
     while True:
-        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-        out.extend(_tool_entry(tool, server) for tool in page.tools)
-        cursor = page.next_cursor
+        seen = len(tap.pages)
+        request = ListToolsRequest(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        with contextlib.suppress(pydantic.ValidationError):  # one bad definition: the page as sent is in the tap
+            await session.send_request(request, ListToolsResult)
+        if len(tap.pages) <= seen:
+            raise RuntimeError("the server answered tools/list without a list of tools")
+        page = tap.pages[-1]
+        out.extend(page["tools"])
+        cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
         if not cursor:
-            break
-    return out
+            return out
+
+
+async def _list_session(session: ClientSession, tap: ListingTap, server_name: str | None) -> list[Any]:
+    init = await session.initialize()
+    server = server_name or (init.server_info.name if init.server_info else None)
+    return [tool_entry(t, server) if isinstance(t, dict) else t for t in await list_raw_tools(session, tap)]
+
+
+def usable_tools(raw: Sequence[Any], source: str, *, strict: bool = False, warn: Any = None) -> list[dict[str, Any]]:
+    """The definitions of ``raw`` that canarykit can use, each in :data:`TOOL_KEYS` order with
+    its server; every other one is skipped with a warning naming it (``warn``, default
+    stderr), or, with ``strict``, refused (:class:`~canarykit.errors.InputError`)."""
+    from ..canaries import ingest_tools
+
+    say = warn if warn is not None else (lambda m: print(m, file=sys.stderr))
+    listed = ingest_tools(list(raw), source, strict=strict)
+    for skip in listed.skipped:
+        what = "skipped" if skip.type == "*" else "kept"
+        say(f"warning: {source}: tool {skip.tool} {what}: {skip.reason}" + (f" [{skip.field}]" if skip.field else ""))
+    order = (*TOOL_KEYS, "server", "mcp_name")
+    return [{k: t[k] for k in order if k in t} for t in listed.tools]
 
 
 async def fetch_tool_definitions(
@@ -178,6 +262,8 @@ async def fetch_tool_definitions(
     url: str | None = None,
     env: Mapping[str, str] | None = None,
     server_name: str | None = None,
+    strict: bool = False,
+    warn: Any = None,
 ) -> list[dict[str, Any]]:
     """Connect to an MCP server and return its tools as a tool list.
 
@@ -187,7 +273,9 @@ async def fetch_tool_definitions(
     ``annotations``, as the server sends them) and ``server``: ``server_name``, else the
     name the server gives in its ``initialize`` answer. Pagination is followed. Every
     failure (a command that does not exist, a server that exits, no answer within
-    ``timeout_s``, an unreachable URL) is a :class:`ListToolsError` with one line.
+    ``timeout_s``, an unreachable URL) is a :class:`ListToolsError` with one line. One
+    definition canarykit cannot use never aborts the list (:func:`usable_tools`: skipped with
+    a warning through ``warn``; refused with ``strict``).
     """
     if (command is None) == (url is None):
         raise InputError("<command line>", "command", "give either a server command (after --) or --url")
@@ -211,12 +299,18 @@ async def fetch_tool_definitions(
                 captured.scope = garbage  # a server that answers something that is not MCP: stop now
                 if command is not None:
                     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env or {}) or None)
-                    async with stdio_client(params, errlog=cast(TextIO, errlog)) as streams, ClientSession(*streams) as session:
-                        return await _list_session(session, server_name)
-                assert url is not None
-                async with streamable_http_client(url) as streams, ClientSession(*streams) as session:
-                    return await _list_session(session, server_name)
-            raise RuntimeError("the server's output is not MCP")
+                    async with stdio_client(params, errlog=cast(TextIO, errlog)) as (read, write):
+                        tap = ListingTap(read)
+                        async with ClientSession(tap, write) as session:
+                            raw = await _list_session(session, tap, server_name)
+                else:
+                    assert url is not None
+                    async with streamable_http_client(url) as (read, write):
+                        tap = ListingTap(read)
+                        async with ClientSession(tap, write) as session:
+                            raw = await _list_session(session, tap, server_name)
+            if garbage.cancelled_caught:
+                raise RuntimeError("the server's output is not MCP")
         except BaseException as exc:  # noqa: BLE001 - every failure becomes one line
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
@@ -231,6 +325,7 @@ async def fetch_tool_definitions(
             sdk_log.setLevel(saved[1])
             with contextlib.suppress(OSError):
                 os.unlink(errlog_path)
+    return usable_tools(raw, what, strict=strict, warn=warn)
 
 
 class _Captured(logging.Handler):
@@ -288,9 +383,12 @@ def list_mcp_tools(
     url: str | None = None,
     env: Mapping[str, str] | None = None,
     server_name: str | None = None,
+    strict: bool = False,
+    warn: Any = None,
 ) -> list[dict[str, Any]]:
     """Synchronous wrapper of :func:`fetch_tool_definitions`."""
-    return anyio.run(lambda: fetch_tool_definitions(command, timeout_s, url=url, env=env, server_name=server_name))
+    return anyio.run(lambda: fetch_tool_definitions(command, timeout_s, url=url, env=env, server_name=server_name,
+                                                    strict=strict, warn=warn))
 
 
 def main(argv: list[str] | None = None) -> int:
