@@ -1,17 +1,20 @@
-"""Calibration of the control and position effects (issue 11) against known answers.
+"""Calibration of the control and position effects (issues 11 and 19) against known answers.
 
-On a small real grid (60 tasks of the suite, three seeds; the declared, control and mirrored
-conditions) the planted reference agents must come out as built:
+On a real grid (the whole task suite, one seed; the declared, control and mirrored
+conditions: a control list per (task, type offered)) the planted reference agents must come
+out as built:
 
-- each ``planted:<type>`` agent falls only for real canaries of its type: its control effect
-  is ``take_prob`` for its own type (inside the interval, diagnosed ``weakness``) and exactly
-  0 for every other type (``no attraction``);
-- ``planted:surface`` takes any canary or control of a tool it needs, whatever its type: its
-  control effect is 0 for every type (inside the interval, ``surface attraction``);
+- each ``planted:<type>`` agent takes real canaries of its type only, never a twin: its
+  first pick is ``take_prob`` on its own type against 0 with the twin (``lured``, the
+  interval holding ``take_prob``), and 0 against 0 on every other type (``not drawn``: the
+  exact zero bound needs 29 tasks, which every type of the suite has);
+- ``planted:surface`` takes any canary or twin of a tool it needs, whatever its type: its
+  first pick is the same with the canary and with the twin (``blind`` where it has the
+  tasks to show it, never ``lured`` or ``sensitive``);
 - none of them reads the order of the list: every position effect is 0 within its interval.
 
-Intervals are the study's own (task-clustered bootstrap, paired by (task, seed)) at a
-family-wise level: alpha is divided by the number of intervals checked.
+The words come from the study's own rule at the design's alpha (0.05); the intervals checked
+against the known values are at a family-wise level (alpha divided by the number checked).
 
 The pool is the default study's (the workflow's generator call with params.yaml's canaries
 settings and the check against the whole task suite), so the granularity cases and the
@@ -30,6 +33,7 @@ from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool
 
 from canarykit import stats
 from canarykit.agents import run_grid
+from canarykit.assembly import load_assemblies
 from canarykit.canaries import load_pool_document
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.tasks import load_tasks
@@ -37,7 +41,7 @@ from canarykit.types import CANARY_TYPES
 
 TAKE = 0.5
 CONDITIONS = ["declared", "control", "mirrored"]
-SEEDS = [0, 1, 2]
+SEEDS = [0]
 PLANTED = [f"planted:{t}" for t in CANARY_TYPES]
 #: intervals checked: 6 own-type control effects, 6 surface control effects, 7 position effects
 ALPHA = 0.05 / 19
@@ -46,8 +50,7 @@ ALPHA = 0.05 / 19
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[str, Any]]:
     root: Path = tmp_path_factory.mktemp("known-controls")
-    doc = json.loads(SUITE.read_text(encoding="utf-8"))
-    doc["tasks"] = doc["tasks"][::2]  # 60 tasks, every difficulty
+    doc = json.loads(SUITE.read_text(encoding="utf-8"))  # 120 tasks: at least 29 per type
     tasks_path = root / "tasks.json"
     tasks_path.write_text(json.dumps(doc), encoding="utf-8")
     tasks = load_tasks(tasks_path)
@@ -63,7 +66,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
     with no_fsync():
         summary = run_grid(models, tasks_path, pools, SEEDS, {"max_turns": 12}, root / "store", root / "index.parquet",
                            root / "summary.json", progress=False)
-    assert summary.failed == 0 and summary.total == len(models) * len(CONDITIONS) * len(SEEDS) * len(tasks)
+    lists = {k for k in load_assemblies(root / "assembly.parquet")}
+    assert summary.failed == 0 and summary.total == len(models) * len(lists)
     job = JudgingJob(root / "index.parquet", root / "store", tasks_path, root / "runs.parquet", root / "verdicts",
                      root / "validation.json")
     detect_and_judge(job, {"template": str(Path(__file__).parents[1] / "data/prompts/judge_appendix_b.txt"),
@@ -71,57 +75,71 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[
                      models)
     runs = stats.load_runs(root / "runs.parquet")
     result = stats.compute_all(runs, stats.StatsConfig(resamples=4000, alpha=ALPHA), validate=False)
-    return runs, {**result, "pool": document}
+    words = stats.compute_all(runs, stats.StatsConfig(resamples=2000), validate=False)["control_effect"]
+    return runs, {**result, "pool": document, "words": words}
 
 
 @pytest.mark.parametrize("ctype", CANARY_TYPES)
-def test_a_planted_agent_shows_its_weakness_and_nothing_else(study: tuple[pl.DataFrame, dict[str, Any]], ctype: str) -> None:
-    effect = study[1]["control_effect"][f"planted:{ctype}"]
+def test_a_planted_agent_is_lured_by_its_type_and_draws_on_no_other(study: tuple[pl.DataFrame, dict[str, Any]], ctype: str) -> None:
+    effect, words = study[1]["control_effect"][f"planted:{ctype}"], study[1]["words"][f"planted:{ctype}"]
     own = effect[ctype]
-    assert own["control"] == 0.0 and own["n"] >= 30
+    assert own["outcome"] == "first_pick" and own["control"] == 0.0 and own["clusters"] >= 29
     assert own["lo"] <= TAKE <= own["hi"], own
-    assert own["diagnosis"] == "weakness"
+    assert words[ctype]["diagnosis"] == "lured"
+    assert own["whole_run"]["control"] == 0.0 and own["whole_run"]["canary"] > 0.3  # the secondary outcome agrees
     for t in CANARY_TYPES:
         if t != ctype:
-            e = effect[t]
+            e = words[t]
             assert (e["canary"], e["control"], e["delta"]) == (0.0, 0.0, 0.0), (t, e)
-            assert e["diagnosis"] == "no attraction"
+            assert e["clusters"] >= 29 and e["diagnosis"] == "not drawn", (t, e)
 
 
-def test_the_surface_agent_has_no_control_effect(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
-    effect = study[1]["control_effect"]["planted:surface"]
+def test_the_surface_agent_is_blind_to_every_defect(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
+    effect, words = study[1]["control_effect"]["planted:surface"], study[1]["words"]["planted:surface"]
+    blind = []
     for t in CANARY_TYPES:
         e = effect[t]
-        assert e["canary"] > 0.3 and e["control"] > 0.3, (t, e)  # it does fall, for both
+        assert e["canary"] > 0.15 and e["control"] > 0.15, (t, e)  # it does take both
         assert e["lo"] <= 0.0 <= e["hi"], (t, e)
-        assert e["diagnosis"] == "surface attraction", (t, e)
+        assert words[t]["diagnosis"] in ("blind", "inconclusive"), (t, words[t])
+        blind += [t] if words[t]["diagnosis"] == "blind" else []
+    assert len(blind) >= 5, blind
 
 
 def test_no_planted_agent_reads_the_order(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
     pos = study[1]["position_effect"]
     for m in [*PLANTED, "planted:surface"]:
         e = pos[m]["trapped"]
-        assert e["n_pairs"] > 100 and e["before"] > 0 and e["after"] > 0
+        assert e["n_pairs"] > 90 and e["before"] > 0 and e["after"] > 0
         assert e["lo"] <= 0.0 <= e["hi"], (m, e)
 
 
 def test_the_runs_table_tells_controls_and_order_apart(study: tuple[pl.DataFrame, dict[str, Any]]) -> None:
     runs = study[0]
-    assert runs.select(pl.struct("model", "condition", "pool", "seed", "task_id").n_unique()).item() == runs.height
+    assert runs.select(pl.struct("model", "condition", "pool", "seed", "task_id", "arm").n_unique()).item() == runs.height
     ctl = runs.filter(pl.col("condition") == "control")
-    assert ctl["canary_calls"].sum() == 0 and not ctl["trapped"].any()
+    assert (ctl["arm"] != "").all() and (runs.filter(pl.col("condition") != "control")["arm"] == "").all()
     assert ctl["control_calls"].sum() > 0
-    assert not any(ctl[f"present_{t}"].any() for t in CANARY_TYPES)
+    for t in CANARY_TYPES:  # arm T offers T's twin and never T's canary; the other types keep theirs
+        arm = ctl.filter(pl.col("arm") == t)
+        assert arm[f"control_present_{t}"].all() and not arm[f"present_{t}"].any()
+        assert not ctl.filter(pl.col("arm") != t)[f"control_present_{t}"].any()
+    assert ctl.filter(pl.col("model") == "planted:surface")["canary_calls"].sum() > 0
     dec = runs.filter(pl.col("condition") != "control")
     assert dec["control_calls"].sum() == 0
     assert not any(dec[f"control_present_{t}"].any() for t in CANARY_TYPES)
+    # the pairs of a type: the declared run and the control run of its arm, same (task, seed)
+    for t in CANARY_TYPES:
+        d = runs.filter((pl.col("condition") == "declared") & pl.col(f"present_{t}")).select("model", "seed", "task_id")
+        c = runs.filter((pl.col("condition") == "control") & (pl.col("arm") == t)).select("model", "seed", "task_id")
+        assert d.sort(d.columns).equals(c.sort(c.columns)), t
     # every list with a canary has one order, and mirrored offers the other one
     one = runs.filter(pl.col("model") == "planted:surface")
     offered = pl.any_horizontal([pl.col(f"present_{t}") for t in CANARY_TYPES] + [pl.col(f"control_present_{t}") for t in CANARY_TYPES])
     assert one.filter(offered)["canary_before_real"].null_count() == 0
     pair = one.filter(pl.col("condition") == "declared").join(one.filter(pl.col("condition") == "mirrored"), on=["seed", "task_id"])
     pair = pair.filter(pl.col("canary_before_real").is_not_null())
-    assert pair.height > 100 and (pair["canary_before_real"] != pair["canary_before_real_right"]).all()
+    assert pair.height > 90 and (pair["canary_before_real"] != pair["canary_before_real_right"]).all()
     balance = study[1]["position_balance"]
     for t in CANARY_TYPES:
         assert balance["declared"][t]["before_real"] + balance["mirrored"][t]["before_real"] == pytest.approx(1.0)
@@ -134,7 +152,7 @@ def test_the_controls_table_and_figure(study: tuple[pl.DataFrame, dict[str, Any]
     written = stats.write_outputs(study[1], tmp_path)
     table = pl.read_csv(tmp_path / "table_controls.csv")
     assert table.height == 7 * len(CANARY_TYPES) and {"canary", "control", "delta", "lo", "hi", "n", "diagnosis"} <= set(table.columns)
-    assert (tmp_path / "table_controls.md") in written and "surface attraction" in (tmp_path / "table_controls.md").read_text()
+    assert (tmp_path / "table_controls.md") in written and "| lured | first pick |" in (tmp_path / "table_controls.md").read_text()
     paths = figures.make_figures(study[1], tmp_path / "fig", formats=("svg",))
     svg = next(p for p in paths if p.stem == "fig10").read_text()
     assert "no data" not in svg and "Figure 10" in svg
@@ -150,7 +168,7 @@ def test_the_grid_runs_the_default_studys_pool(study: tuple[pl.DataFrame, dict[s
     assert len(cases) == 6
     assert not any((tool, json.dumps(args, sort_keys=True)) in plans for tool, args in cases)
     runs = study[0]
-    ctl = runs.filter((pl.col("condition") == "control") & pl.col("control_present_granularity_trap"))
+    ctl = runs.filter((pl.col("condition") == "control") & (pl.col("arm") == "granularity_trap"))
     dec = runs.filter((pl.col("condition") == "declared") & pl.col("present_granularity_trap"))
     key = ["model", "seed", "task_id"]
     assert ctl.height > 0 and ctl.select(key).sort(key).equals(dec.select(key).sort(key)), "offered on the same (task, seed)"
