@@ -62,10 +62,14 @@ def test_default_reference_grid_runs_and_is_reused(tmp_path: Path) -> None:
     assert len(models) == 12
     args = ({"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet", tmp_path / "summary.json")
     s1 = run_grid(models, tasks_path, pools, [0], *args, progress=False)
-    assert s1.failed == 0 and s1.total == 12 * 4 * (len(conditions) + 1) and s1.backend_calls > 0
+    from canarykit.assembly import load_assemblies
+
+    lists = sum(len(load_assemblies(cfg["assembly"])) for cfg in pools.values())  # a control list per offered type
+    assert lists > 4 * (len(conditions) + 1)
+    assert s1.failed == 0 and s1.total == 12 * lists and s1.backend_calls > 0
     idx = pl.read_parquet(tmp_path / "runs.parquet")
     assert set(idx["backend"]) == {"reference"} and set(idx["provider"]) == {"reference"}
-    assert idx.select(pl.struct("model", "condition", "pool", "seed", "task_id").n_unique()).item() == idx.height
+    assert idx.select(pl.struct("model", "condition", "pool", "seed", "task_id", "arm").n_unique()).item() == idx.height
     s2 = run_grid(models, tasks_path, pools, [0], *args, progress=False)
     assert s2.executed == 0 and s2.reused == s1.total and s2.backend_calls == 0
 

@@ -103,7 +103,7 @@ def test_table_roundtrip_is_byte_identical(tmp_path):
     assert df.filter(pl.col("condition") == "baseline")["canary_id"].null_count() == df.filter(pl.col("condition") == "baseline").height
     loaded = load_assemblies(p1)
     for a in assemblies:
-        assert loaded[(a.condition, a.seed, a.task_id)] == a
+        assert loaded[a.key] == a
 
 
 def test_edited_assembly_is_detected(tmp_path):
@@ -119,3 +119,65 @@ def test_unknown_correct_tool_is_an_input_error():
     bad = [_Task("t9", ("no_such_tool",), ())]
     with pytest.raises(InputError, match=r"tasks\[0\].correct_tools"):
         build_assemblies(bad, REAL, _pool(), "standard", ["declared"], [0])
+
+
+# --------------------------------------------------------------------------- wording variants
+
+
+def _variants(k: int) -> tuple[list[dict], list[dict]]:
+    """A pool with ``k`` wording variants of every canary (ids ``<type>:<tool>@v<i>`` after
+    the first) and their twins."""
+    canaries, twins = [], []
+    for c in _pool():
+        for i in range(1, k + 1):
+            v = {**c, "variant": i, "id": c["id"] if i == 1 else f"{c['id']}@v{i}", "name": f"{c['name']}_{i}"}
+            canaries.append(v)
+            twins.append({**v, "id": f"control:{v['id']}", "control_of": v["id"], "name": f"twin_{v['name']}",
+                          "behaviour": {"kind": "passthrough"}})
+    return canaries, twins
+
+
+MANY = [_Task(f"m{i:02d}", ("get_weather", "web_search"), ("semantic_decoy", "capability_mirage"),
+              ({"tool": "get_weather", "args": {"x": "Oslo"}}, {"tool": "web_search", "args": {"x": "q"}}))
+        for i in range(30)]
+
+
+def _variant_of(a) -> set[int]:  # type: ignore[no-untyped-def]
+    ids = [o.item for o in a.offered if o.item is not None]
+    return {int(i.split("@v")[1]) if "@v" in i else 1 for i in ids}
+
+
+def test_one_variant_per_task_and_seed_balanced_and_rotating() -> None:
+    canaries, twins = _variants(3)
+    built = build_assemblies(MANY, REAL, canaries, "standard", ["declared", "full", "control"], [0, 1, 2], twins)
+    per: dict[tuple[int, str], set[int]] = {}
+    for a in built:
+        per.setdefault((a.seed, a.task_id), set()).update(_variant_of(a))
+    assert all(len(v) == 1 for v in per.values()), "every type and condition of a (task, seed): one variant"
+    for seed in (0, 1, 2):
+        counts = [sum(1 for (s, _), v in per.items() if s == seed and v == {i}) for i in (1, 2, 3)]
+        assert counts == [10, 10, 10], (seed, counts)
+    for task in MANY:  # consecutive seeds rotate: every task sees every variant once over three seeds
+        assert {next(iter(per[(s, task.id)])) for s in (0, 1, 2)} == {1, 2, 3}
+    # the control list of a (task, seed) offers the twin of the declared list's canary
+    decl = {(a.seed, a.task_id): a for a in built if a.condition == "declared"}
+    for a in (a for a in built if a.condition == "control"):
+        twin = next(o for o in a.offered if o.kind == "control")
+        assert twin.item in {o.canary_id for o in decl[(a.seed, a.task_id)].offered}
+
+
+def test_one_variant_per_key_gives_the_lists_it_always_gave() -> None:
+    plain = build_assemblies(MANY, REAL, _pool(), "standard", ["baseline", "declared", "full", "mirrored"], [0, 1])
+    marked = build_assemblies(MANY, REAL, [{**c, "variant": 1} for c in _pool()], "standard",
+                              ["baseline", "declared", "full", "mirrored"], [0, 1])
+    assert [a.tool_list_hash for a in plain] == [a.tool_list_hash for a in marked]
+    assert all(a.arm == "" for a in plain)
+
+
+def test_a_table_written_before_arms_reads_as_arm_empty(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    built = build_assemblies(TASKS, REAL, _pool(), "standard", ["declared"], [0])
+    p = tmp_path / "a.parquet"
+    write_assemblies(built, p)
+    pl.read_parquet(p).drop("arm", "selection_visible").write_parquet(p)
+    assert {k[3] for k in load_assemblies(p)} == {""}
+    assert [load_assemblies(p)[a.key] for a in built] == built

@@ -60,7 +60,7 @@ def built(pool: Any) -> dict[tuple[str, int, str], Any]:
     log = io.StringIO()
     out = build_assemblies(TASKS, tools.mcp_definitions(), pool.canaries, "standard", CONDITIONS, SEEDS, pool.controls, log=log)
     assert "canary before its real tool" in log.getvalue()
-    return {(a.condition, a.seed, a.task_id): a for a in out}
+    return {a.key: a for a in out}
 
 
 def _slots(a: Any) -> dict[str, tuple[int, int]]:
@@ -72,12 +72,12 @@ def _slots(a: Any) -> dict[str, tuple[int, int]]:
 def test_seeds_alternate_the_side_of_every_canary(built: dict) -> None:
     kept = total = 0
     for task in TASKS:
-        sides = [_slots(built[("declared", s, task.id)]) for s in SEEDS]
+        sides = [_slots(built[("declared", s, task.id, "")]) for s in SEEDS]
         for cid in sides[0]:
             total += 1
             kept += len({i < j for i, j in (side[cid] for side in sides)}) == 1
         for s in SEEDS:
-            a = built[("declared", s, task.id)]
+            a = built[("declared", s, task.id, "")]
             # one side per list, as canary_first says
             assert a.canary_before_real in (None, canary_first(s, task.id))
             if sides[0]:
@@ -88,7 +88,7 @@ def test_seeds_alternate_the_side_of_every_canary(built: dict) -> None:
 def test_mirrored_lists_trade_each_canary_and_its_real_tool(built: dict) -> None:
     for task in TASKS:
         for s in SEEDS:
-            d, m = built[("declared", s, task.id)], built[("mirrored", s, task.id)]
+            d, m = built[("declared", s, task.id, "")], built[("mirrored", s, task.id, "")]
             assert sorted(t["name"] for t in d.tools) == sorted(t["name"] for t in m.tools)
             if d.canary_before_real is None:
                 assert d.tool_list_hash == m.tool_list_hash
@@ -115,30 +115,45 @@ def test_declared_and_mirrored_together_put_half_of_every_type_first(built: dict
         assert d["before_real"] + m["before_real"] == pytest.approx(1.0)
 
 
-def test_control_lists_put_each_control_in_its_canarys_slot(built: dict) -> None:
-    n_same_text = 0
+def test_a_control_list_per_offered_type_swaps_that_type_alone(built: dict) -> None:
+    """One control list per (task, seed) and type the declared list offers (its arm): the
+    declared list with only that type's canaries swapped for their twins, in their slots;
+    every other canary stays. The twin's name carries the healthy value where the canary's
+    name carries the property, and no twin reads exactly like its canary."""
     names = {"semantic_decoy": "same", "parameter_trap": "same", "capability_mirage": "standard_",
              "prerequisite_blindness": "public_", "temporal_decoy": "_2026", "granularity_trap": "_general"}
+    arms_seen: dict[str, int] = {}
     for task in TASKS:
         for s in SEEDS:
-            d, c = built[("declared", s, task.id)], built[("control", s, task.id)]
-            assert not any(o.kind == "canary" for o in c.offered)
-            assert c.canary_before_real == d.canary_before_real
-            pairs = list(zip(d.offered, c.offered, strict=True))
-            for a, b in pairs:
-                if a.kind == "canary":
-                    assert b.kind == "control" and b.control_type == a.canary_type and b.shadows == a.shadows
-                    assert b.control_id == f"control:{a.canary_type}:{a.shadows}"
-                    form = names[a.canary_type]  # the twin's name carries the healthy value, if the name carries it
-                    assert b.name == a.name if form == "same" else (form in b.name and b.name != a.name), (a.name, b.name)
-                else:
-                    assert b == a
-            if any(a.kind == "canary" for a, _ in pairs):
+            d = built[("declared", s, task.id, "")]
+            offered = [t for t in CANARY_TYPES if any(o.canary_type == t for o in d.offered)]
+            arms = sorted(k[3] for k in built if k[:3] == ("control", s, task.id))
+            assert arms == sorted(offered), (task.id, s)
+            for arm in arms:
+                c = built[("control", s, task.id, arm)]
+                arms_seen[arm] = arms_seen.get(arm, 0) + 1
+                assert c.arm == arm and c.canary_before_real == d.canary_before_real
+                for a, b in zip(d.offered, c.offered, strict=True):
+                    if a.kind == "canary" and a.canary_type == arm:
+                        assert b.kind == "control" and b.control_type == arm and b.shadows == a.shadows
+                        assert b.control_id == f"control:{a.canary_id}" and b.item == a.canary_id
+                        form = names[arm]
+                        assert b.name == a.name if form == "same" else (form in b.name and b.name != a.name), (a.name, b.name)
+                    else:
+                        assert b == a
                 assert c.tool_list_hash != d.tool_list_hash
-                same = [(x, y) for x, y in zip(d.tools, c.tools, strict=True)]
-                n_same_text += all(x == y for x, y in same)
-    # a twin never reads exactly like its canary: every control list differs from its declared list
-    assert n_same_text == 0
+                assert any(x != y for x, y in zip(d.tools, c.tools, strict=True)), "a twin never reads like its canary"
+    assert set(arms_seen) == set(CANARY_TYPES)
+
+
+def test_only_a_control_list_has_an_arm(pool: Any) -> None:
+    from canarykit.assembly import assemble, canary_index
+
+    task = next(t for t in TASKS if "semantic_decoy" in t.declared_types)
+    with pytest.raises(ValueError, match="arm"):
+        assemble(task, "control", 0, tools.mcp_definitions(), canary_index(pool.canaries), "standard", {})
+    with pytest.raises(ValueError, match="arm"):
+        assemble(task, "declared", 0, tools.mcp_definitions(), canary_index(pool.canaries), "standard", arm="semantic_decoy")
 
 
 def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built: dict, pool: Any) -> None:
@@ -152,7 +167,7 @@ def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built:
     checked = 0
     for task in (t for t in TASKS if "granularity_trap" in t.declared_types):
         for s in SEEDS:
-            gran = {cond: {o.shadows: i for i, o in enumerate(built[(cond, s, task.id)].offered)
+            gran = {cond: {o.shadows: i for i, o in enumerate(built.get((cond, s, task.id, _arm(cond)), EMPTY).offered)
                            if (o.canary_type or o.control_type) == "granularity_trap"}
                     for cond in ("declared", "mirrored", "control")}
             assert set(gran["declared"]) == set(gran["mirrored"]) == set(gran["control"]), task.id
@@ -160,7 +175,7 @@ def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built:
             for tool in task.correct_tools:
                 cases = {json.dumps(st.args, sort_keys=True) for st in task.plan if st.tool == tool}
                 assert (tool in gran["declared"]) == (tool in canaries and len(cases) >= 1), (task.id, tool)
-            a = built[("control", s, task.id)]
+            a = built.get(("control", s, task.id, "granularity_trap"), EMPTY)
             for tool in gran["control"]:
                 ctl = a.controls[f"control:granularity_trap:{tool}"]
                 canary_case = canaries[tool]["behaviour"]["args"]
@@ -172,8 +187,20 @@ def test_granularity_canary_and_control_are_a_pair_for_the_tasks_one_case(built:
     assert checked > 60
     for cond in ("declared", "control", "mirrored", "full"):
         for s in SEEDS:
-            offered = built[(cond, s, "hard-040")].offered
+            offered = built[(cond, s, "hard-040", _arm(cond))].offered
             assert [o for o in offered if (o.canary_type or o.control_type) == "granularity_trap" and o.shadows == "get_weather"]
+
+
+def _arm(cond: str) -> str:
+    return "granularity_trap" if cond == "control" else ""
+
+
+class _Empty:
+    offered: tuple = ()
+    controls: dict = {}
+
+
+EMPTY = _Empty()
 
 
 def test_withheld_granularity_offerings_are_logged_and_in_the_skip_list(pool: Any) -> None:
@@ -193,14 +220,14 @@ def test_withheld_granularity_offerings_are_logged_and_in_the_skip_list(pool: An
 
 
 def test_control_hash_covers_behaviour_and_round_trips(built: dict, tmp_path: Path) -> None:
-    a = next(a for a in built.values() if a.condition == "control" and a.controls)
+    a = next(a for a in built.values() if a.condition == "control" and a.arm == "granularity_trap")
     plain = tool_list_hash(a.tools)
     assert plain != a.tool_list_hash
-    base = built[("baseline", a.seed, a.task_id)]
+    base = built[("baseline", a.seed, a.task_id, "")]
     assert base.tool_list_hash == tool_list_hash(base.tools)  # lists without controls hash as before
     path = tmp_path / "asm.parquet"
     write_assemblies([x for x in built.values() if x.task_id == a.task_id], path)
-    back = load_assemblies(path)[("control", a.seed, a.task_id)]
+    back = load_assemblies(path)[("control", a.seed, a.task_id, "granularity_trap")]
     assert back.tool_list_hash == a.tool_list_hash and back.offered == a.offered
     gran = [k for k, r in a.controls.items() if r["type"] == "granularity_trap"]
     for k in gran:
@@ -271,7 +298,7 @@ def _task(task_id: str) -> Any:
 def test_the_loop_refuses_a_controls_invalid_arguments_like_a_real_tools(built: dict, pool: Any) -> None:
     records = {str(c["id"]): c for c in [*pool.canaries, *pool.controls]}
     key = next(k for k, a in built.items() if k[0] == "control" and any(o.control_type == "parameter_trap" for o in a.offered))
-    ctl_list, can_list = built[key], built[("declared", key[1], key[2])]
+    ctl_list, can_list = built[key], built[("declared", key[1], key[2], "")]
     name = next(o.name for o in ctl_list.offered if o.control_type == "parameter_trap")
     for a, kind in ((ctl_list, "tool_error"), (can_list, "tool_result")):
         ts = toolset_from_assembly(a, records, scope="t")
@@ -289,7 +316,7 @@ def _default_env() -> Any:
 def _run(model: dict[str, Any], a: Any, pool: Any) -> RunRecord:
     records = {str(c["id"]): c for c in [*pool.canaries, *pool.controls]}
     ts = toolset_from_assembly(a, records, scope=f"test-{a.condition}")
-    spec = RunSpec(model, _task(a.task_id), a.condition, "standard", a.seed, ts, 12)
+    spec = RunSpec(model, _task(a.task_id), a.condition, "standard", a.seed, ts, 12, arm=a.arm)
     return asyncio.run(run_one(spec, make_backend(model)))
 
 
@@ -300,10 +327,10 @@ def test_reference_agents_choose_by_text_and_slot_not_by_metadata(built: dict, p
     texts: with canaries and with controls in the same slots, its first call into each real
     tool's family goes to the same slot."""
     surface = {"name": "s", "backend": "reference", "agent": "surface", "take_prob": 1.0, "backoff_prob": 1.0, "group": "planted"}
-    lists = [a for (c, s, _t), a in built.items() if c == "control" and s == 0 and a.controls][:12]
+    lists = [a for (c, s, _t, _arm), a in built.items() if c == "control" and s == 0 and a.controls][:12]
     own = 0
     for a in lists:
-        dec = built[("declared", a.seed, a.task_id)]
+        dec = built[("declared", a.seed, a.task_id, "")]
         for t in {o.canary_type for o in dec.offered if o.canary_type}:
             planted = {"name": "p", "backend": "reference", "agent": "planted", "canary_type": t, "take_prob": 1.0,
                        "backoff_prob": 0.0, "group": "planted"}

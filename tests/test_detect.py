@@ -173,7 +173,7 @@ def test_canary_without_shadow_recovers_on_any_correct_tool() -> None:
 def test_calls_table_columns() -> None:
     rec = make_record("r1", [("get_weather_v2", "invalid_arguments"), ("get_weather", "ok")])
     calls, runs = detect([rec, make_record("r5", [])])
-    assert calls.columns[:2] == ["run_id", "idx"]
+    assert calls.columns[:3] == ["run_id", "arm", "idx"]
     assert {"name", "cls", "canary_id", "canary_type", "shadows"} <= set(calls.columns)
     assert calls["idx"].to_list() == [1, 3]  # event positions in the record
     assert runs.height == 2 and runs["csr"].to_list() == [0.5, None]
@@ -222,3 +222,58 @@ def test_planted_agents_trap_rate_peaks_at_their_own_type() -> None:
         )
         assert mine["canary_type"][0] == agent_type
         assert mine["rate"][0] > 0.5 and mine["rate"][1] == 0.0
+
+
+# --------------------------------------------------------------------------- first pick (issue 19)
+
+TWIN_SD = OfferedTool("fresh_weather", shadows="get_weather", control_id="control:sd-get_weather", control_type="semantic_decoy")
+
+
+@pytest.mark.parametrize(
+    ("calls", "offered", "want"),
+    [
+        # the first call into get_weather's family goes to the semantic decoy: its first pick
+        ([("get_forecast", "ok"), ("cached_weather", "ok"), ("get_weather", "ok")], OFFERED,
+         {"semantic_decoy": True, "parameter_trap": False, "capability_mirage": False}),
+        # to another type's canary of the same tool: false for both shadowing types but that one
+        ([("get_weather_v2", "invalid_arguments"), ("cached_weather", "ok")], OFFERED,
+         {"semantic_decoy": False, "parameter_trap": True, "capability_mirage": None}),
+        # to the real tool: false; an unknown call goes into no family
+        ([("nope", "unknown_tool"), ("get_weather", "ok"), ("advanced_forecast", "ok")], OFFERED,
+         {"semantic_decoy": False, "parameter_trap": False, "capability_mirage": True}),
+        # the control list of arm semantic_decoy: its twin is the type's stand-in
+        ([("fresh_weather", "ok")], [o for o in OFFERED if o.canary_type != "semantic_decoy"] + [TWIN_SD],
+         {"semantic_decoy": True, "parameter_trap": False, "capability_mirage": None}),
+        # no call at all: no first pick
+        ([], OFFERED, {"semantic_decoy": None, "parameter_trap": None, "capability_mirage": None}),
+    ],
+)
+def test_first_pick_per_type(calls: list, offered: list[OfferedTool], want: dict) -> None:
+    m = run_metrics(make_record("r1", calls, offered=offered))
+    assert {t: m[f"first_pick_{t}"] for t in want} == want
+    assert {m[f"first_pick_{t}"] for t in CANARY_TYPES if t not in want} == {None}  # not offered: null
+
+
+def test_item_recovery_and_visibility_per_type() -> None:
+    offered = [o for o in OFFERED if o.canary_type != "semantic_decoy"] + [TWIN_SD]
+    m = run_metrics(make_record("r1", [("fresh_weather", "ok"), ("get_forecast", "ok"), ("get_weather", "ok")],
+                                offered=offered, condition="control", arm="semantic_decoy"))
+    assert m["item_semantic_decoy"] == "sd-get_weather"  # the canary whose twin was offered
+    assert m["item_capability_mirage"] == "cm-get_forecast" and m["item_temporal_decoy"] is None
+    assert m["recovered_semantic_decoy"] is True  # the twin, then its real tool
+    assert m["recovered_capability_mirage"] is None  # its stand-in was never called
+    assert m["selection_visible_semantic_decoy"] is True and m["selection_visible_temporal_decoy"] is None
+    hidden = [OfferedTool("get_weather"), OfferedTool("cached_weather", "sd-get_weather", "semantic_decoy", "get_weather",
+                                                      selection_visible=False)]
+    m = run_metrics(make_record("r2", [("cached_weather", "ok")], offered=hidden, correct=("get_weather",)))
+    assert m["selection_visible_semantic_decoy"] is False and m["recovered_semantic_decoy"] is False
+    err = run_metrics(make_record("r3", [("cached_weather", "ok")], error=True))
+    assert {err[f"first_pick_{t}"] for t in CANARY_TYPES} == {None} and err["item_semantic_decoy"] is None
+
+
+def test_the_calls_table_carries_the_runs_arm() -> None:
+    rec = make_record("r1", [("fresh_weather", "ok")], offered=[OfferedTool("get_weather"), TWIN_SD], condition="control",
+                      arm="semantic_decoy")
+    calls, runs = detect([rec])
+    assert calls["arm"].to_list() == ["semantic_decoy"] and calls["cls"].to_list() == ["control"]
+    assert runs["first_pick_semantic_decoy"].to_list() == [True]

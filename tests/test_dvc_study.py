@@ -61,8 +61,11 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -> None:
     readme(repo, command("dvc repro").text)
     first = _summary(repo)
-    # 3 agents x 24 tasks x (5 conditions + the subtle ablation)
-    assert first["failed"] == 0 and first["executed"] + first["reused"] == first["total"] == 3 * N_TASKS * 6
+    # 3 agents x the lists: 24 tasks x (4 conditions + the subtle ablation), and a control list per (task, type offered)
+    lists = pl.concat([pl.read_parquet(p) for p in sorted((repo / "results/assembly").glob("*/seed-*.parquet"))],
+                      how="diagonal_relaxed").select("pool", "condition", "seed", "task_id", "arm").unique().height
+    assert lists > N_TASKS * 6
+    assert first["failed"] == 0 and first["executed"] + first["reused"] == first["total"] == 3 * lists
     sh(repo, "git", "add", "-A")
     sh(repo, "git", "commit", "-qm", "first reproduction")
 
@@ -71,9 +74,9 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
     assert "Stage 'canaries@subtle' didn't change" in out and "Running stage 'canaries@standard'" in out
     summary = _summary(repo)
     assembly = pl.concat([pl.read_parquet(p) for p in sorted((repo / "results/assembly/standard").glob("seed-*.parquet"))])
-    # lists with a mirage, or with its control (whose text keeps the canary's suffix)
+    # lists with a mirage (in a control list of another arm too), or with its twin (whose text keeps the canary's suffix)
     mirage = (pl.col("canary_type") == "capability_mirage") | (pl.col("control_type") == "capability_mirage")
-    with_mirage = assembly.filter(mirage).select("condition", "seed", "task_id").unique().height
+    with_mirage = assembly.filter(mirage).select("condition", "seed", "task_id", "arm").unique().height
     assert with_mirage > 0 and set(assembly.filter(mirage)["condition"]) == {"declared", "full", "control", "mirrored"}
     assert summary["executed"] == with_mirage * 3
     assert summary["reused"] == summary["total"] - summary["executed"] and summary["failed"] == 0

@@ -161,8 +161,10 @@ def test_study_in_a_user_environment_of_mcp_server_time(tmp_path: Path, time_exe
 
     runs = pl.read_parquet(repo / "results/runs.parquet")
     oracle = runs.filter(pl.col("model") == "oracle")
-    n_cells = len(cfg["study"]["conditions"]) + 1  # the study's conditions + the ablation cell
-    assert oracle.height == 3 * n_cells and oracle["success"].all(), "the oracle solves every task through the real server"
+    # one run per assembled list: the study's conditions and the ablation cell, a control list per type offered
+    lists = pl.concat([pl.read_parquet(p) for p in sorted((repo / "results/assembly").glob("*/seed-*.parquet"))],
+                      how="diagonal_relaxed").select("pool", "condition", "seed", "task_id", "arm").unique().height
+    assert oracle.height == lists and oracle["success"].all(), "the oracle solves every task through the real server"
     assert (oracle["csr"] == 0).all()
     planted = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("present_semantic_decoy"))
     assert planted.height > 0 and planted["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever offered"

@@ -133,7 +133,7 @@ def test_the_grid_runs_the_default_studys_pool(study: tuple[pl.DataFrame, dict[s
     offered = load_assemblies(assembly_path(study))
     for cond in ("declared", "full"):
         for seed in SEEDS:
-            shadowed = {o.shadows for o in offered[(cond, seed, "hard-040")].offered if o.canary_type == "granularity_trap"}
+            shadowed = {o.shadows for o in offered[(cond, seed, "hard-040", "")].offered if o.canary_type == "granularity_trap"}
             assert shadowed == {"calculate", "get_weather"}, "get_weather is called for two cities, both wrong for Mumbai"
     hard040 = runs.filter((pl.col("task_id") == "hard-040") & (pl.col("condition") == "declared"))
     assert hard040.height == 7 * 3 and hard040["present_semantic_decoy"].all(), "its other declared types are offered"

@@ -20,7 +20,6 @@ Each diagnosis is the study's own (``control_effect.<model>.<T>``: first pick, p
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +32,6 @@ from canarykit import stats
 from canarykit.agents import run_grid
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.types import CANARY_TYPES
-
-if importlib.util.find_spec("canarykit.stats._equivalence") is None:  # pragma: no cover - until issue 19 is merged
-    pytest.skip("needs the control arms per type, the first-pick outcome and the equivalence diagnoses (issue 19 "
-                "items 1-5); the integrator removes this guard after merging", allow_module_level=True)
 
 #: The whole suite on two pools, nine agents: a minute or more on a loaded machine.
 pytestmark = pytest.mark.slow

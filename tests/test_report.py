@@ -47,6 +47,7 @@ from canarykit.report import (
     load_captions,
     sample_traces,
 )
+from canarykit.stats import DIAGNOSIS_READINGS
 from canarykit.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
@@ -307,8 +308,9 @@ def test_the_diagnosis_of_each_model_in_words(study: Study, doc: Node) -> None:
         readings = {li.all("span", "dx")[0].text(): li.text() for li in articles[model].all("ul", "controls")[0].all("li")}
         for t, e in study.result["control_effect"][model].items():
             assert TYPE_PLURALS[t] in readings[e["diagnosis"]], (model, t)
-            if e["diagnosis"] in ("weakness", "surface attraction", "inconclusive"):
+            if e["diagnosis"] in ("lured", "sensitive", "blind", "inconclusive") and e["delta"] is not None:
                 assert f"\u0394 {ci_text(e['delta'], e['lo'], e['hi'], signed=True)}" in readings[e["diagnosis"]]
+            assert readings[e["diagnosis"]].startswith(f"{e['diagnosis']} ({DIAGNOSIS_READINGS[e['diagnosis']]})")
     # every agent here is an instrument, labelled with its group, never presented as a model
     for name, a in articles.items():
         assert "instrument" in a.classes
@@ -430,7 +432,8 @@ def test_long_texts_are_clipped_and_keys_never_appear(study: Study, tmp_path: Pa
     register_secret_envs(["REPORT_TEST_API_KEY"])
     page = build_report(**study.inputs(store=store, params=params, sampling=sampling), javascript=False)
     assert secret not in page and "REPORT_TEST_API_KEY" in page
-    anchor = "-".join(str(first[k]) for k in ("model", "condition", "pool", "seed", "task_id")).replace(":", "_")
+    keys = ("model", "condition", "pool", "seed", "task_id", *(("arm",) if first["arm"] else ()))  # a control run's arm
+    anchor = "-".join(str(first[k]) for k in keys).replace(":", "_")
     trace = dom(page).by_id(f"trace-{anchor}")
     clipped = [s for s in trace.all("li", "step-result") if "more characters" in s.text()]
     assert clipped and len(clipped[0].all("pre")[0].text()) < sampling.clip_chars + 100

@@ -1,120 +1,233 @@
-"""The control-effect diagnosis and the optional control/order columns of a runs table."""
+"""The control effect's diagnoses by equivalence (issue 19 item 5; design section 4), the tests
+behind them, and the optional control/order/first-pick columns of a runs table."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+
 import polars as pl
 import pytest
+import scipy.stats as sps
 from fakes.runs import make_runs
 
 from canarykit import stats
 from canarykit.errors import InputError
-from canarykit.stats import diagnose
+from canarykit.stats import DIAGNOSES, DIAGNOSIS_READINGS, diagnose, rate_below_p, rate_se, tost_p
 from canarykit.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ALPHA = 0.05
+MIN = 10
+SD = "semantic_decoy"
 
 
-def _e(canary: float | None, control: float | None, lo: float | None, hi: float | None, p_holm: float | None,
-       control_lo: float | None = None) -> dict:
-    delta = None if canary is None or control is None else canary - control
-    return {"canary": canary, "control": control, "delta": delta, "lo": lo, "hi": hi, "p_holm": p_holm,
-            "control_lo": control_lo}
+def _e(**kw: object) -> dict:
+    """A control-effect entry: a clear ``lured`` one unless ``kw`` says otherwise."""
+    e = {"outcome": "first_pick", "canary": 0.5, "control": 0.0, "delta": 0.5, "lo": 0.4, "hi": 0.6, "p_holm": 0.001,
+         "clusters": 40, "tost_p": 1.0, "canary_below_p": 1.0, "control_below_p": 0.001, "control_above_p": 1.0}
+    e.update(kw)
+    return e
+
+
+# --------------------------------------------------------------------------- the rule, row by row
 
 
 @pytest.mark.parametrize(
     ("entry", "word"),
     [
-        # n/a: the type was offered in one condition only
-        (_e(0.2, None, None, None, None), "n/a"),
-        # no attraction: neither canaries nor controls were called
-        (_e(0.0, 0.0, 0.0, 0.0, 1.0, 0.0), "no attraction"),
-        # weakness: delta > 0, Holm-significant, interval above 0
-        (_e(0.5, 0.0, 0.4, 0.6, 0.001, 0.0), "weakness"),
-        (_e(0.7, 0.3, 0.25, 0.55, 0.002, 0.2), "weakness"),  # the control is called too, but clearly less
-        # Holm-significant but the interval touches 0: not called a weakness
-        (_e(0.5, 0.0, 0.0, 0.6, 0.01, 0.0), "inconclusive"),
-        # surface attraction, delta <= 0 with the control called
-        (_e(0.3, 0.3, -0.1, 0.1, 1.0, 0.2), "surface attraction"),
-        (_e(0.1, 0.6, -0.6, -0.4, 0.001, 0.5), "surface attraction"),  # the control draws more, significantly
-        (_e(0.02, 0.03, -0.05, 0.04, 1.0, 0.0), "surface attraction"),  # delta <= 0: the control is not called less
-        # surface attraction, interval holds 0 and the control is clearly called
-        (_e(0.4, 0.3, -0.05, 0.25, 0.4, 0.2), "surface attraction"),
-        # inconclusive: interval holds 0 but the control's own interval reaches 0 (too little data)
-        (_e(0.4, 0.05, -0.05, 0.7, 0.4, 0.0), "inconclusive"),
-        (_e(0.1, 0.0, 0.0, 0.2, 0.3, 0.0), "inconclusive"),
-        (_e(0.4, 0.05, -0.05, 0.7, 0.4, None), "inconclusive"),  # no control interval at all
-        # inconclusive: the audit's case, canary 0.60 vs control 0.02, positive interval, Holm p 0.07
-        (_e(0.60, 0.02, 0.21, 0.85, 0.07, 0.0), "inconclusive"),
-        (_e(0.60, 0.02, 0.21, 0.85, 0.07, 0.01), "inconclusive"),  # even with the control clearly above 0
+        # n/a: one side has no runs, or the outcome is not a selection outcome
+        (_e(control=None, delta=None), "n/a"),
+        (_e(canary=None, delta=None), "n/a"),
+        (_e(outcome="recovery_after_call"), "n/a"),
+        # inconclusive: fewer than min_clusters tasks, whatever the numbers say
+        (_e(clusters=MIN - 1), "inconclusive"),
+        (_e(delta=-0.5, canary=0.0, control=0.5, lo=-0.6, hi=-0.4, clusters=3), "inconclusive"),
+        # lured: delta > 0, Holm-significant, interval above 0
+        (_e(), "lured"),
+        (_e(lo=0.0), "inconclusive"),  # Holm-significant, but the interval touches 0
+        (_e(p_holm=0.07), "inconclusive"),  # the audit's case: a positive interval, Holm p 0.07
+        # sensitive: delta < 0, Holm-significant, interval below 0
+        (_e(canary=0.1, control=0.6, delta=-0.5, lo=-0.6, hi=-0.4), "sensitive"),
+        # blind: TOST |delta| < margin and the twin taken above the margin
+        (_e(canary=0.4, control=0.4, delta=0.0, lo=-0.05, hi=0.05, p_holm=1.0, tost_p=0.01, control_above_p=0.001,
+            control_below_p=1.0), "blind"),
+        (_e(canary=0.4, control=0.4, delta=0.0, lo=-0.05, hi=0.05, p_holm=1.0, tost_p=0.2, control_above_p=0.001,
+            control_below_p=1.0), "inconclusive"),  # equivalence not shown
+        (_e(canary=0.12, control=0.12, delta=0.0, lo=-0.05, hi=0.05, p_holm=1.0, tost_p=0.01, control_above_p=0.3,
+            control_below_p=0.3), "inconclusive"),  # the twin is not clearly taken
+        # not drawn: both rates below the margin
+        (_e(canary=0.0, control=1 / 300, delta=-1 / 300, lo=-0.01, hi=0.0, p_holm=1.0, tost_p=0.0, canary_below_p=0.0,
+            control_below_p=0.0, control_above_p=1.0), "not drawn"),
+        (_e(canary=0.0, control=0.05, delta=-0.05, lo=-0.1, hi=0.0, p_holm=0.3, tost_p=0.0, canary_below_p=0.0,
+            control_below_p=0.2, control_above_p=1.0), "inconclusive"),  # the twin's rate not shown below
+        # inconclusive: anything else
+        (_e(canary=0.3, control=0.1, delta=0.2, lo=-0.1, hi=0.5, p_holm=0.4, tost_p=0.6, canary_below_p=0.9,
+            control_below_p=0.4, control_above_p=0.5), "inconclusive"),
     ],
 )
-def test_diagnosis_words(entry: dict, word: str) -> None:
-    assert diagnose(entry, ALPHA) == word
+def test_each_row_of_the_rule(entry: dict, word: str) -> None:
+    assert diagnose(entry, ALPHA, MIN) == word
 
 
-def _control_runs(per_task: dict[str, tuple[int, int]], tasks: int, seeds: int = 2) -> pl.DataFrame:
-    """Declared and control runs of one model offered semantic-decoy canaries (controls):
-    ``per_task[cond] = (k, every)``: the canary (control) is called on task i when
-    ``i % every < k``."""
-    sd = "semantic_decoy"
+def test_a_significantly_negative_delta_is_never_called_anything_but_sensitive() -> None:
+    """Whatever the equivalence and rate tests say, with enough tasks."""
+    seen = set()
+    for tost, c_below, k_below, k_above, canary in itertools.product(
+        (0.0, 0.01, 0.9), (0.0, 0.9), (0.0, 0.9), (0.0, 0.9), (0.0, 0.05, 0.3)
+    ):
+        e = _e(canary=canary, control=canary + 0.08, delta=-0.08, lo=-0.12, hi=-0.03, p_holm=0.01, tost_p=tost,
+               canary_below_p=c_below, control_below_p=k_below, control_above_p=k_above)
+        seen.add(diagnose(e, ALPHA, MIN))
+    assert seen == {"sensitive"}
+
+
+def test_the_vocabulary_and_its_readings() -> None:
+    assert DIAGNOSES == ("lured", "sensitive", "blind", "not drawn", "inconclusive", "n/a")
+    assert set(DIAGNOSIS_READINGS) == set(DIAGNOSES)
+    assert DIAGNOSIS_READINGS["blind"].startswith("it takes this look-alike, and the defect makes no difference")
+
+
+# --------------------------------------------------------------------------- the tests behind it
+
+
+def test_tost_is_two_one_sided_t_tests_on_the_cluster_robust_se() -> None:
+    # delta 0.02, se 0.03, 30 clusters (29 df), margin 0.10
+    lower = sps.t.sf((0.02 + 0.10) / 0.03, 29)
+    upper = sps.t.cdf((0.02 - 0.10) / 0.03, 29)
+    assert tost_p(0.02, 0.03, 30, 0.10) == pytest.approx(max(lower, upper))
+    assert tost_p(0.02, 0.03, 30, 0.10) < 0.05 < tost_p(0.08, 0.03, 30, 0.10)
+    assert tost_p(0.0, 0.0, 30, 0.10) == 0.0 and tost_p(0.2, 0.0, 30, 0.10) == 1.0  # no spread at all
+    assert tost_p(0.0, 0.01, 1, 0.10) is None  # one cluster: no test
+
+
+def test_a_rate_of_zero_uses_its_exact_bound() -> None:
+    """0 over C clusters: below the margin exactly when 1 - alpha^(1/C) < margin (C >= 29 at
+    the defaults), whatever the runs per cluster."""
+    for c in (10, 28, 29, 100):
+        bound = 1 - ALPHA ** (1 / c)
+        assert (rate_below_p(0.0, 0.0, c, 0.10) < ALPHA) == (bound < 0.10), c
+    assert rate_below_p(0.0, 0.0, 28, 0.10) > ALPHA > rate_below_p(0.0, 0.0, 29, 0.10)
+
+
+def test_the_rate_se_is_cluster_robust() -> None:
+    import numpy as np
+
+    # two clusters of identical runs: the spread is between clusters only
+    rate, se, c = rate_se(np.array([1.0, 1.0, 0.0, 0.0]), np.array(["a", "a", "b", "b"]))
+    assert (rate, c) == (0.5, 2) and se == pytest.approx(0.5)
+    rate, se, c = rate_se(np.array([1.0, 0.0, 1.0, 0.0]), np.array(["a", "a", "b", "b"]))
+    assert se == 0.0  # every cluster at the mean
+
+
+# --------------------------------------------------------------------------- the study's numbers
+
+
+def _pairs(canary: Callable[[int, int], bool | None], twin: Callable[[int, int], bool | None], tasks: int, seeds: int = 3,
+           *, model: str = "m1", group: str = "g1", ctype: str = SD, visible: bool = True) -> pl.DataFrame:
+    """Declared runs offered a type-``ctype`` canary and control runs of arm ``ctype`` (its
+    twin), one of each per (task, seed): ``canary(i, seed)`` / ``twin(i, seed)`` is the first
+    pick (None: no call into the family). The whole-run flags follow the first pick."""
     rows = []
-    for cond, (k, every) in per_task.items():
-        for i in range(tasks):
-            for seed in range(seeds):
-                called = i % every < k
-                r = {"condition": cond, "task_id": f"t{i:02d}", "seed": seed}
+    for i in range(tasks):
+        for s in range(seeds):
+            for cond, pick in (("declared", canary(i, s)), ("control", twin(i, s))):
+                r = {"model": model, "group": group, "condition": cond, "task_id": f"t{i:03d}", "seed": s}
                 if cond == "declared":
-                    r |= {f"present_{sd}": True, f"trapped_{sd}": called, "trapped": called, "canary_calls": int(called),
-                          "recovered": False if called else None}
-                rows.append(r)
-    df = make_runs(rows)
-    flags = []
+                    r |= {f"present_{ctype}": True, f"trapped_{ctype}": bool(pick), "trapped": bool(pick),
+                          "canary_calls": int(bool(pick)), "recovered": False if pick else None}
+                rows.append((r, cond, pick))
+    df = make_runs([r for r, _, _ in rows])
+    conds = [c for _, c, _ in rows]
+    picks = [p for _, _, p in rows]
+    cols = [pl.Series("arm", [ctype if c == "control" else "" for c in conds]), pl.Series("control_calls", [0] * len(rows))]
     for t in CANARY_TYPES:
-        ctl = (pl.col("condition") == "control") & pl.lit(t == sd)
-        flags.append(ctl.alias(f"control_present_{t}"))
-        called = ctl & (pl.col("task_id").str.slice(1).cast(pl.Int64) % per_task["control"][1] < per_task["control"][0])
-        flags.append(called.alias(f"control_called_{t}"))
-    return df.with_columns(*flags, control_calls=pl.col("condition").eq("control").cast(pl.Int64) * 0)
+        mine = t == ctype
+        cols += [
+            pl.Series(f"control_present_{t}", [mine and c == "control" for c in conds]),
+            pl.Series(f"control_called_{t}", [mine and c == "control" and bool(p) for c, p in zip(conds, picks, strict=True)]),
+            pl.Series(f"first_pick_{t}", [p if mine else None for p in picks], dtype=pl.Boolean),
+            pl.Series(f"recovered_{t}", [(False if p else None) if mine else None for p in picks], dtype=pl.Boolean),
+            pl.Series(f"item_{t}", [f"{t}:get_weather" if mine else None for _ in picks], dtype=pl.String),
+            pl.Series(f"selection_visible_{t}", [visible if mine else None for _ in picks], dtype=pl.Boolean),
+        ]
+    return df.with_columns(cols)
 
 
-def test_control_effect_diagnoses_from_the_study(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """compute_all's diagnosis is the rule applied to its own numbers, and each rate carries
-    its own interval (the control's decides "clearly above 0")."""
-    sd = "semantic_decoy"
-    cases = {
-        # the same tasks call canary and control: delta 0, the control clearly called
-        "surface attraction": ({"declared": (3, 10), "control": (3, 10)}, 40),
-        # canary on one task more than the control (13 vs 12 of 40): the interval holds 0
-        "surface attraction, interval holds 0": ({"declared": (13, 40), "control": (12, 40)}, 40),
-        # canary on 6 of 10 tasks, control never, 40 tasks: a weakness
-        "weakness": ({"declared": (6, 10), "control": (0, 10)}, 40),
-        # canary 0.4 vs control 0.1 on 10 tasks: a positive interval, but p not below alpha
-        "inconclusive, positive": ({"declared": (4, 10), "control": (1, 10)}, 10),
-        # canary 0.2 vs control 0.1 on 10 tasks: the interval holds 0, the control is one task
-        "inconclusive, too few": ({"declared": (2, 10), "control": (1, 10)}, 10),
-    }
-    got = {}
-    for name, (per_task, tasks) in cases.items():
-        r = stats.compute_all(_control_runs(per_task, tasks), stats.StatsConfig(resamples=2000))
-        e = r["control_effect"]["m1"][sd]
-        assert e["diagnosis"] == diagnose(e, ALPHA) == name.split(",")[0], (name, e)
-        assert e["control_lo"] <= e["control"] <= e["control_hi"] and e["canary_lo"] <= e["canary"] <= e["canary_hi"]
-        got[name] = e
-    assert got["surface attraction"]["control_lo"] > 0 and got["surface attraction"]["delta"] == 0
-    e = got["surface attraction, interval holds 0"]
-    assert e["delta"] > 0 and e["lo"] <= 0 <= e["hi"] and e["control_lo"] > 0
-    e = got["inconclusive, positive"]
-    assert e["lo"] > 0 and e["p_holm"] >= ALPHA
-    e = got["inconclusive, too few"]
-    assert e["lo"] <= 0 <= e["hi"] and e["control_lo"] == 0
-    # the other types were never offered: n/a
-    assert {r["control_effect"]["m1"][t]["diagnosis"] for t in CANARY_TYPES if t != sd} == {"n/a"}
+def _effect(df: pl.DataFrame, model: str = "m1", ctype: str = SD, **cfg: object) -> dict:
+    r = stats.compute_all(df, stats.StatsConfig(resamples=1000, **cfg))  # type: ignore[arg-type]
+    return r["control_effect"][model][ctype]
+
+
+def test_canary_never_twin_once_in_300_runs_is_not_drawn() -> None:
+    e = _effect(_pairs(lambda i, s: False, lambda i, s: i == 7 and s == 0, tasks=100))
+    assert (e["canary"], e["control"], e["n"], e["clusters"]) == (0.0, pytest.approx(1 / 300), 300, 100)
+    assert e["diagnosis"] == "not drawn", e
+    assert e["outcome"] == "first_pick" and e["margin"] == 0.10
+
+
+def test_fewer_tasks_than_min_clusters_is_inconclusive() -> None:
+    df = _pairs(lambda i, s: i % 2 == 0, lambda i, s: False, tasks=8)
+    e = _effect(df)
+    assert e["clusters"] == 8 and e["delta"] > 0.4 and e["diagnosis"] == "inconclusive"
+    assert _effect(df, min_clusters=8)["diagnosis"] == "lured"  # the same numbers with the minimum lowered
+
+
+def test_lured_sensitive_and_blind_from_the_study() -> None:
+    lured = _effect(_pairs(lambda i, s: i % 10 < 6, lambda i, s: False, tasks=40))
+    assert lured["diagnosis"] == "lured" and lured["lo"] > 0 and lured["p_holm"] < ALPHA
+    sensitive = _effect(_pairs(lambda i, s: i % 10 < 1, lambda i, s: i % 10 < 6, tasks=40))
+    assert sensitive["diagnosis"] == "sensitive" and sensitive["hi"] < 0
+    # the same share, different tasks: no difference, and the twin clearly taken
+    blind = _effect(_pairs(lambda i, s: (i + s) % 10 < 4, lambda i, s: (i + s + 1) % 10 < 4, tasks=60))
+    assert blind["delta"] == pytest.approx(0.0) and blind["tost_p"] < ALPHA and blind["control_above_p"] < ALPHA
+    assert blind["diagnosis"] == "blind", blind
+    for e in (lured, sensitive, blind):  # the paper's whole-run rates stay, as the secondary outcome
+        assert set(e["whole_run"]) == {"canary", "control", "delta", "lo", "hi", "p"}
+        assert e["whole_run"]["canary"] == pytest.approx(e["canary"])
+
+
+def test_a_runs_with_no_call_into_the_family_has_no_first_pick() -> None:
+    """Runs without a first pick are left out of both rates; the pairing keeps the tasks
+    with a first pick on both sides."""
+    e = _effect(_pairs(lambda i, s: None if i < 5 else i % 10 < 6, lambda i, s: None if i >= 35 else False, tasks=40))
+    assert e["clusters"] == 30 and e["n"] == 90 and e["n_canary"] == 90 and e["n_control"] == 90
+
+
+def test_an_invisible_type_is_reported_after_the_call_never_as_a_selection_word() -> None:
+    df = _pairs(lambda i, s: i % 10 < 6, lambda i, s: i % 10 < 6, tasks=40, visible=False)
+    df = df.with_columns(pl.when(pl.col(f"first_pick_{SD}")).then(pl.col("condition") == "control")
+                         .otherwise(None).alias(f"recovered_{SD}"))
+    e = _effect(df)
+    assert e["outcome"] == "recovery_after_call" and e["diagnosis"] == "n/a"
+    assert (e["canary"], e["control"]) == (0.0, 1.0) and e["delta"] == -1.0 and e["p_holm"] is None
+    assert e["tost_p"] is None
+
+
+def test_holm_runs_across_models_under_test_and_types_instruments_apart() -> None:
+    def p(i: int, s: int) -> bool:
+        return i % 10 < 3
+
+    frames = [_pairs(p, lambda i, s: False, 30, model=m, group=g) for m, g in
+              (("a", "frontier"), ("b", "frontier"), ("planted:x", "planted"))]
+    frames.append(_pairs(p, lambda i, s: False, 30, model="c", group="frontier", ctype="temporal_decoy"))
+    r = stats.compute_all(pl.concat(frames), stats.StatsConfig(resamples=500))
+    ce, fam = r["control_effect"], r["families"]["control_effect"]
+    assert fam["members"] == ["a", "b", "c"] and fam["size"] == 3  # a and b on SD, c on temporal_decoy
+    assert fam["instruments"]["members"] == ["planted:x"] and fam["instruments"]["size"] == 1
+    # three equal p values in the tested family: Holm triples each
+    assert ce["a"][SD]["p"] == pytest.approx(ce["c"]["temporal_decoy"]["p"])
+    assert ce["a"][SD]["p_holm"] == pytest.approx(min(1.0, 3 * ce["a"][SD]["p"]))
+    assert ce["planted:x"][SD]["p_holm"] == pytest.approx(ce["planted:x"][SD]["p"])
+    assert ce["a"]["temporal_decoy"]["diagnosis"] == "n/a" and ce["a"]["temporal_decoy"]["p"] is None
+
+
+# --------------------------------------------------------------------------- optional columns
 
 
 def test_a_table_without_control_or_order_columns_has_no_such_effects() -> None:
     df = synthetic_runs(n_models=2, seeds=2, tasks=20, ablation=False)
-    assert "control_calls" not in df.columns and "canary_before_real" not in df.columns
+    assert "control_calls" not in df.columns and "canary_before_real" not in df.columns and "arm" not in df.columns
     r = stats.compute_all(df, stats.StatsConfig(resamples=200))
     assert r["control_effect"] == {} and r["position_balance"] == {}
     for m, e in r["position_effect"].items():  # order unknown: nothing to compare
@@ -131,15 +244,40 @@ def test_the_control_flags_come_all_or_none() -> None:
     assert err.value.file == "mine.parquet" and err.value.field.startswith("control_")
 
 
+def test_two_runs_of_one_key_and_arm_are_refused_two_arms_are_not() -> None:
+    df = _pairs(lambda i, s: True, lambda i, s: False, tasks=2, seeds=1)
+    stats.validate_runs(df, "mine.parquet")
+    twice = pl.concat([df, df.filter(pl.col("condition") == "control")])
+    with pytest.raises(InputError) as err:
+        stats.validate_runs(twice, "mine.parquet")
+    assert "arm" in err.value.field and "duplicate run key" in str(err.value)
+    other = df.filter(pl.col("condition") == "control").with_columns(pl.lit("temporal_decoy").alias("arm"))
+    stats.validate_runs(pl.concat([df, other]), "mine.parquet")
+
+
+def test_the_margin_and_minimum_are_validated() -> None:
+    with pytest.raises(InputError) as err:
+        stats.StatsConfig(equivalence_margin=0.0)
+    assert err.value.field == "equivalence_margin"
+    with pytest.raises(InputError) as err:
+        stats.StatsConfig.from_mapping({"min_clusters": 1})
+    assert err.value.field == "min_clusters"
+
+
 def test_figure_10_and_the_controls_table_state_the_configured_level(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from canarykit import figures
 
-    r = stats.compute_all(_control_runs({"declared": (6, 10), "control": (1, 10)}, 20), stats.StatsConfig(resamples=500, alpha=0.1))
+    r = stats.compute_all(_pairs(lambda i, s: i % 10 < 6, lambda i, s: i % 10 < 1, 20), stats.StatsConfig(resamples=500, alpha=0.1))
     chart = figures.build_charts(r)["fig10"].to_dict()
     subtitle = " ".join(chart["title"]["subtitle"])
     assert "90% CI" in subtitle and "95%" not in subtitle
     stats.write_outputs(r, tmp_path)
     md = (tmp_path / "table_controls.md").read_text()
     assert "Δ [90% CI]" in md and "95%" not in md
+    for word in DIAGNOSES:  # every word is explained in one line under the table
+        assert f"- **{word}**: {DIAGNOSIS_READINGS[word]}" in md
+    table = pl.read_csv(tmp_path / "table_controls.csv")
+    assert table.columns[:5] == ["model", "group", "type", "diagnosis", "outcome"]
+    assert table.filter(pl.col("type") == SD)["diagnosis"].to_list() == ["lured"]
     assert "csr [90% CI]" in (tmp_path / "table1.md").read_text()
     assert pl.read_csv(tmp_path / "fig10_controls.csv")["level"].to_list()[0] == pytest.approx(0.9)

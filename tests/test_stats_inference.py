@@ -346,8 +346,12 @@ def test_no_p_value_for_an_instrument_unless_test_groups_asks(small: pl.DataFram
     np.testing.assert_allclose([by[m]["p_bootstrap_holm"] for m in tested], ref, rtol=1e-12)
     assert all(by[m]["tested"] for m in tested)
     # the within-model effects include every model on purpose, and say so
+    assert r["families"]["position_effect"]["includes_instruments"] is True
     for key in _WITHIN_MODEL:
-        assert r["families"][key]["includes_instruments"] is True and "known-answer" in r["families"][key]["note"]
+        assert "known-answer" in r["families"][key]["note"]
+    # the control effect: Holm across the models under test x types, the instruments in a family of their own
+    ce = r["families"]["control_effect"]
+    assert ce["correction"] == "holm across the models under test x types" and "instruments" in ce
 
 
 # --------------------------------------------------------------------------- counting rules

@@ -21,13 +21,25 @@ consecutive seeds (0, 1, 2, ...) alternate and no canary keeps the same side of 
 tool over all seeds (with independent shuffles a quarter of them did, over three seeds).
 Every canary of one list is on the same side, so a run has one ``canary_before_real``.
 
-**Controls** (condition ``control``): the ``declared`` list of the same (seed, task) with
-every canary replaced by its matched-surface control (:mod:`canarykit.canaries`), in the
-canary's slot; a granularity control is instantiated with the task's own case
-(:func:`~canarykit.canaries.control_for_task`; see below for tasks without one case). The
-control's behaviour is part of the list's ``tool_list_hash``: a control can read exactly
-like its canary (a capability mirage's or a prerequisite variant's control keeps its text)
-while it works like the real tool, and the run identity must tell the two apart.
+**Controls** (condition ``control``): one list per (seed, task) and per canary type T the
+``declared`` list of that (seed, task) offers, ``arm = T``: the ``declared`` list with only
+T's canary (canaries, when T shadows several correct tools) replaced by T's twin (its
+control record, :mod:`canarykit.canaries`), in the canary's slot; every other canary stays.
+The contrast for T pairs that run with the ``declared`` run of the same (task, seed), so
+the lists of a pair differ in T's stand-in alone: swapping every canary at once let the
+types that share a real tool contaminate each other (after a 401 from a ``private_``
+canary an agent may try ``advanced_``; in an all-twins list the working ``private_`` twin
+ends the search instead). A granularity twin goes through
+:func:`~canarykit.canaries.control_for_task`. The twin's behaviour is part of the list's
+``tool_list_hash``: a twin may read like its canary while it works like the real tool, and
+the run identity must tell the two apart. Every other condition has ``arm = ""``.
+
+**Wording variants.** A pool may hold several variants of the canary of one (tool, type)
+(records with ``variant`` i, 1-based; ids ``<type>:<tool>`` and ``<type>:<tool>@v<i>``).
+Each (task, seed) is offered ONE variant, the same for every type and every condition, so
+the ``declared`` and ``control`` runs of a pair see the same wording
+(:func:`assign_variants`: balanced within a seed, rotating over consecutive seeds). A pool
+with one variant per (tool, type) gives the lists it always gave.
 
 **Mirrored** (condition ``mirrored``): the ``declared`` list of the same (seed, task) with
 each real tool and its canaries trading sides in the same slots: a canary that sat before
@@ -40,7 +52,7 @@ defect means nothing for the tool) is simply not offered; :func:`unoffered_canar
 counts them and the assembler logs the counts.
 
 **Granularity offerings need the task's one case.** A granularity canary (in every
-condition) and its control (in ``control``) are offered to a task only when its plan calls
+condition) and its twin (in ``control``) are offered to a task only when its plan calls
 the shadowed tool with exactly one case (:func:`canarykit.canaries.granularity_case`): the
 control is then hard-coded to exactly that case and the canary to another one. A task
 whose plan calls the tool with several different cases (hard-040: the weather in Singapore
@@ -83,8 +95,9 @@ class TaskLike(Protocol):
 class Assembly:
     """One assembled tool list, in the order the agent sees it.
 
-    ``controls`` maps the id of each offered control to its record as offered (a
-    granularity control instantiated for the task); empty outside the ``control`` condition.
+    ``controls`` maps the id of each offered twin to its record as offered (a granularity
+    twin instantiated for the task); empty outside the ``control`` condition. ``arm``: the
+    type whose twin the list offers (``control``), ``""`` in every other condition.
     """
 
     pool: str
@@ -95,6 +108,12 @@ class Assembly:
     offered: tuple[OfferedTool, ...]
     tool_list_hash: str
     controls: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    arm: str = ""
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        """``(condition, seed, task_id, arm)``: what identifies the list within its pool."""
+        return (self.condition, self.seed, self.task_id, self.arm)
 
     @property
     def canary_before_real(self) -> bool | None:
@@ -158,6 +177,36 @@ def _order(keys: list[str], seed: int, task_id: str, groups: Mapping[str, Sequen
     return ordered
 
 
+def _stand_in(record: Mapping[str, Any], *, twin: bool) -> tuple[dict[str, Any], OfferedTool]:
+    """The tool definition and the offered entry of a canary (or of a twin, ``twin``)."""
+    d = {"name": record["name"], "description": record["description"], "inputSchema": record["inputSchema"]}
+    visible = False if record.get("selection_visible") is False else None
+    if twin:
+        return d, OfferedTool(name=record["name"], shadows=record["shadows"], control_id=record["id"],
+                              control_type=record["type"], selection_visible=visible)
+    return d, OfferedTool(name=record["name"], canary_id=record["id"], canary_type=record["type"], shadows=record["shadows"],
+                          selection_visible=visible)
+
+
+def offered_types(task: TaskLike, real_tools: Sequence[Mapping[str, Any]],
+                  canaries: Mapping[tuple[str, str], Mapping[str, Any]]) -> tuple[str, ...]:
+    """The canary types the ``declared`` list of ``task`` offers (the arms of its ``control``
+    lists), in :data:`~canarykit.types.CANARY_TYPES` order."""
+    schemas = {str(t["name"]): t.get("inputSchema") for t in real_tools}
+    present = {str(c["type"]) for c in _chosen(task, "declared", canaries, schemas)}
+    return tuple(t for t in CANARY_TYPES if t in present)
+
+
+def _chosen(task: TaskLike, condition: str, canaries: Mapping[tuple[str, str], Mapping[str, Any]],
+            schemas: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The canaries the condition offers the task, per correct tool then type."""
+    return [
+        c for shadowed in dict.fromkeys(task.correct_tools) for ctype in condition_types(condition, task)
+        if (c := canaries.get((shadowed, ctype))) is not None
+        and (ctype != "granularity_trap" or granularity_case(task, shadowed, schemas.get(shadowed))[0] is not None)
+    ]
+
+
 def assemble(
     task: TaskLike,
     condition: str,
@@ -166,9 +215,16 @@ def assemble(
     canaries: Mapping[tuple[str, str], Mapping[str, Any]],
     pool: str,
     controls: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    arm: str = "",
 ) -> Assembly:
-    """Assemble one tool list. ``canaries`` maps (shadowed tool, type) to a canary record;
-    ``controls`` maps a canary id to its control record (needed for ``control`` only)."""
+    """Assemble one tool list. ``canaries`` maps (shadowed tool, type) to a canary record
+    (one variant: :func:`variant_index`); ``controls`` maps a canary id to its twin record
+    (needed for ``control`` only); ``arm`` is the type whose canaries the ``control`` list
+    swaps for their twins (one of :func:`offered_types`), ``""`` in every other condition."""
+    if (condition == "control") != bool(arm):
+        raise ValueError(f"condition {condition!r} with arm {arm!r}: the control lists have one arm per offered type, "
+                         "every other condition the arm ''")
     entries: dict[str, tuple[dict[str, Any], OfferedTool, Mapping[str, Any] | None]] = {}
     groups: dict[str, list[str]] = {}
     for t in real_tools:
@@ -176,17 +232,15 @@ def assemble(
         entries[f"real:{t['name']}"] = (d, OfferedTool(name=t["name"]), None)
     real_names = [str(t["name"]) for t in real_tools]
     schemas = {str(t["name"]): t.get("inputSchema") for t in real_tools}
-    chosen = [
-        c for shadowed in dict.fromkeys(task.correct_tools) for ctype in condition_types(condition, task)
-        if (c := canaries.get((shadowed, ctype))) is not None
-        and (ctype != "granularity_trap" or granularity_case(task, shadowed, schemas.get(shadowed))[0] is not None)
-    ]
-    # names a granularity control must not take: the real tools and the list's canaries
-    # (the other controls carry their canaries' names)
+    chosen = _chosen(task, condition, canaries, schemas)
+    if arm and arm not in {str(c["type"]) for c in chosen}:
+        raise ValueError(f"arm {arm!r}: the declared list of task {task.id!r} offers no canary of that type")
+    # names a granularity twin must not take: the real tools and the list's canaries
+    # (a twin of another arm would carry its canary's slot, never a name of this list)
     taken = [*real_names, *(str(c["name"]) for c in chosen)]
     for c in chosen:
-        key = f"canary:{c['id']}"  # a control keeps its canary's key, hence its canary's slot
-        if condition == "control":
+        key = f"canary:{c['id']}"  # a twin keeps its canary's key, hence its canary's slot
+        if c["type"] == arm:
             template = (controls or {}).get(str(c["id"]))
             if template is None:
                 raise InputError("canary pool", "controls", f"no control for canary {c['id']!r}: generate the pool with --controls")
@@ -194,42 +248,61 @@ def assemble(
                                    schema=schemas.get(str(c["shadows"])))
             if ctl is None:  # pragma: no cover - granularity offerings without a task case are withheld above
                 raise InputError("canary pool", "controls", f"control {template['id']!r} has no case for task {task.id!r}")
-            d = {"name": ctl["name"], "description": ctl["description"], "inputSchema": ctl["inputSchema"]}
-            off = OfferedTool(name=ctl["name"], shadows=c["shadows"], control_id=ctl["id"], control_type=ctl["type"])
-            entries[key] = (d, off, ctl)
+            entries[key] = (*_stand_in(ctl, twin=True), ctl)
         else:
-            d = {"name": c["name"], "description": c["description"], "inputSchema": c["inputSchema"]}
-            off = OfferedTool(name=c["name"], canary_id=c["id"], canary_type=c["type"], shadows=c["shadows"])
-            entries[key] = (d, off, None)
+            entries[key] = (*_stand_in(c, twin=False), None)
         groups.setdefault(f"real:{c['shadows']}", []).append(key)
+    # a control list keeps its declared list's keys, hence the declared order slot for slot
     before = canary_first(seed, task.id)
     if condition == "mirrored":
         before = not before
-    if condition == "control":
-        # the declared list's order, slot for slot
-        declared = assemble(task, "declared", seed, real_tools, canaries, pool)
-        order = [k for k in _declared_keys(declared) if k in entries]
-    else:
-        order = _order(list(entries), seed, task.id, groups, before)
+    order = _order(list(entries), seed, task.id, groups, before)
     tools = tuple(entries[k][0] for k in order)
     offered = tuple(entries[k][1] for k in order)
     stand_ins = [entries[k][2] for k in order]
     behaviours = [r["behaviour"] if r is not None else None for r in stand_ins]
     ctl_records = {str(r["id"]): r for r in stand_ins if r is not None}
     return Assembly(pool, condition, seed, task.id, tools, offered,
-                    tool_list_hash(tools, behaviours if ctl_records else None), ctl_records)
+                    tool_list_hash(tools, behaviours if ctl_records else None), ctl_records, arm)
 
 
-def _declared_keys(a: Assembly) -> list[str]:
-    return [f"canary:{o.canary_id}" if o.canary_id is not None else f"real:{o.name}" for o in a.offered]
+def _variant(record: Mapping[str, Any]) -> int:
+    v = record.get("variant", 1)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
 
-def canary_index(pool_records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    # variant 1 of each (tool, type) until the assembler draws a variant per (task, seed)
-    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+def canary_variants(pool_records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """(shadowed tool, type) -> its canaries by wording variant (``variant`` 1, 2, ...)."""
+    out: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for c in pool_records:
-        out.setdefault((c["shadows"], c["type"]), c)
+        out.setdefault((str(c["shadows"]), str(c["type"])), []).append(c)
+    for recs in out.values():
+        recs.sort(key=_variant)
     return out
+
+
+def canary_index(pool_records: Iterable[Mapping[str, Any]], variant: int = 1) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """(shadowed tool, type) -> the canary of wording variant ``variant`` (1-based; a (tool,
+    type) with fewer variants takes ``variant`` modulo its own count)."""
+    return {k: recs[(variant - 1) % len(recs)] for k, recs in canary_variants(pool_records).items()}
+
+
+def variant_count(pool_records: Iterable[Mapping[str, Any]]) -> int:
+    """K: the most wording variants any (tool, type) of the pool has (1 for a pool without variants)."""
+    return max((len(recs) for recs in canary_variants(pool_records).values()), default=1)
+
+
+def assign_variants(task_ids: Sequence[str], seed: int, k: int) -> dict[str, int]:
+    """The wording variant (1-based) each task is offered in seed ``seed``, out of ``k``.
+
+    Tasks are ranked once by a hash of their id (a fixed, seeded permutation: no task's rank
+    depends on the seed), and a task of rank r gets variant ``(r + seed) mod k + 1``. So within
+    a seed the variants are balanced (their counts differ by at most one), and over ``k``
+    consecutive seeds every task is offered every variant once. Every type and every
+    condition of a (task, seed) get the same variant.
+    """
+    ranked = sorted(dict.fromkeys(str(t) for t in task_ids), key=lambda t: (content_hash(["canarykit-variant", t], 16), t))
+    return {t: (r + int(seed)) % max(int(k), 1) + 1 for r, t in enumerate(ranked)}
 
 
 def unoffered_canaries(
@@ -290,14 +363,17 @@ def build_assemblies(
     source: str = "canary pool",
     log: Any = None,
 ) -> list[Assembly]:
-    """Every assembly of one pool, in (condition, seed, task) order.
+    """Every assembly of one pool, in (condition, seed, task, arm) order.
 
     ``controls`` are the pool's control records (:func:`canarykit.canaries.load_controls`),
-    needed when ``conditions`` holds ``control``. Logs (stderr, or ``log``) what is not
-    offered and, per condition and type, how often canaries sit before their real tool.
+    needed when ``conditions`` holds ``control`` (one list per offered type: ``arm``). Each
+    (task, seed) is offered one wording variant (:func:`assign_variants`). Logs (stderr, or
+    ``log``) what is not offered, the control lists per arm and, per condition and type, how
+    often canaries sit before their real tool.
     """
     out = log if log is not None else sys.stderr
-    index = canary_index(pool_records)
+    k = variant_count(pool_records)
+    indexes = {v: canary_index(pool_records, v) for v in range(1, k + 1)}
     real_names = {t["name"] for t in real_tools}
     for i, task in enumerate(tasks):
         for name in task.correct_tools:
@@ -324,20 +400,37 @@ def build_assemblies(
         shown = ", ".join(f"{t} ({tool})" for t, tool, _ in held[:8]) + (", ..." if len(held) > 8 else "")
         print(f"assemble: pool {pool}, {cond}: {len(held)} granularity_trap offerings withheld, canary and control "
               f"(the task's plan does not call the tool with exactly one case): {shown}; first: {held[0][2]}", file=out)
-    built = [assemble(task, cond, seed, real_tools, index, pool, by_canary) for cond in conditions for seed in seeds for task in tasks]
+    built: list[Assembly] = []
+    for cond in conditions:
+        for seed in seeds:
+            variant_of = assign_variants([t.id for t in tasks], int(seed), k)
+            for task in tasks:
+                index = indexes[variant_of[str(task.id)]]
+                arms = offered_types(task, real_tools, index) if cond == "control" else ("",)
+                built.extend(assemble(task, cond, seed, real_tools, index, pool, by_canary, arm=arm) for arm in arms)
+    if k > 1:
+        print(f"assemble: pool {pool}: {k} wording variants, one per (task, seed) (balanced within each seed)", file=out)
+    arms_count: dict[str, int] = {}
+    for a in built:
+        if a.arm:
+            arms_count[a.arm] = arms_count.get(a.arm, 0) + 1
+    if arms_count:
+        shown = ", ".join(f"{t} {arms_count[t]}" for t in CANARY_TYPES if t in arms_count)
+        print(f"assemble: pool {pool}, control: {sum(arms_count.values())} lists, one per (task, seed) and type its "
+              f"declared list offers (arm): {shown}", file=out)
     for line in position_lines(built, pool):
         print(line, file=out)
     return built
 
 
 def position_balance(assemblies: Iterable[Assembly]) -> dict[str, dict[str, dict[str, float | int]]]:
-    """Per condition and type: the canary slots (controls in ``control``) offered and the
-    share of them that sit before the real tool they shadow."""
+    """Per condition and type: the canary slots (in ``control``: the twins' slots) offered
+    and the share of them that sit before the real tool they shadow."""
     counts: dict[str, dict[str, list[int]]] = {}
     for a in assemblies:
         real_pos = {o.name: i for i, o in enumerate(a.offered) if o.kind == "real"}
         for i, o in enumerate(a.offered):
-            t = o.canary_type or o.control_type
+            t = o.control_type if a.condition == "control" else o.canary_type
             if t is None or o.shadows not in real_pos:
                 continue
             c = counts.setdefault(a.condition, {}).setdefault(t, [0, 0])
@@ -354,16 +447,16 @@ def position_lines(assemblies: Sequence[Assembly], pool: str) -> list[str]:
     lines = []
     for cond, per in position_balance(assemblies).items():
         shown = ", ".join(f"{t} {v['before_real']:.0%} of {v['slots']}" for t, v in per.items())
-        what = "control" if cond == "control" else "canary"
+        what = "twin" if cond == "control" else "canary"
         lines.append(f"assemble: pool {pool}, {cond}: {what} before its real tool: {shown}")
     return lines
 
 
 _TABLE_SCHEMA = {
-    "pool": pl.String, "condition": pl.String, "seed": pl.Int64, "task_id": pl.String,
+    "pool": pl.String, "condition": pl.String, "seed": pl.Int64, "task_id": pl.String, "arm": pl.String,
     "position": pl.Int64, "tool_name": pl.String, "canary_id": pl.String, "canary_type": pl.String,
     "shadows": pl.String, "description": pl.String, "input_schema": pl.String, "tool_list_hash": pl.String,
-    "control_id": pl.String, "control_type": pl.String, "behaviour": pl.String,
+    "control_id": pl.String, "control_type": pl.String, "behaviour": pl.String, "selection_visible": pl.Boolean,
 }
 
 
@@ -376,6 +469,7 @@ def assemblies_table(assemblies: Sequence[Assembly], source: str = "assemblies")
             cols["condition"].append(a.condition)
             cols["seed"].append(a.seed)
             cols["task_id"].append(a.task_id)
+            cols["arm"].append(a.arm)
             cols["position"].append(pos)
             cols["tool_name"].append(tool["name"])
             cols["canary_id"].append(off.canary_id)
@@ -388,6 +482,7 @@ def assemblies_table(assemblies: Sequence[Assembly], source: str = "assemblies")
             cols["control_type"].append(off.control_type)
             ctl = a.controls.get(off.control_id) if off.control_id is not None else None
             cols["behaviour"].append(canonical_json(ctl.get("behaviour", {})) if ctl is not None else None)
+            cols["selection_visible"].append(None if off.kind == "real" else off.selection_visible is not False)
     return validate(pl.DataFrame(cols, schema=_TABLE_SCHEMA), AssemblyTable, source)
 
 
@@ -404,8 +499,9 @@ def write_assemblies(assemblies: Sequence[Assembly], path: str | Path) -> pl.Dat
     return df
 
 
-def load_assemblies(path: str | Path) -> dict[tuple[str, int, str], Assembly]:
-    """Read an assembly table back, keyed by (condition, seed, task_id).
+def load_assemblies(path: str | Path) -> dict[tuple[str, int, str, str], Assembly]:
+    """Read an assembly table back, keyed by (condition, seed, task_id, arm) (a table
+    written before arms reads as arm ``""``).
 
     An offered control comes back as the part of its record the list fixes (``id``,
     ``type``, ``shadows``, ``name``, ``description``, ``inputSchema``, ``behaviour``); the
@@ -418,17 +514,22 @@ def load_assemblies(path: str | Path) -> dict[tuple[str, int, str], Assembly]:
     for col in ("control_id", "control_type", "behaviour"):  # tables written before controls
         if col not in raw.columns:
             raw = raw.with_columns(pl.lit(None, dtype=pl.String).alias(col))
-    df = validate(raw, AssemblyTable, str(p)).sort(["condition", "seed", "task_id", "position"])
-    out: dict[tuple[str, int, str], Assembly] = {}
-    for (pool, cond, seed, task_id), g in df.group_by(["pool", "condition", "seed", "task_id"], maintain_order=True):
+    if "arm" not in raw.columns:  # tables written before arms
+        raw = raw.with_columns(pl.lit("", dtype=pl.String).alias("arm"))
+    if "selection_visible" not in raw.columns:
+        raw = raw.with_columns(pl.lit(None, dtype=pl.Boolean).alias("selection_visible"))
+    df = validate(raw, AssemblyTable, str(p)).sort(["condition", "seed", "task_id", "arm", "position"])
+    out: dict[tuple[str, int, str, str], Assembly] = {}
+    for (pool, cond, seed, task_id, arm), g in df.group_by(["pool", "condition", "seed", "task_id", "arm"], maintain_order=True):
         tools = tuple(
             {"name": n, "description": d, "inputSchema": json.loads(s)}
             for n, d, s in zip(g["tool_name"], g["description"], g["input_schema"], strict=True)
         )
         offered = tuple(
-            OfferedTool(name=n, canary_id=ci, canary_type=ct, shadows=sh, control_id=oi, control_type=ot)
-            for n, ci, ct, sh, oi, ot in zip(g["tool_name"], g["canary_id"], g["canary_type"], g["shadows"],
-                                             g["control_id"], g["control_type"], strict=True)
+            OfferedTool(name=n, canary_id=ci, canary_type=ct, shadows=sh, control_id=oi, control_type=ot,
+                        selection_visible=False if sv is False else None)
+            for n, ci, ct, sh, oi, ot, sv in zip(g["tool_name"], g["canary_id"], g["canary_type"], g["shadows"],
+                                                 g["control_id"], g["control_type"], g["selection_visible"], strict=True)
         )
         behaviours: list[dict[str, Any] | None] = [None if b is None else json.loads(b) for b in g["behaviour"]]
         controls: dict[str, Mapping[str, Any]] = {}
@@ -436,14 +537,15 @@ def load_assemblies(path: str | Path) -> dict[tuple[str, int, str], Assembly]:
             if off.control_id is None:
                 continue
             if b is None:
-                raise InputError(str(p), f"behaviour[{cond},{seed},{task_id}]", f"control {off.control_id!r} has no behaviour")
+                raise InputError(str(p), f"behaviour[{cond},{seed},{task_id},{arm}]", f"control {off.control_id!r} has no behaviour")
             controls[off.control_id] = {"id": off.control_id, "type": off.control_type, "shadows": off.shadows,
                                         "name": tool["name"], "description": tool["description"],
                                         "inputSchema": tool["inputSchema"], "behaviour": b}
         h = g["tool_list_hash"][0]
         if tool_list_hash(tools, behaviours if controls else None) != h:
-            raise InputError(str(p), f"tool_list_hash[{cond},{seed},{task_id}]", "does not match the stored tools (the file was edited or corrupted)")
-        out[(str(cond), int(seed), str(task_id))] = Assembly(str(pool), str(cond), int(seed), str(task_id), tools, offered, h, controls)
+            raise InputError(str(p), f"tool_list_hash[{cond},{seed},{task_id},{arm}]", "does not match the stored tools (the file was edited or corrupted)")
+        out[(str(cond), int(seed), str(task_id), str(arm))] = Assembly(str(pool), str(cond), int(seed), str(task_id), tools,
+                                                                       offered, h, controls, str(arm))
     return out
 
 

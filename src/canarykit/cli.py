@@ -51,6 +51,8 @@ def _stats(args: argparse.Namespace) -> int:
             "ablation_condition": cfg["ablation"]["condition"],
             "bootstrap_unit": cfg["stats"]["bootstrap_unit"],
             "test_groups": cfg["stats"]["test_groups"],
+            "equivalence_margin": cfg["stats"]["equivalence_margin"],
+            "min_clusters": cfg["stats"]["min_clusters"],
         }
     if args.resamples is not None:
         from .errors import InputError

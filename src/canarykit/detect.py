@@ -4,11 +4,11 @@ Every ``tool_call`` event of a run record is classified as
 
 - ``real``: a call of an offered real tool;
 - ``canary``: a call of an offered canary (with its id, type and the real tool it shadows);
-- ``control``: a call of an offered matched-surface control (condition ``control``: the
-  canary's name, schema and slot, but it works like the real tool). **A control call is not
-  a canary call**: it never counts in ``canary_calls``, ``csr``, ``trapped`` or
-  ``trapped_T``; it counts in ``control_calls`` and ``control_called_T`` (T: the type of the
-  canary it controls), and, like any call, in ``tool_calls``;
+- ``control``: a call of an offered twin (condition ``control``, arm T: T's canary with its
+  defect set to the healthy value, in the canary's slot, working like the real tool). **A
+  twin call is not a canary call**: it never counts in ``canary_calls``, ``csr``,
+  ``trapped`` or ``trapped_T``; it counts in ``control_calls`` and ``control_called_T`` (T:
+  the type of the canary it controls), and, like any call, in ``tool_calls``;
 - ``unknown``: a name that was not offered, or arguments that were not a JSON object
   (status ``malformed_arguments``; the loop could not tell what was asked for).
 
@@ -37,12 +37,30 @@ Decisions (each is a place where the paper is silent or ambiguous):
 - **Truncated runs** (status ``truncated``: ``agent.max_turns`` model turns without a final
   answer) are flagged ``truncated``. Their calls count like any run's (the agent did make
   them); how tsr treats them is the statistics' business (README, "Truncated runs").
+- **First pick** (the primary outcome of the control contrast, README "Reading
+  control_effect"). The *family* of a real tool f in a list is f, its canaries and its
+  twins (from the list's metadata: what an agent sees plays no part). For a type T with a
+  stand-in in the list (T's canary; in the ``control`` list of arm T, T's twin),
+  ``first_pick_T`` is true when the run's first call into the families of the real tools
+  T's stand-ins shadow went to one of T's stand-ins, false when it went elsewhere in those
+  families, NULL when the run made no call into them (or T has no stand-in in the list).
+  Calls are classified as above: an ``invalid_arguments`` call counts, an ``unknown`` one
+  does not.
+- **Per-type recovery** ``recovered_T``: after the run's first call of one of T's stand-ins,
+  whether it called (``real``) the tool that stand-in shadows; NULL when it called none.
+  The post-result outcome of a type whose defect is invisible at selection.
+- ``item_T``: the id of T's canary in the list (in the ``control`` list of arm T: the id of
+  the canary whose twin is offered); with several, the first in list order. The wording
+  item of the run for T (a variant names its item: ``<type>:<tool>@v2``).
+- ``selection_visible_T``: false when a stand-in of T in the list reads like its twin (the
+  pool's ``selection_visible: false``), true otherwise, NULL when T has none.
 - **Backend-error runs** (``record.error``) are excluded from every metric and counted
   separately. They keep a row with ``error`` true, and that row is inert in any aggregate
   even if a consumer forgets to filter on ``error``: counts 0, ``csr``/``recovered`` NULL,
   ``trapped`` and every ``present_T``/``trapped_T``/``control_*`` flag false,
-  ``canary_before_real`` NULL. Their calls remain in the per-call
-  table (:func:`calls_table`).
+  ``canary_before_real``, ``first_pick_T``, ``recovered_T``, ``item_T`` and
+  ``selection_visible_T`` NULL. Their calls remain in the per-call table
+  (:func:`calls_table`).
 
 The rates over these per-run metrics (csr, tsr, recovery, trap rates) are defined once in
 :mod:`canarykit.metrics`; intervals and tests live in :mod:`canarykit.stats`.
@@ -83,6 +101,15 @@ CALL_COLUMNS: Final[dict[str, Any]] = {
     "control_type": pl.String,
 }
 
+#: The study's per-call table (``calls.parquet``): the run's arm after its id, then :data:`CALL_COLUMNS`.
+CALL_TABLE_COLUMNS: Final[dict[str, Any]] = {"run_id": pl.String, "arm": pl.String,
+                                             **{k: v for k, v in CALL_COLUMNS.items() if k != "run_id"}}
+
+#: The per-type outcome columns of the first pick (:func:`type_outcomes`), per canary type.
+TYPE_OUTCOME_PREFIXES: Final[dict[str, Any]] = {
+    "first_pick_": pl.Boolean, "recovered_": pl.Boolean, "item_": pl.String, "selection_visible_": pl.Boolean,
+}
+
 #: Per-run metric columns produced by :func:`run_metrics` (plus one present_/trapped_ per type).
 RUN_METRIC_COLUMNS: Final[dict[str, Any]] = {
     "run_id": pl.String,
@@ -101,6 +128,7 @@ RUN_METRIC_COLUMNS: Final[dict[str, Any]] = {
     **{f"control_present_{t}": pl.Boolean for t in CANARY_TYPES},
     **{f"control_called_{t}": pl.Boolean for t in CANARY_TYPES},
     "canary_before_real": pl.Boolean,
+    **{f"{prefix}{t}": dtype for prefix, dtype in TYPE_OUTCOME_PREFIXES.items() for t in CANARY_TYPES},
 }
 
 
@@ -175,6 +203,7 @@ def load_records(
                     final_answer=None,
                     status="error",
                     error=True,
+                    arm=str(row.get("arm") or ""),
                 )
             )
         else:
@@ -233,9 +262,9 @@ def classify_calls(record: RunRecord) -> list[ClassifiedCall]:
 
 
 def calls_table(records: Sequence[RunRecord]) -> pl.DataFrame:
-    """The per-call table: one row per ``tool_call`` event of every record."""
-    rows = [c.to_row() for r in records for c in classify_calls(r)]
-    return pl.DataFrame(rows, schema=CALL_COLUMNS)
+    """The per-call table: one row per ``tool_call`` event of every record (with its run's arm)."""
+    rows = [{**c.to_row(), "arm": r.arm} for r in records for c in classify_calls(r)]
+    return pl.DataFrame(rows, schema=CALL_TABLE_COLUMNS)
 
 
 def _recovered(record: RunRecord, calls: list[ClassifiedCall]) -> bool | None:
@@ -244,6 +273,44 @@ def _recovered(record: RunRecord, calls: list[ClassifiedCall]) -> bool | None:
         return None
     targets = {first.shadows} if first.shadows else set(record.correct_tools)
     return any(c.cls == "real" and c.name in targets for c in calls[first.call_idx + 1 :])
+
+
+def _family(call: ClassifiedCall) -> str | None:
+    """The real tool whose family a classified call went into (None: unknown)."""
+    if call.cls == "real":
+        return call.name
+    if call.cls in ("canary", "control"):
+        return call.shadows
+    return None
+
+
+def type_outcomes(record: RunRecord, calls: list[ClassifiedCall]) -> dict[str, Any]:
+    """``first_pick_T``, ``recovered_T``, ``item_T`` and ``selection_visible_T`` of every
+    type T (module docstring); all NULL for a type without a stand-in in the list."""
+    stand_ins: dict[str, list[OfferedTool]] = {}
+    for o in record.offered:
+        t = o.stand_in_type
+        if t is not None:
+            stand_ins.setdefault(t, []).append(o)
+    row: dict[str, Any] = {}
+    for t in CANARY_TYPES:
+        mine = stand_ins.get(t, [])
+        first_pick = recovered = visible = None
+        if mine:
+            reals = {o.shadows for o in mine if o.shadows is not None}
+            first = next((c for c in calls if _family(c) in reals), None)
+            if first is not None:
+                first_pick = first.cls != "real" and (first.canary_type or first.control_type) == t
+            hit = next((c for c in calls if c.cls in ("canary", "control") and (c.canary_type or c.control_type) == t), None)
+            if hit is not None:
+                target = hit.shadows
+                recovered = any(c.cls == "real" and c.name == target for c in calls[hit.call_idx + 1 :])
+            visible = all(o.selection_visible is not False for o in mine)
+        row[f"first_pick_{t}"] = first_pick
+        row[f"recovered_{t}"] = recovered
+        row[f"item_{t}"] = mine[0].item if mine else None
+        row[f"selection_visible_{t}"] = visible
+    return row
 
 
 def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) -> dict[str, Any]:
@@ -267,6 +334,7 @@ def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) ->
         row.update({f"control_present_{t}": False for t in CANARY_TYPES})
         row.update({f"control_called_{t}": False for t in CANARY_TYPES})
         row["canary_before_real"] = None
+        row.update({f"{prefix}{t}": None for prefix in TYPE_OUTCOME_PREFIXES for t in CANARY_TYPES})
         return row
     if calls is None:
         calls = classify_calls(record)
@@ -294,6 +362,8 @@ def run_metrics(record: RunRecord, calls: list[ClassifiedCall] | None = None) ->
     row.update({f"control_present_{t}": t in controls for t in CANARY_TYPES})
     row.update({f"control_called_{t}": t in called for t in CANARY_TYPES})
     row["canary_before_real"] = canary_before_real(record.offered)
+    outcomes = type_outcomes(record, calls)
+    row.update({f"{prefix}{t}": outcomes[f"{prefix}{t}"] for prefix in TYPE_OUTCOME_PREFIXES for t in CANARY_TYPES})
     return row
 
 
@@ -303,8 +373,8 @@ def detect(records: Sequence[RunRecord]) -> tuple[pl.DataFrame, pl.DataFrame]:
     run_rows: list[dict[str, Any]] = []
     for record in records:
         calls = classify_calls(record)
-        call_rows.extend(c.to_row() for c in calls)
+        call_rows.extend({**c.to_row(), "arm": record.arm} for c in calls)
         run_rows.append(run_metrics(record, calls))
-    calls_df = pl.DataFrame(call_rows, schema=CALL_COLUMNS)
+    calls_df = pl.DataFrame(call_rows, schema=CALL_TABLE_COLUMNS)
     runs_df = pl.DataFrame(run_rows, schema=RUN_METRIC_COLUMNS)
     return calls_df, runs_df

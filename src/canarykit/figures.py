@@ -310,14 +310,14 @@ def fig9(fd: Mapping[str, pl.DataFrame]) -> Any:
 
 #: Diagnosis words of the control effect, in legend order, with their colours.
 _DIAGNOSES: tuple[tuple[str, str], ...] = (
-    ("weakness", OKABE_ITO[3]), ("surface attraction", OKABE_ITO[1]), ("inconclusive", OKABE_ITO[5]),
-    ("no attraction", "#999999"), ("n/a", "#cccccc"),
+    ("lured", OKABE_ITO[3]), ("sensitive", OKABE_ITO[2]), ("blind", OKABE_ITO[1]), ("not drawn", "#999999"),
+    ("inconclusive", OKABE_ITO[5]), ("n/a", "#cccccc"),
 )
 
 
 def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
-    """Control effect: trap rate with canaries minus with matched-surface controls, per type."""
-    title = "Figure 10: weakness or lure? trap rate with canaries minus with their controls"
+    """Control effect: first-pick rate of the canary minus of its twin, per type, by diagnosis."""
+    title = "Figure 10: lured, sensitive or blind? first pick of the canary minus of its twin"
     d = fd["fig10"].filter(pl.col("delta").is_not_null())
     if d.is_empty():
         return _empty(title, "Needs declared and control runs (study.conditions)")
@@ -328,14 +328,15 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
     color = alt.Color("diagnosis:N", title="Diagnosis", sort=domain,
                       scale=alt.Scale(domain=domain, range=[c for _, c in _DIAGNOSES]))
     y = alt.Y("model:N", sort=order, title=None)
-    x = alt.X("delta:Q", title="Δ = canary − control")
+    x = alt.X("delta:Q", title="Δ = canary − twin (first pick)")
     base = alt.Chart().encode(y=y)
     rule = base.mark_rule(strokeWidth=2, color="#555555").encode(x="lo:Q", x2="hi:Q")
     point = base.mark_point(filled=True, size=70, opacity=1).encode(
         x=x, color=color,
         tooltip=["model", "type", alt.Tooltip("canary:Q", format=".3f"), alt.Tooltip("control:Q", format=".3f"),
                  alt.Tooltip("delta:Q", format="+.3f"), alt.Tooltip("lo:Q", format="+.3f"), alt.Tooltip("hi:Q", format="+.3f"),
-                 alt.Tooltip("p_holm:Q", format=".3g"), "n:Q", "diagnosis"],
+                 alt.Tooltip("p_holm:Q", format=".3g"), alt.Tooltip("tost_p:Q", format=".3g"), "n:Q", "clusters:Q",
+                 "outcome", "diagnosis"],
     )
     zero = alt.Chart().mark_rule(color="#444444", strokeDash=[5, 4]).encode(x=alt.datum(0))
     return alt.layer(zero, rule, point, data=d).properties(width=230, height=alt.Step(16)).facet(
@@ -343,11 +344,11 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
                         header=alt.Header(labelFontSize=13, labelFontWeight="bold")),
         columns=3,
     ).properties(
-        title=alt.Title(title, subtitle=["Δ = trap rate with canaries − with their matched-surface controls, paired by (task, seed); "
-                                         "positive: the claim traps, not the surface",
+        title=alt.Title(title, subtitle=["Δ = first-pick rate of the canary (declared) − of its twin (control, the same list "
+                                         "with only that canary healthy), paired by (task, seed); positive: the defect draws it",
                                          f"whiskers: bootstrap {level} CI (1 − stats.alpha); dashed: no difference; colour: "
-                                         "diagnosis (weakness: Δ > 0, Holm across types; surface attraction: the control "
-                                         "is called about as often)"]),
+                                         "diagnosis (lured / sensitive: Δ ≷ 0, Holm; blind: |Δ| < margin and the twin taken; "
+                                         "not drawn: both rarely taken)"]),
     )
 
 

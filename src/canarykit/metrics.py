@@ -16,7 +16,15 @@ cell, and the DVC metrics (:func:`metrics_json`, ``results/metrics/``) as group 
 - **trap rate** of type T (:func:`trap_rate`): ``trapped_T``, over runs offered T that made a
   tool call; :data:`TRAPPED` pools the types (runs offered any canary).
 - **control rate** of type T (:func:`control_rate`): ``control_called_T``, over runs offered
-  the type-T control that made a tool call (the trap rate's counterpart).
+  the type-T twin that made a tool call (the trap rate's counterpart).
+- **first-pick rate** of type T (:func:`first_pick_rate`, the primary outcome of the control
+  contrast): ``first_pick_T``, over runs whose calls went into the families of the real tools
+  T's stand-ins shadow (:mod:`canarykit.detect`): the share whose first such call went to
+  T's stand-in (its canary; in the ``control`` list of arm T, its twin). A run that never
+  called into those families has no first pick, exactly as a zero-call run has no csr.
+- **recovery after call** of type T (:func:`recovery_after_call_rate`): ``recovered_T``,
+  over runs that called one of T's stand-ins: the share that then called the real tool it
+  shadows (the outcome of a type whose defect is invisible at selection).
 
 The group functions (:func:`csr_by`, :func:`tsr_by`, :func:`recovery_rates`,
 :func:`type_trap_rates`) return one row per group of ``by`` over a runs table (columns as in
@@ -85,6 +93,18 @@ def control_rate(canary_type: str) -> Rate:
     """The call rate of one canary type's matched-surface controls."""
     return Rate(f"control_rate_{canary_type}", pl.col(f"control_called_{canary_type}"),
                 pl.col(f"control_present_{canary_type}") & _CALLED)
+
+
+def first_pick_rate(canary_type: str) -> Rate:
+    """The first-pick rate of one canary type (over runs with a first call into its families)."""
+    pick = pl.col(f"first_pick_{canary_type}")
+    return Rate(f"first_pick_{canary_type}", pick, pick.is_not_null())
+
+
+def recovery_after_call_rate(canary_type: str) -> Rate:
+    """The share of runs that called one of the type's stand-ins and then its real tool."""
+    rec = pl.col(f"recovered_{canary_type}")
+    return Rate(f"recovery_after_call_{canary_type}", rec, rec.is_not_null())
 
 
 TRAPPED = Rate("trap_rate", pl.col("trapped"), pl.any_horizontal([pl.col(f"present_{t}") for t in CANARY_TYPES]) & _CALLED)

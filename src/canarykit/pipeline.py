@@ -115,6 +115,9 @@ def gather_runs(
 
     out = log if log is not None else sys.stderr
     frames = [pl.read_parquet(p) for p in index_paths]
+    # an index written before arms has none: every run of it has the arm ""
+    frames = [f if "arm" in f.columns else f.with_columns(pl.lit("", dtype=pl.String).alias("arm")).select(
+        [c for c in INDEX_SCHEMA if c in f.columns or c == "arm"]) for f in frames]
     index = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=INDEX_SCHEMA)
     index = validate(index, RunIndexTable, str(index_out))
     Path(index_out).parent.mkdir(parents=True, exist_ok=True)

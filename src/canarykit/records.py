@@ -1,4 +1,4 @@
-"""Run records: the full trace of one (model, condition, pool, seed, task) run as typed events
+"""Run records: the full trace of one (model, condition, pool, seed, task, arm) run as typed events
 (one frozen class per event kind, :data:`Event` their union, read by :func:`event_from_dict`).
 
 A record is written once, atomically, as JSON (``RunRecord.to_dict``) and read back with
@@ -23,6 +23,8 @@ from .jsonio import atomic_write_text, pretty_json, read_json_input
 from .types import CALL_STATUSES, LEGACY_STATUSES, RUN_STATUSES, RunStatus
 
 RECORD_SCHEMA_VERSION = 1
+#: A twin's id is this prefix and its canary's id (``control:<canary id>``).
+CONTROL_ID_PREFIX = "control:"
 
 def normalise_status(status: str) -> str:
     """A run status in today's vocabulary (``turn_limit`` -> ``truncated``)."""
@@ -179,11 +181,13 @@ class OfferedTool:
     """A tool in the assembled list, with what the detector needs to classify calls of it.
 
     A real tool has only ``name``. A canary has ``canary_id``, ``canary_type`` and
-    ``shadows`` (the real tool it shadows). A matched-surface control (condition
-    ``control``) stands in a canary's slot: it has ``control_id``
-    (``control:<type>:<real tool>``), ``control_type`` (the type of the canary it controls)
-    and ``shadows``, and never a ``canary_id``/``canary_type``: a call of a control is not a
-    canary call. Records written before controls existed simply lack the two fields.
+    ``shadows`` (the real tool it shadows). A twin (the control of a canary, condition
+    ``control``) stands in its canary's slot: it has ``control_id`` (``control:<canary
+    id>``), ``control_type`` (the type of the canary it controls) and ``shadows``, and never a
+    ``canary_id``/``canary_type``: a call of a twin is not a canary call. Records written
+    before controls existed simply lack the two fields. ``selection_visible`` is ``False``
+    for a stand-in whose canary and twin read alike (the pool's record says so: its defect
+    cannot be seen before calling), and unset otherwise.
     """
 
     name: str
@@ -192,9 +196,24 @@ class OfferedTool:
     shadows: str | None = None
     control_id: str | None = None
     control_type: str | None = None
+    selection_visible: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _set_fields(self)
+
+    @property
+    def stand_in_type(self) -> str | None:
+        """The canary type this tool stands in for (a canary's type, a twin's canary's)."""
+        return self.canary_type if self.canary_type is not None else self.control_type
+
+    @property
+    def item(self) -> str | None:
+        """The canary this tool is or is the twin of (its id): the wording item it carries."""
+        if self.canary_id is not None:
+            return self.canary_id
+        if self.control_id is not None:
+            return self.control_id.removeprefix(CONTROL_ID_PREFIX)
+        return None
 
     @property
     def kind(self) -> str:
@@ -240,6 +259,9 @@ class RunRecord:
     final_answer: str | None
     status: RunStatus
     error: bool
+    #: the type whose twin a ``control`` list offers; ``""`` in every other condition (and in
+    #: records written before arms existed)
+    arm: str = ""
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     latency_s: float = 0.0
@@ -277,6 +299,8 @@ class RunRecord:
                 raise InputError(source, key, "missing")
             if not isinstance(d[key], typ) or (typ is int and isinstance(d[key], bool)):
                 raise InputError(source, key, f"expected {typ.__name__}, got {type(d[key]).__name__}")
+        if not isinstance(d.get("arm", ""), str):
+            raise InputError(source, "arm", f"expected str, got {type(d['arm']).__name__}")
         if d.get("schema_version", RECORD_SCHEMA_VERSION) != RECORD_SCHEMA_VERSION:
             raise InputError(source, "schema_version", f"expected {RECORD_SCHEMA_VERSION}, got {d.get('schema_version')!r}")
         events = [event_from_dict(e, source, f"events[{i}]") for i, e in enumerate(d["events"])]
@@ -296,7 +320,7 @@ class RunRecord:
             backend=d["backend"], condition=d["condition"], pool=d["pool"], seed=d["seed"],
             task_id=d["task_id"], difficulty=d["difficulty"], offered=offered,
             correct_tools=list(d["correct_tools"]), events=events,
-            final_answer=d.get("final_answer"), status=cast(RunStatus, status), error=d["error"],
+            final_answer=d.get("final_answer"), status=cast(RunStatus, status), error=d["error"], arm=d.get("arm", ""),
             usage=Usage(**d.get("usage", {})), cost_usd=d.get("cost_usd"),
             latency_s=float(d.get("latency_s", 0.0)), n_model_calls=int(d.get("n_model_calls", 0)),
             n_cached_calls=int(d.get("n_cached_calls", 0)), code_version=d.get("code_version", ""),

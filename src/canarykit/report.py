@@ -40,7 +40,7 @@ import yaml
 
 from .errors import InputError
 from .jsonio import atomic_write_text, read_json_input
-from .stats import INSTRUMENT_GROUPS
+from .stats import DIAGNOSES, DIAGNOSIS_READINGS, INSTRUMENT_GROUPS
 from .stats._output import TABLE_FILES, _captions
 from .traceview import DEFAULT_SAMPLING, TraceSampling, sample_traces, traces
 from .types import CANARY_TYPES
@@ -73,13 +73,7 @@ TYPE_PLURALS: dict[str, str] = {
 }
 
 #: The control-effect diagnoses in reading order, with what each says (README, "Reading control_effect").
-CONTROL_READINGS: tuple[tuple[str, str], ...] = (
-    ("weakness", "the defective claim traps it: it calls the canary more than the same surface without the defect"),
-    ("surface attraction", "it calls the matched control about as often: the name, novelty or slot draws it, not the claim"),
-    ("inconclusive", "the canary is called, its control never, but the difference is not significant: too few runs to tell"),
-    ("no attraction", "neither the canaries nor their controls were called"),
-    ("n/a", "the type was offered in only one of the two conditions"),
-)
+CONTROL_READINGS: tuple[tuple[str, str], ...] = tuple((w, DIAGNOSIS_READINGS[w]) for w in DIAGNOSES)
 
 _TABLE_TITLES: dict[str, str] = {
     "table1": "Table 1: declared condition",
@@ -281,8 +275,13 @@ def _control_items(effects: Mapping[str, Any]) -> list[dict[str, str]]:
             continue
         d = str(e.get("diagnosis") or "n/a")
         detail = TYPE_PLURALS[t]
-        if d in ("weakness", "surface attraction", "inconclusive"):
-            detail += f" (\u0394 {ci_text(e.get('delta'), e.get('lo'), e.get('hi'), signed=True)}, Holm p {num(e.get('p_holm'), 3)})"
+        if e.get("outcome") == "recovery_after_call" and e.get("delta") is not None:
+            detail += (f" (invisible at selection; recovery after a call: canary {num(e.get('canary'))}, twin "
+                       f"{num(e.get('control'))}, \u0394 {ci_text(e.get('delta'), e.get('lo'), e.get('hi'), signed=True)})")
+        elif d in ("lured", "sensitive", "blind", "inconclusive") and e.get("delta") is not None:
+            detail += (f" (first pick: canary {num(e.get('canary'))}, twin {num(e.get('control'))}, "
+                       f"\u0394 {ci_text(e.get('delta'), e.get('lo'), e.get('hi'), signed=True)}, Holm p {num(e.get('p_holm'), 3)}, "
+                       f"{e.get('clusters', 0)} tasks)")
         by.setdefault(d, []).append(detail)
     return [{"diagnosis": d, "reading": reading, "types": "; ".join(by[d])} for d, reading in CONTROL_READINGS if d in by]
 
@@ -555,6 +554,8 @@ def build_report(
         "tested": list(meta.get("tested_models") or []),
         "unit": "whole tasks" if meta.get("bootstrap_unit", "task") == "task" else "runs",
         "alpha": meta.get("alpha", 0.05),
+        "margin": meta.get("equivalence_margin", 0.10),
+        "min_clusters": meta.get("min_clusters", 10),
         "tables": table_views,
         "figures": figure_views(result, caps, png_scale=png_scale),
         "traces": trace_data,

@@ -5,9 +5,11 @@
 judges' verdicts. Columns, in order: the :class:`canarykit.schemas.RunsTable` interface
 (``model, group, condition, pool, seed, task_id, difficulty, tool_calls, canary_calls, csr,
 trapped, recovered, success, error``, then ``present_T`` and ``trapped_T`` for the six types)
-and the extras ``run_id, backend, unknown_calls, zero_call, success_cross, judge_status,
-truncated, control_calls, canary_before_real`` and ``control_present_T``/``control_called_T``
-for the six types (``judge_status``: ``ok | unparseable | error`` from the primary judge,
+and the extras ``run_id, arm, backend, unknown_calls, zero_call, success_cross, judge_status,
+truncated, control_calls, canary_before_real``, ``control_present_T``/``control_called_T``
+and ``first_pick_T``/``recovered_T``/``item_T``/``selection_visible_T`` for the six types
+(``arm``: the type whose twin a ``control`` run was offered, "" otherwise; the first-pick
+columns: :mod:`canarykit.detect`; ``judge_status``: ``ok | unparseable | error`` from the primary judge,
 ``skipped`` for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without
 a final answer, never null, false for backend-error runs; the control and order columns: see
 :mod:`canarykit.detect` and README, "Controls and position").
@@ -27,7 +29,7 @@ from typing import Final
 
 import polars as pl
 
-from .detect import detect, load_records
+from .detect import TYPE_OUTCOME_PREFIXES, detect, load_records
 from .errors import InputError
 from .records import RunRecord
 from .schemas import (
@@ -60,6 +62,7 @@ INTERFACE_COLUMNS: Final[tuple[str, ...]] = (
 )
 EXTRA_COLUMNS: Final[tuple[str, ...]] = (
     "run_id",
+    "arm",
     "backend",
     "unknown_calls",
     "zero_call",
@@ -70,6 +73,7 @@ EXTRA_COLUMNS: Final[tuple[str, ...]] = (
     "canary_before_real",
     *(f"control_present_{t}" for t in CANARY_TYPES),
     *(f"control_called_{t}" for t in CANARY_TYPES),
+    *(f"{prefix}{t}" for prefix in TYPE_OUTCOME_PREFIXES for t in CANARY_TYPES),
 )
 RUNS_COLUMNS: Final[tuple[str, ...]] = INTERFACE_COLUMNS + EXTRA_COLUMNS
 
@@ -88,11 +92,14 @@ INDEX_COLUMNS: Final[tuple[str, ...]] = (
 
 
 def read_index(index_path: str | os.PathLike[str]) -> pl.DataFrame:
-    """The runner's index (``results/runs/index.parquet``), checked for the columns used here."""
+    """The runner's index (``results/runs/index.parquet``), checked for the columns used here
+    (an index written before arms reads as arm ``""``)."""
     try:
         df = pl.read_parquet(Path(index_path))
     except (OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(str(index_path), "<file>", f"cannot read the run index: {exc}") from exc
+    if "arm" not in df.columns:
+        df = df.with_columns(pl.lit("", dtype=pl.String).alias("arm"))
     for col in INDEX_COLUMNS:
         if col not in df.columns:
             raise InputError(str(index_path), col, "missing column in the run index")
@@ -133,6 +140,7 @@ def assemble_runs_table(
         pl.col("task_id").cast(pl.String),
         pl.col("difficulty").cast(pl.String),
         pl.col("run_id").cast(pl.String),
+        (pl.col("arm").cast(pl.String).fill_null("") if "arm" in index_df.columns else pl.lit("", dtype=pl.String)).alias("arm"),
     )
     prim = primary.select(
         "run_id",

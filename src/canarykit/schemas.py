@@ -69,12 +69,15 @@ class TasksTable(pa.DataFrameModel):
 
 
 class AssemblyTable(pa.DataFrameModel):
-    """One row per offered tool per (pool, condition, seed, task), in the order offered."""
+    """One row per offered tool per (pool, condition, seed, task, arm), in the order offered."""
 
     pool: str = pa.Field(isin=list(POOLS))
     condition: str = pa.Field(isin=list(CONDITIONS))
     seed: int = pa.Field(ge=0)
     task_id: str
+    #: The type whose twin a ``control`` list offers (one list per offered type); "" in the
+    #: other conditions. Optional: tables written before arms lack it (read as "").
+    arm: Optional[str]  # noqa: UP045
     position: int = pa.Field(ge=0)
     tool_name: str
     canary_id: str = pa.Field(nullable=True)
@@ -87,6 +90,9 @@ class AssemblyTable(pa.DataFrameModel):
     control_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
     control_type: Optional[str] = pa.Field(nullable=True, isin=_TYPES)  # noqa: UP045
     behaviour: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
+    #: False for a canary or twin whose canary and twin read alike (the defect cannot be seen
+    #: before calling), true for every other stand-in, null for a real tool. Optional.
+    selection_visible: Optional[bool] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = False
@@ -98,9 +104,14 @@ class AssemblyTable(pa.DataFrameModel):
         )
 
     @pa.dataframe_check
-    def control_condition_offers_no_canary(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+    def control_lists_have_an_arm(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        """A control list names its arm, and every twin it offers is of the arm's type."""
+        if "arm" not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.col("condition") != "control")
+        ctl_type = pl.col("control_type") if "control_type" in data.lazyframe.collect_schema().names() else pl.lit(None)
         return data.lazyframe.select(
-            ~((pl.col("condition") == "control") & pl.col("canary_id").is_not_null())
+            (pl.col("condition") != "control")
+            | ((pl.col("arm") != "") & (ctl_type.is_null() | (ctl_type == pl.col("arm"))))
         )
 
     @pa.dataframe_check
@@ -113,13 +124,16 @@ class AssemblyTable(pa.DataFrameModel):
 
 
 class RunsTable(pa.DataFrameModel):
-    """The per-run table (``results/runs.parquet``): one row per (model, condition, pool, seed, task).
+    """The per-run table (``results/runs.parquet``): one row per (model, condition, pool, seed,
+    task, arm).
 
     Other tools rely on these column names. Per canary type T there are two more columns,
     ``present_T`` and ``trapped_T`` (checked by :func:`check_runs_type_columns`).
 
     Optional extras (run tables from other tools may lack them; canarykit writes them):
-    ``truncated``; ``control_calls`` (calls of matched-surface controls, never counted in
+    ``arm`` (the type whose twin a ``control`` run was offered; "" otherwise; absent: "");
+    ``first_pick_T``/``item_T``/``recovered_T``/``selection_visible_T`` per type (see
+    :mod:`canarykit.detect`); ``truncated``; ``control_calls`` (calls of matched-surface controls, never counted in
     ``canary_calls``) with ``control_present_T``/``control_called_T`` per type (the control
     of a type-T canary was offered / called: only in the ``control`` condition); and
     ``canary_before_real`` (every canary of the list, or in the ``control`` condition every
@@ -144,6 +158,7 @@ class RunsTable(pa.DataFrameModel):
     #: Extra column (after the interface columns): the run reached agent.max_turns without a
     #: final answer. Optional for run tables from other tools; never null when present.
     truncated: Optional[bool] = pa.Field(nullable=False)  # noqa: UP045
+    arm: Optional[str]  # noqa: UP045
     control_calls: Optional[int] = pa.Field(ge=0)  # noqa: UP045
     canary_before_real: Optional[bool] = pa.Field(nullable=True)  # noqa: UP045
 
@@ -186,6 +201,7 @@ class RunIndexTable(pa.DataFrameModel):
     pool: str = pa.Field(isin=list(POOLS))
     seed: int = pa.Field(ge=0)
     task_id: str
+    arm: Optional[str]  # noqa: UP045 - absent in indexes written before arms: ""
     difficulty: str = pa.Field(isin=list(DIFFICULTIES))
     run_id: str = pa.Field(unique=True)
     # and the names earlier versions gave (turn_limit: truncated, read as truncated)
@@ -215,6 +231,7 @@ class CallsTable(pa.DataFrameModel):
     shadows: str = pa.Field(nullable=True)
     control_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
     control_type: Optional[str] = pa.Field(nullable=True, isin=_TYPES)  # noqa: UP045
+    arm: Optional[str]  # noqa: UP045
 
     class Config:
         strict = False
@@ -250,7 +267,7 @@ class VerdictsTable(pa.DataFrameModel):
         return data.lazyframe.select((pl.col("status") == "ok") | pl.col("success").is_null())
 
 
-RUNS_KEY = ["model", "condition", "pool", "seed", "task_id"]
+RUNS_KEY = ["model", "condition", "pool", "seed", "task_id", "arm"]
 
 
 #: Optional per-type columns of the control condition (all six or none).
@@ -275,10 +292,11 @@ def check_runs_type_columns(df: pl.DataFrame, source: str) -> None:
                 raise InputError(source, col, "missing column (the control flags come one per canary type, all or none)")
             if df.schema[col] != pl.Boolean:
                 raise InputError(source, col, f"expected Boolean, got {df.schema[col]}")
-    dup = df.group_by(RUNS_KEY).len().filter(pl.col("len") > 1)
+    key = [c for c in RUNS_KEY if c in df.columns]  # a table without ``arm``: every arm is ""
+    dup = df.group_by(key).len().filter(pl.col("len") > 1)
     if dup.height:
         first = dup.row(0, named=True)
-        raise InputError(source, ",".join(RUNS_KEY), f"duplicate run key {first}")
+        raise InputError(source, ",".join(key), f"duplicate run key {first}")
 
 
 def validate(df: pl.DataFrame, model: type[pa.DataFrameModel], source: str | Path) -> pl.DataFrame:

@@ -47,7 +47,10 @@ def sample_traces(runs: pl.DataFrame, sampling: TraceSampling = TraceSampling())
     """Rows of ``runs`` (trapped, no backend error) for the viewer, grouped by model."""
     if runs.is_empty() or sampling.per_cell <= 0 or sampling.max_total <= 0:
         return []
-    trapped = runs.filter(pl.col("trapped") & ~pl.col("error")).sort("model", "condition", "pool", "seed", "task_id", "run_id")
+    if "arm" not in runs.columns:
+        runs = runs.with_columns(pl.lit("", dtype=pl.String).alias("arm"))
+    trapped = runs.filter(pl.col("trapped") & ~pl.col("error")).sort("model", "condition", "pool", "seed", "task_id", "arm",
+                                                                      "run_id")
     cells: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for row in trapped.iter_rows(named=True):
         cells.setdefault((row["model"], row["condition"], row["pool"]), []).append(row)
@@ -62,7 +65,7 @@ def sample_traces(runs: pl.DataFrame, sampling: TraceSampling = TraceSampling())
                 break
             if k < len(drawn[key]):
                 chosen.append(drawn[key][k])
-    return sorted(chosen, key=lambda r: (r["model"], r["condition"], r["pool"], r["seed"], r["task_id"]))
+    return sorted(chosen, key=lambda r: (r["model"], r["condition"], r["pool"], r["seed"], r["task_id"], r["arm"]))
 
 
 def _call_mark(call: Any) -> tuple[str, str]:
@@ -133,7 +136,7 @@ def _outcome(row: Mapping[str, Any]) -> str:
 
 def _trace_anchor(row: Mapping[str, Any]) -> str:
     """The trace's element id, from what the run is (its labels), not from its run id."""
-    words = (row["model"], row["condition"], row["pool"], row["seed"], row["task_id"])
+    words = (row["model"], row["condition"], row["pool"], row["seed"], row["task_id"], *([row["arm"]] if row.get("arm") else []))
     return "trace-" + "-".join(re.sub(r"[^A-Za-z0-9_-]+", "_", str(w)) for w in words)
 
 
@@ -145,7 +148,8 @@ def traces(runs: pl.DataFrame, store: str | Path | None, sampling: TraceSampling
     for row in rows:
         entry = {
             "id": _trace_anchor(row), "run_id": row["run_id"], "model": row["model"], "condition": row["condition"],
-            "pool": row["pool"], "seed": row["seed"], "task_id": row["task_id"], "difficulty": row.get("difficulty"),
+            "pool": row["pool"], "seed": row["seed"], "task_id": row["task_id"], "arm": row.get("arm") or "",
+            "difficulty": row.get("difficulty"),
             "outcome": _outcome(row), "tool_calls": row.get("tool_calls"), "canary_calls": row.get("canary_calls"),
             "problem": None, "steps": [], "offered": [],
         }

@@ -1,4 +1,4 @@
-"""Planning a grid: every (model, pool, condition, seed, task) run, what the run store already
+"""Planning a grid: every (model, pool, condition, seed, task, arm) run, what the run store already
 holds for them, and the store operations on a group of runs that share one identity (see
 :mod:`.runner` for the decisions: reuse, deduplication, claims)."""
 
@@ -55,35 +55,52 @@ def plan_grid(
     max_turns: int,
     environment: Any = None,
 ) -> list[Planned]:
-    """Every run of the grid, in (model, pool, condition, seed, task) order. ``environment``:
-    the tool environment's identity (``None``: the built-in tools)."""
+    """Every run of the grid, in (model, pool, condition, seed, task, arm) order: one run per
+    assembled list (a ``control`` list per arm). ``environment``: the tool environment's
+    identity (``None``: the built-in tools)."""
     from ..assembly import load_assemblies
 
-    prepared: list[tuple[str, str, int, Any, Any]] = []
+    prepared: list[tuple[str, str, int, Any, Any, str]] = []
     for pool, cfg in pools.items():
         canaries = _load_pool_records(cfg["canaries"])
         # one assembly file, or several (the workflow assembles one file per pool and seed)
         sources = [cfg["assembly"]] if isinstance(cfg["assembly"], str | Path) else list(cfg["assembly"])
-        assemblies = {k: a for src in sources for k, a in load_assemblies(src).items()}
+        by_list: dict[tuple[str, int, str], list[Any]] = {}
+        for src in sources:
+            for (cond, seed, task_id, _arm), a in load_assemblies(src).items():
+                by_list.setdefault((cond, seed, task_id), []).append(a)
         for cond in cfg["conditions"]:
             for seed in seeds:
                 for task in tasks:
-                    a = assemblies.get((cond, int(seed), task.id))
-                    if a is None:
+                    found = by_list.get((cond, int(seed), task.id))
+                    if not found and cond == "control" and _no_arms(by_list, int(seed), task.id):
+                        continue  # its declared list offers no canary: no control list to run
+                    if not found:
                         raise InputError(", ".join(map(str, sources)), f"{cond}/{seed}/{task.id}", f"no assembly for this run (pool {pool!r}); re-run the assembly stage")
-                    try:
-                        ts = toolset_from_assembly(a, canaries, scope=pool)
-                    except KeyError as exc:
-                        raise InputError(str(cfg["canaries"]), "id", str(exc)) from exc
-                    prepared.append((pool, cond, int(seed), task, ts))
+                    for a in sorted(found, key=lambda x: x.arm):
+                        try:
+                            ts = toolset_from_assembly(a, canaries, scope=pool)
+                        except KeyError as exc:
+                            raise InputError(str(cfg["canaries"]), "id", str(exc)) from exc
+                        prepared.append((pool, cond, int(seed), task, ts, a.arm))
     planned: list[Planned] = []
     for mi, spec in enumerate(models):
         ident = model_identity(spec)
         provider = provider_of(spec)
-        for pool, cond, seed, task, ts in prepared:
-            rs = RunSpec(spec, task, cond, pool, seed, ts, max_turns, model_ident=ident, environment=environment)
+        for pool, cond, seed, task, ts, arm in prepared:
+            rs = RunSpec(spec, task, cond, pool, seed, ts, max_turns, model_ident=ident, environment=environment, arm=arm)
             planned.append(Planned(rs, mi, provider))
     return planned
+
+
+def _no_arms(by_list: Mapping[tuple[str, int, str], list[Any]], seed: int, task_id: str) -> bool:
+    """Whether the (seed, task) legitimately has no ``control`` list: its ``declared`` list
+    offers no canary (or, without a declared list to tell, the seed has control lists for
+    other tasks, so the control condition was assembled)."""
+    declared = by_list.get(("declared", seed, task_id))
+    if declared:
+        return not any(o.kind == "canary" for o in declared[0].offered)
+    return any(c == "control" and s == seed for c, s, _ in by_list)
 
 
 def _fast_finished(store: RunStore, run_id: str) -> dict[str, Any] | None:
@@ -95,7 +112,7 @@ def relabel(record: RunRecord, spec: RunSpec) -> RunRecord:
     """``record`` as the record of ``spec`` (same identity, other labels)."""
     return replace(
         record, run_id=spec.run_id, model=str(spec.model["name"]), group=str(spec.model.get("group", "")),
-        condition=spec.condition, pool=spec.pool, seed=int(spec.seed), task_id=str(spec.task.id),
+        condition=spec.condition, pool=spec.pool, seed=int(spec.seed), task_id=str(spec.task.id), arm=spec.arm,
         difficulty=str(spec.task.difficulty), created_at=_now(),
     )
 

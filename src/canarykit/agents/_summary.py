@@ -20,7 +20,7 @@ from .protocol import is_transient_reason
 
 INDEX_SCHEMA: dict[str, Any] = {
     "model": pl.String, "group": pl.String, "backend": pl.String, "provider": pl.String,
-    "condition": pl.String, "pool": pl.String, "seed": pl.Int64, "task_id": pl.String,
+    "condition": pl.String, "pool": pl.String, "seed": pl.Int64, "task_id": pl.String, "arm": pl.String,
     "difficulty": pl.String, "run_id": pl.String, "identity_hash": pl.String, "status": pl.String,
     "error": pl.Boolean, "executed": pl.Boolean,
 }
@@ -124,7 +124,7 @@ def tally_runs(summary: RunSummary, planned: Sequence[Planned], models: Sequence
         rows.append({
             "model": name, "group": str(spec.get("group", "")), "backend": str(spec.get("backend", "")),
             "provider": p.provider, "condition": p.spec.condition, "pool": p.spec.pool, "seed": int(p.spec.seed),
-            "task_id": str(p.spec.task.id), "difficulty": str(p.spec.task.difficulty), "run_id": p.spec.run_id,
+            "task_id": str(p.spec.task.id), "arm": p.spec.arm, "difficulty": str(p.spec.task.difficulty), "run_id": p.spec.run_id,
             "identity_hash": p.spec.identity_hash, "status": p.status, "error": bool(p.error), "executed": p.executed,
         })
     return rows

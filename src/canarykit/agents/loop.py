@@ -186,7 +186,8 @@ def toolset_from_assembly(assembly: Any, canaries_by_id: Mapping[str, Mapping[st
 
 @dataclass
 class RunSpec:
-    """One (model, condition, pool, seed, task) run."""
+    """One (model, condition, pool, seed, task, arm) run (``arm``: the type whose twin a
+    ``control`` list offers, ``""`` otherwise)."""
 
     model: Mapping[str, Any]
     task: Any
@@ -199,6 +200,7 @@ class RunSpec:
     model_ident: Mapping[str, Any] | None = None
     #: the environment's identity (Environment.identity); None: the built-in tools
     environment: Any = None
+    arm: str = ""
     identity: dict[str, Any] = field(init=False)
     identity_hash: str = field(init=False)
     run_id: str = field(init=False)
@@ -209,7 +211,7 @@ class RunSpec:
         self.identity_hash = identity_hash(self.identity)
         self.run_id = run_id_for(
             self.identity_hash, str(self.model["name"]), str(self.model.get("group", "")),
-            self.condition, self.pool, self.seed, str(self.task.id),
+            self.condition, self.pool, self.seed, str(self.task.id), self.arm,
         )
 
 
@@ -435,6 +437,7 @@ def _record(spec: RunSpec, backend: Backend, run: _Run, elapsed_s: float) -> Run
         final_answer=run.final,
         status=run.status,
         error=run.error,
+        arm=spec.arm,
         usage=run.usage,
         cost_usd=cost,
         latency_s=round(elapsed_s, 6),

@@ -1,4 +1,4 @@
-"""The runner: every (model, condition, pool, seed, task) run of a study, each paid for once.
+"""The runner: every (model, condition, pool, seed, task, arm) run of a study, each paid for once.
 
 :func:`run_grid` plans the grid, reuses every finished record in the store, executes the
 rest in one asyncio event loop and writes the run index (Parquet) and the run summary

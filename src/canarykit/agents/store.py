@@ -15,7 +15,8 @@ runs with one identity are the same experiment: the runner executes it once and 
 record to the other.
 
 The *run id* is the identity hash plus the run's coordinates (model name, group, condition,
-pool, seed, task), so every (model, condition, pool, seed, task) has its own record file,
+pool, seed, task, and the arm of a ``control`` list), so every (model, condition, pool, seed,
+task, arm) has its own record file,
 ``store_dir/<run_id[:2]>/<run_id>.json``, whose labels are its own.
 
 **Claims.** Before executing a run, a runner claims its identity (:meth:`RunStore.try_claim`):
@@ -128,11 +129,16 @@ def identity_hash(identity: Mapping[str, Any]) -> str:
     return content_hash(dict(identity))
 
 
-def run_id_for(ident_hash: str, model: str, group: str, condition: str, pool: str, seed: int, task_id: str) -> str:
-    return content_hash(
-        {"identity": ident_hash, "model": model, "group": group, "condition": condition, "pool": pool, "seed": seed, "task_id": task_id},
-        length=40,
-    )
+def run_id_for(
+    ident_hash: str, model: str, group: str, condition: str, pool: str, seed: int, task_id: str, arm: str = ""
+) -> str:
+    """The run id: its identity hash and its coordinates. ``arm`` enters only when it is set
+    (a ``control`` list's type), so the ids of every other run are the ids they always had."""
+    coords: dict[str, Any] = {"identity": ident_hash, "model": model, "group": group, "condition": condition, "pool": pool,
+                              "seed": seed, "task_id": task_id}
+    if arm:
+        coords["arm"] = arm
+    return content_hash(coords, length=40)
 
 
 #: Claims held by this process. POSIX locks belong to a process, so a second claim of the same

@@ -105,7 +105,7 @@ def _allocate(sizes: Sequence[int], n: int, how: str, rng: np.random.Generator) 
 
 #: The columns that name a run by what it is (not by a hash of it): samples are drawn in this
 #: order, so which runs are sampled does not depend on run ids, which hash the code's version.
-LABEL_ORDER = ("model", "pool", "condition", "seed", "task_id")
+LABEL_ORDER = ("model", "pool", "condition", "seed", "task_id", "arm")
 
 
 def label_order(runs: pl.DataFrame) -> list[str]:

@@ -140,7 +140,7 @@ def oracle_check(
     with the rubric here). ``None`` when the study has no oracle.
 
     Returns ``{"judge": "rubric", "models": [...], "runs", "passed", "failed": n,
-    "pass_rate", "failures": [{run_id, model, task_id, condition, pool, seed, status, reason}],
+    "pass_rate", "failures": [{run_id, model, task_id, condition, pool, seed, arm, status, reason}],
     "ok"}`` (``failures`` lists at most 200 runs).
     """
     names = oracle_names(models)
@@ -157,7 +157,8 @@ def oracle_check(
     v = verdicts.select("run_id", pl.col("success").alias("_rubric"), pl.col("reason").alias("_reason"))
     sub = sub.join(v, on="run_id", how="left")
     passed = sub.filter(~pl.col("error") & ~pl.col("truncated") & (pl.col("_rubric") == True))  # noqa: E712
-    failed = sub.join(passed.select("run_id"), on="run_id", how="anti").sort("model", "condition", "pool", "seed", "task_id")
+    failed = sub.join(passed.select("run_id"), on="run_id", how="anti").sort(
+        [c for c in ("model", "condition", "pool", "seed", "task_id", "arm") if c in sub.columns])
     n = sub.height
     return {
         "judge": "rubric",
@@ -179,7 +180,7 @@ def _oracle_failure(row: Mapping[str, Any]) -> dict[str, Any]:
     else:
         status, reason = "failed", row["_reason"] or "the rubric did not pass"
     return {"run_id": row["run_id"], "model": row["model"], "task_id": row["task_id"], "condition": row["condition"],
-            "pool": row["pool"], "seed": int(row["seed"]), "status": status, "reason": reason}
+            "pool": row["pool"], "seed": int(row["seed"]), "arm": row.get("arm") or "", "status": status, "reason": reason}
 
 
 def oracle_lines(check: Mapping[str, Any] | None, *, limit: int = 10) -> list[str]:

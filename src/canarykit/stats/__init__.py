@@ -38,10 +38,12 @@ Units and conventions
   position effects); ``families`` records each test family. Trap rates across models:
   ``gee_trap`` (logistic GEE) and ``trap_permutation`` (task-blocked permutation test, which
   keeps a model never or always trapped); ``trap_test`` says which answers.
-- **Control and position effects** (``_effects``): ``control_effect.<model>.<type>`` is the
-  trap rate with canaries (``declared``) minus the call rate of their matched-surface
-  controls (``control``), paired by (task, seed), Holm across types within a model, with a
-  ``diagnosis``; ``position_effect.<model>`` is the trap rate with canaries before minus
+- **Control and position effects** (``_effects``, ``_equivalence``):
+  ``control_effect.<model>.<type>`` is the first-pick rate of T's canary (``declared``)
+  minus that of its twin (``control``, arm T), paired by (task, seed), Holm across the
+  models under test x types (instruments on their own), with a ``diagnosis`` by
+  equivalence (``lured``, ``sensitive``, ``blind``, ``not drawn``, ``inconclusive``,
+  ``n/a``) and the whole-run rates under ``whole_run``; ``position_effect.<model>`` is the trap rate with canaries before minus
   after their real tools over ``declared`` and ``mirrored``; ``position_balance`` the share of
   lists whose canaries precede their real tools.
 - Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
@@ -78,7 +80,16 @@ from ._bootstrap import (
 from ._cells import Cell, Study, build_study
 from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
 from ._descriptives import DECLARED_FULL, POOLED
-from ._effects import DIAGNOSES, control_effect, diagnose, position_balance, position_effect
+from ._effects import control_effect, position_balance, position_effect
+from ._equivalence import (
+    DIAGNOSES,
+    DIAGNOSIS_READINGS,
+    diagnose,
+    rate_above_p,
+    rate_below_p,
+    rate_se,
+    tost_p,
+)
 from ._load import load_runs, validate_runs
 from ._output import (
     FIGURE_DATA_FILES,
@@ -107,6 +118,7 @@ __all__ = [
     "CHUNK_ELEMENTS",
     "DECLARED_FULL",
     "DIAGNOSES",
+    "DIAGNOSIS_READINGS",
     "Draws",
     "FIGURE_DATA_FILES",
     "INSTRUMENT_GROUPS",
@@ -138,6 +150,10 @@ __all__ = [
     "control_effect",
     "derive_rng",
     "diagnose",
+    "rate_above_p",
+    "rate_below_p",
+    "rate_se",
+    "tost_p",
     "figure_data",
     "fisher_exact_2x2",
     "friedman",

@@ -23,6 +23,7 @@ N_TYPES = len(CANARY_TYPES)
 _RATES: tuple[metrics.Rate, ...] = (
     metrics.CSR, metrics.TSR, metrics.TSR_TRUNCATED_AS_FAILURE, metrics.RECOVERY, metrics.TRAPPED,
     *(metrics.trap_rate(t) for t in CANARY_TYPES), *(metrics.control_rate(t) for t in CANARY_TYPES),
+    *(metrics.first_pick_rate(t) for t in CANARY_TYPES), *(metrics.recovery_after_call_rate(t) for t in CANARY_TYPES),
 )
 _RATE_PREFIX = "_rate_"
 
@@ -41,7 +42,11 @@ class Cell:
     where a rate is not defined over the run: ``csr``; ``success``, the headline tsr (NaN for
     an unjudged or a truncated run); ``success_taf``, a truncated run as a failure;
     ``recovery``; ``trap`` and ``control`` (runs x canary types); ``trap_any`` (the types
-    pooled).
+    pooled); ``first_pick`` and ``recovered_after`` (runs x canary types: the first-pick
+    rate and the recovery after a call of the type's stand-in). ``arm`` is the run's arm
+    (the type whose twin a ``control`` run was offered, "" otherwise), ``items`` (runs x
+    types) the id of the type's canary in the run's list ("" where none) and ``visible``
+    (runs x types) 1.0/0.0 for ``selection_visible_T``, NaN where the type has no stand-in.
     """
 
     tasks: np.ndarray
@@ -62,6 +67,11 @@ class Cell:
     trap: np.ndarray
     trap_any: np.ndarray
     control: np.ndarray
+    first_pick: np.ndarray
+    recovered_after: np.ndarray
+    arm: np.ndarray
+    items: np.ndarray
+    visible: np.ndarray
 
     @classmethod
     def from_frame(cls, f: pl.DataFrame) -> Cell:
@@ -91,6 +101,13 @@ class Cell:
             trap=np.column_stack([rate(metrics.trap_rate(t)) for t in CANARY_TYPES]),
             trap_any=rate(metrics.TRAPPED),
             control=np.column_stack([rate(metrics.control_rate(t)) for t in CANARY_TYPES]),
+            first_pick=np.column_stack([rate(metrics.first_pick_rate(t)) for t in CANARY_TYPES]),
+            recovered_after=np.column_stack([rate(metrics.recovery_after_call_rate(t)) for t in CANARY_TYPES]),
+            arm=f.get_column("arm").cast(pl.String).fill_null("").to_numpy().astype(str),
+            items=np.column_stack([f.get_column(f"item_{t}").cast(pl.String).fill_null("").to_numpy().astype(str)
+                                   for t in CANARY_TYPES]),
+            visible=np.column_stack([f.get_column(f"selection_visible_{t}").cast(pl.Float64).fill_null(np.nan).to_numpy()
+                                     .astype(float) for t in CANARY_TYPES]),
         )
 
     def sample(self, values: np.ndarray, mask: np.ndarray | None = None) -> Sample:
@@ -118,6 +135,14 @@ class Cell:
         call; the value is whether the control was called (the trap rate's counterpart)."""
         return self.sample(self.control[:, j])
 
+    def first_pick_sample(self, j: int, mask: np.ndarray | None = None) -> Sample:
+        """Type ``j``'s first pick: runs with a first call into its families (and ``mask``)."""
+        return self.sample(self.first_pick[:, j], mask)
+
+    def recovered_after_sample(self, j: int, mask: np.ndarray | None = None) -> Sample:
+        """Runs that called one of type ``j``'s stand-ins: whether they then called its real tool."""
+        return self.sample(self.recovered_after[:, j], mask)
+
     def trap_any_sample(self) -> Sample:
         """Runs offered at least one canary and that made a tool call: trapped or not."""
         return self.sample(self.trap_any)
@@ -136,7 +161,8 @@ def _empty_cell() -> Cell:
         tasks=z.astype(str), seeds=z.astype(np.int64), pairs=z.astype(str), difficulty=z.astype(str),
         calls=z.astype(np.int64), canary_calls=z.astype(np.int64), trapped=z.astype(bool),
         present=types.astype(bool), truncated=z.astype(bool), before=z, csr=z, success=z, success_taf=z, recovery=z,
-        trap=types, trap_any=z, control=types,
+        trap=types, trap_any=z, control=types, first_pick=types, recovered_after=types, arm=z.astype(str),
+        items=types.astype(str), visible=types,
     )
 
 

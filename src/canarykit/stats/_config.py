@@ -27,7 +27,10 @@ class StatsConfig:
     ``resamples`` bootstrap resamples (100..100,000; the API also accepts fewer, down to 1,
     for quick tests); ``bootstrap_unit`` ``task`` (whole tasks, default) or ``run`` (the
     paper's run-level intervals); ``test_groups`` the model groups that enter the tests and
-    Holm families (None: every group except ``reference`` and ``planted``).
+    Holm families (None: every group except ``reference`` and ``planted``);
+    ``equivalence_margin`` the margin of the control effect's equivalence tests (in (0, 1),
+    default 0.10) and ``min_clusters`` the fewest tasks with a first pick on both sides a
+    control-effect diagnosis needs (default 10; README, "Reading control_effect").
     """
 
     resamples: int = 10_000
@@ -38,6 +41,8 @@ class StatsConfig:
     ablation_condition: str = "declared"
     bootstrap_unit: BootstrapUnit = "task"
     test_groups: tuple[str, ...] | None = None
+    equivalence_margin: float = 0.10
+    min_clusters: int = 10
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -54,6 +59,10 @@ class StatsConfig:
             raise InputError(src, "ablation_condition", f"must be one of {list(CONDITIONS)}")
         if self.bootstrap_unit not in ("task", "run"):
             raise InputError(src, "bootstrap_unit", f"must be 'task' or 'run', got {self.bootstrap_unit!r}")
+        if not 0.0 < self.equivalence_margin < 1.0:
+            raise InputError(src, "equivalence_margin", f"must be in (0, 1), got {self.equivalence_margin}")
+        if isinstance(self.min_clusters, bool) or not isinstance(self.min_clusters, int) or self.min_clusters < 2:
+            raise InputError(src, "min_clusters", f"must be an integer of at least 2, got {self.min_clusters!r}")
         if self.test_groups is not None:
             object.__setattr__(self, "test_groups", tuple(str(g) for g in self.test_groups))
 
@@ -80,6 +89,8 @@ class StatsConfig:
             "ablation_condition": str(m.pop("ablation_condition", "declared")),
             "bootstrap_unit": str(m.pop("bootstrap_unit", "task")),
             "test_groups": tuple(str(g) for g in tg) if tg is not None else None,
+            "equivalence_margin": float(m.pop("equivalence_margin", 0.10)),
+            "min_clusters": m.pop("min_clusters", 10),
         }
         kwargs.update(overrides)
         return cls(**kwargs, extra=m)

@@ -1,30 +1,24 @@
-"""Separating the weakness from the lure (issue 11): the control effect and the position effect.
+"""Separating the weakness from the lure: the control effect and the position effect.
 
-Both are paired differences of trap rates computed with :func:`~._bootstrap.paired_deltas`
-(task-clustered BCa interval; cluster-robust Wald p), Holm-adjusted across the six
-canary types within each model.
+**Control effect** (``control_effect.<model>.<type>``, README "Reading control_effect").
+For type T the ``declared`` run of a (task, seed) is paired with its ``control`` run of arm
+T: the same list with only T's canary swapped for its twin (the canary with the probed
+property set to its healthy value). The primary outcome is the **first pick**
+(:func:`canarykit.metrics.first_pick_rate`): over runs that called into the families of
+the real tools T's stand-ins shadow, the share whose first such call went to T's stand-in.
+``delta = canary - control`` (first-pick rates), paired by (task, seed) and clustered by
+task, over the tasks with a first pick on both sides (``clusters`` of them); ``lo``/``hi``
+the study's interval, ``p`` the two-sided cluster-robust t test, ``p_holm`` Holm across the
+models under test x types (instruments, i.e. the models ``stats.test_groups`` leaves out,
+form their own family), ``tost_p`` and the one-sided rate tests against ``margin``
+(:mod:`._equivalence`), ``diagnosis`` by :func:`~._equivalence.diagnose`. The whole-run trap
+rate (trap rate with canaries vs call rate of twins) stays as the secondary outcome under
+``whole_run`` ({canary, control, delta, lo, hi, p}).
 
-**Control effect** (``control_effect.<model>.<type>``): the trap rate of type T with canaries
-(``declared``: runs offered a type-T canary and making at least one tool call; the share that
-called it) against the call rate of its matched-surface controls (``control``: the same
-lists with every canary replaced by its control in the same slot; the share of runs offered
-the type-T control that called it). ``delta = canary - control``, paired by (task, seed). A
-control has the canary's name, schema, slot and register, and only the defective claim is
-made true or neutral, so ``delta`` is the part of the trap rate the claim (the weakness T)
-explains; what the control draws is surface attraction (the name, the novelty, the slot).
-``diagnosis`` (the first rule that applies):
-
-- ``n/a``: one side has no run (T never offered in one of the two conditions);
-- ``no attraction``: neither the canaries nor the controls of T were ever called;
-- ``weakness``: ``delta > 0`` significantly: Holm-adjusted ``p_holm < alpha`` and the
-  interval of ``delta`` above 0;
-- ``surface attraction``: the control is called about as often as the canary: ``delta <= 0``
-  with the control called (``control > 0``), or the interval of ``delta`` includes 0 while
-  the control's call rate is itself clearly above 0 (its own interval, ``control_lo``, above
-  0);
-- ``inconclusive``: anything else: a positive but non-significant ``delta`` whose interval
-  excludes 0, or an interval including 0 while the control is called too rarely to tell it
-  from 0 (too little data either way).
+A type whose canary and twin read alike (the pool's ``selection_visible: false``) cannot be
+contrasted at selection: its entry has ``outcome: "recovery_after_call"`` (over runs that
+called T's stand-in, the share that then called the real tool it shadows; canary vs twin,
+paired likewise), ``p_holm`` null (it is in no selection family) and diagnosis ``n/a``.
 
 **Position effect** (``position_effect.<model>``): over the ``declared`` and ``mirrored`` runs
 (the same lists with each canary and its real tool trading places), the trap rate of runs
@@ -48,29 +42,10 @@ import polars as pl
 from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Sample, paired_deltas
 from ._cells import N_TYPES, Cell, Study
+from ._equivalence import RECOVERY_OUTCOME, SELECTION_OUTCOME, diagnose, equivalence_tests
 from ._tests import holm
 
-DIAGNOSES: tuple[str, ...] = ("weakness", "surface attraction", "no attraction", "inconclusive", "n/a")
 POSITION_CONDITIONS: tuple[str, ...] = ("declared", "mirrored")
-
-
-def diagnose(entry: dict[str, Any], alpha: float) -> str:
-    """The diagnosis word of one ``control_effect`` entry (module docstring)."""
-    canary, control, delta = entry.get("canary"), entry.get("control"), entry.get("delta")
-    if canary is None or control is None or delta is None:
-        return "n/a"
-    if canary == 0 and control == 0:
-        return "no attraction"
-    p_holm, lo, hi = entry.get("p_holm"), entry.get("lo"), entry.get("hi")
-    if delta > 0 and p_holm is not None and p_holm < alpha and lo is not None and lo > 0:
-        return "weakness"
-    if delta <= 0 and control > 0:
-        return "surface attraction"
-    includes_zero = lo is not None and hi is not None and lo <= 0.0 <= hi
-    control_lo = entry.get("control_lo")
-    if includes_zero and control_lo is not None and control_lo > 0:
-        return "surface attraction"
-    return "inconclusive"
 
 
 def _holm_in_place(entries: list[dict[str, Any]], alpha: float) -> None:
@@ -82,35 +57,78 @@ def _holm_in_place(entries: list[dict[str, Any]], alpha: float) -> None:
         e["significant"] = bool(e["p_holm"] is not None and e["p_holm"] < alpha)
 
 
+def _on_tasks(smp: Sample, tasks: np.ndarray) -> Sample:
+    keep = np.isin(smp.tasks, tasks)
+    return Sample(smp.values[keep], smp.tasks[keep], None if smp.pairs is None else smp.pairs[keep])
+
+
+def _clusters_of(st: Study, smp: Sample) -> tuple[np.ndarray, np.ndarray]:
+    """A sample's values and cluster labels for the one-sided rate tests: its tasks, or its
+    runs with the run unit (as every other test of the study)."""
+    labels = smp.tasks if st.boot.unit == "task" else np.arange(smp.n).astype(str)
+    return smp.values, labels
+
+
+def _sides(st: Study, m: str, j: int) -> tuple[str, Sample, Sample, Sample, Sample]:
+    """``(outcome, canary, control, canary_whole_run, control_whole_run)`` of model ``m`` and
+    type ``j``: the first pick (or the recovery after a call, for a type invisible at
+    selection) over the tasks with data on both sides, and the whole-run rates."""
+    decl, ctl = st.cell("declared", m), st.cell("control", m)
+    arm = ctl.arm == CANARY_TYPES[j]
+    invisible = bool(np.any(decl.visible[:, j] == 0.0) or np.any(ctl.visible[arm, j] == 0.0))
+    if invisible:
+        outcome, a, b = RECOVERY_OUTCOME, decl.recovered_after_sample(j), ctl.recovered_after_sample(j, arm)
+    else:
+        outcome, a, b = SELECTION_OUTCOME, decl.first_pick_sample(j), ctl.first_pick_sample(j, arm)
+    both = np.intersect1d(a.tasks, b.tasks)
+    return outcome, _on_tasks(a, both), _on_tasks(b, both), decl.trap_sample(j), ctl.sample(ctl.control[:, j], arm)
+
+
 def control_effect(st: Study) -> dict[str, Any]:
-    """``{model: {type: {canary, control, delta, lo, hi, p, p_holm, se, n, n_canary,
-    n_control, clusters, cohens_h, canary_lo, canary_hi, control_lo, control_hi,
-    significant, diagnosis}}}`` (empty without both the ``declared`` and the ``control``
-    condition). ``n`` counts the (task, seed) pairs with a run on both sides; each rate is
-    over its own runs (``n_canary``, ``n_control``), with its own interval (``canary_lo``...)."""
+    """``{model: {type: {outcome, canary, control, delta, lo, hi, p, p_holm, tost_p, margin,
+    n, clusters, diagnosis, se, n_canary, n_control, cohens_h, canary_lo, canary_hi,
+    control_lo, control_hi, canary_below_p, control_below_p, control_above_p, significant,
+    whole_run: {canary, control, delta, lo, hi, p}}}}`` (empty without both the ``declared``
+    and the ``control`` condition; module docstring). ``n`` counts the (task, seed) pairs
+    with the outcome on both sides, ``clusters`` their tasks; each rate is over its own runs
+    (``n_canary``, ``n_control``) with its own interval (``canary_lo``...)."""
     if "declared" not in st.conds or "control" not in st.conds:
         return {}
-    alpha = st.config.alpha
+    cfg = st.config
+    alpha, margin = cfg.alpha, cfg.equivalence_margin
     models = sorted(set(st.models["declared"]) & set(st.models["control"]))
     keys = [(m, j, t) for m in models for j, t in enumerate(CANARY_TYPES)]
-    sides = [(st.cell("declared", m).trap_sample(j), st.cell("control", m).control_sample(j)) for m, j, _ in keys]
-    deltas = paired_deltas(st.boot, [(("control_effect", m, t), a, b) for (m, _, t), (a, b) in zip(keys, sides, strict=True)],
+    sides = [_sides(st, m, j) for m, j, _ in keys]
+    deltas = paired_deltas(st.boot, [(("control_effect", m, t), a, b) for (m, _, t), (_, a, b, _, _) in zip(keys, sides, strict=True)],
                            alpha=alpha)
-    rates = st.intervals([item for (m, _, t), (a, b) in zip(keys, sides, strict=True)
+    whole = paired_deltas(st.boot, [(("control_effect", "whole_run", m, t), a, b)
+                                    for (m, _, t), (_, _, _, a, b) in zip(keys, sides, strict=True)], alpha=alpha)
+    rates = st.intervals([item for (m, _, t), (_, a, b, _, _) in zip(keys, sides, strict=True)
                           for item in ((("control_effect", "canary", m, t), a), (("control_effect", "control", m, t), b))])
     out: dict[str, Any] = {}
-    for i, ((m, _, t), (a, b), d) in enumerate(zip(keys, sides, deltas, strict=True)):
+    for i, ((m, _, t), (outcome, a, b, _, _), d, w) in enumerate(zip(keys, sides, deltas, whole, strict=True)):
         (c_lo, c_hi), (k_lo, k_hi) = rates[2 * i], rates[2 * i + 1]
-        out.setdefault(m, {})[t] = {
-            "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "p": d["p"],
-            "se": d["se"], "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n), "n_canary": a.n,
-            "n_control": b.n, "clusters": d["clusters"], "cohens_h": d["cohens_h"],
-            "canary_lo": c_lo, "canary_hi": c_hi, "control_lo": k_lo, "control_hi": k_hi,
+        e: dict[str, Any] = {
+            "outcome": outcome, "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"],
+            "p": d["p"], "se": d["se"], "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n),
+            "n_canary": a.n, "n_control": b.n, "clusters": int(np.unique(a.tasks).size), "cohens_h": d["cohens_h"],
+            "canary_lo": c_lo, "canary_hi": c_hi, "control_lo": k_lo, "control_hi": k_hi, "margin": margin,
+            "tost_p": None, "canary_below_p": None, "control_below_p": None, "control_above_p": None,
+            "whole_run": {k: w[src] for k, src in (("canary", "a"), ("control", "b"), ("delta", "delta"), ("lo", "lo"),
+                                                    ("hi", "hi"), ("p", "p"))},
         }
+        if outcome == SELECTION_OUTCOME and a.n and b.n:
+            e.update(equivalence_tests({**e, "clusters": d["clusters"]}, _clusters_of(st, a), _clusters_of(st, b), margin))
+        out.setdefault(m, {})[t] = e
+    tested = set(st.tested)
+    for family in (True, False):  # models under test x types; the instruments likewise, on their own
+        entries = [e for m, rows in out.items() if (m in tested) == family for e in rows.values()]
+        _holm_in_place([e for e in entries if e["outcome"] == SELECTION_OUTCOME], alpha)
     for rows in out.values():
-        _holm_in_place(list(rows.values()), alpha)
         for e in rows.values():
-            e["diagnosis"] = diagnose(e, alpha)
+            e.setdefault("p_holm", None)
+            e.setdefault("significant", False)
+            e["diagnosis"] = diagnose(e, alpha, cfg.min_clusters)
     return out
 
 
@@ -161,14 +179,14 @@ def position_effect(st: Study) -> dict[str, Any]:
 
 def position_balance(df: pl.DataFrame, primary_pool: str) -> dict[str, Any]:
     """``{condition: {type: {lists, before_real}}}``: per condition of the primary pool, the
-    distinct (seed, task) lists offering type T (its canary, or its control in ``control``)
+    distinct (seed, task, arm) lists offering type T (its canary, or its twin in ``control``)
     and the share of them whose canaries sit before their real tools (null when unknown)."""
     ok = df.filter((pl.col("pool") == primary_pool) & ~pl.col("error") & pl.col("canary_before_real").is_not_null())
     if ok.is_empty():
         return {}
     cols = [pl.col(f"present_{t}").first().alias(f"p_{t}") for t in CANARY_TYPES]
     cols += [pl.col(f"control_present_{t}").first().alias(f"c_{t}") for t in CANARY_TYPES]
-    lists = ok.group_by("condition", "seed", "task_id").agg(pl.col("canary_before_real").first().alias("before"), *cols)
+    lists = ok.group_by("condition", "seed", "task_id", "arm").agg(pl.col("canary_before_real").first().alias("before"), *cols)
     out: dict[str, Any] = {}
     for cond in CONDITIONS:
         g = lists.filter(pl.col("condition") == cond)

@@ -44,16 +44,30 @@ def families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
             co["models"], co["n_contrasts"], "holm")
         add(f"association.{c}", "GEE logistic success ~ csr + model, exchangeable within task", "task-run clustered by task",
             asn["strata"], int(asn["p"] is not None), "none")
-    # Within-model families: every model, instrument agents included on purpose.
+    # The control effect: Holm across the models under test x types, the instruments (the
+    # models stats.test_groups leaves out: reference and planted by default) as their own family.
+    ce = result.get("control_effect", {})
+    tested = set(st.tested)
+
+    def selection(models: list[str]) -> int:
+        return sum(1 for m in models for e in ce[m].values() if e.get("outcome") == "first_pick" and e.get("p") is not None)
+
+    under_test = sorted(m for m in ce if m in tested)
+    instruments = sorted(m for m in ce if m not in tested)
+    add("control_effect", "first-pick rate of the canary (declared) minus of its twin (control, arm T) per type, paired by "
+        "(task, seed), over the tasks with a first pick on both sides, cluster-robust t; diagnoses by equivalence (TOST and "
+        "one-sided rate tests against the margin)", f"task-run clustered by {st.boot.unit}", under_test, selection(under_test),
+        "holm across the models under test x types", margin=st.config.equivalence_margin, min_clusters=st.config.min_clusters,
+        instruments={"members": instruments, "size": selection(instruments),
+                     "correction": "holm across the instrument models x types (a family of their own)"},
+        note="the instruments (reference and planted agents, or the groups stats.test_groups leaves out) are the "
+             "known-answer checks of this effect: they get their p-values in a family of their own; a type invisible at "
+             "selection (outcome recovery_after_call) is in neither family (p_holm null)")
     note = ("every model, the reference and planted agents included on purpose: they are the known-answer checks of "
             "this effect (stats.test_groups does not apply)")
-    for key, test in (("control_effect", "trap rate with canaries (declared) minus with controls (control) per type, "
-                                         "paired by (task, seed), cluster-robust t"),
-                      ("position_effect", "trap rate with canaries before minus after their real tools (declared + "
-                                          "mirrored) per type, paired by (task, seed), cluster-robust t")):
-        block = result.get(key, {})
-        per_model = [sum(1 for e in (v if key == "control_effect" else v["by_type"]).values() if e.get("p") is not None)
-                     for v in block.values()]
-        add(key, test, f"task-run clustered by {st.boot.unit}", sorted(block), max(per_model, default=0),
-            "holm across the canary types within each model", includes_instruments=True, note=note)
+    block = result.get("position_effect", {})
+    per_model = [sum(1 for e in v["by_type"].values() if e.get("p") is not None) for v in block.values()]
+    add("position_effect", "trap rate with canaries before minus after their real tools (declared + mirrored) per type, "
+        "paired by (task, seed), cluster-robust t", f"task-run clustered by {st.boot.unit}", sorted(block),
+        max(per_model, default=0), "holm across the canary types within each model", includes_instruments=True, note=note)
     return fam

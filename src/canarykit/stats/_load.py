@@ -33,9 +33,18 @@ def validate_runs(df: pl.DataFrame, source: str | Path = "runs table") -> pl.Dat
 
 def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
     """A table from another tool may lack the control and order columns: no control was
-    offered or called (``control_*`` false, ``control_calls`` 0) and no order is known
-    (``canary_before_real`` null)."""
+    offered or called (``control_*`` false, ``control_calls`` 0), no order is known
+    (``canary_before_real`` null), every run has the arm ``""`` and no first pick is known
+    (``first_pick_T``, ``recovered_T``, ``item_T``, ``selection_visible_T`` null)."""
+    from ..detect import TYPE_OUTCOME_PREFIXES
+
     add = []
+    if "arm" not in df.columns:
+        add.append(pl.lit("", dtype=pl.String).alias("arm"))
+    for prefix, dtype in TYPE_OUTCOME_PREFIXES.items():
+        for t in CANARY_TYPES:
+            if prefix + t not in df.columns:
+                add.append(pl.lit(None, dtype=dtype).alias(prefix + t))
     if "control_calls" not in df.columns:
         add.append(pl.lit(0, dtype=pl.Int64).alias("control_calls"))
     for t in CANARY_TYPES:

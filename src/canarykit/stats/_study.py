@@ -142,6 +142,7 @@ def _meta(df: pl.DataFrame, st: Study) -> dict[str, Any]:
     return {
         "resamples": config.resamples, "seed": config.seed, "alpha": config.alpha, "bootstrap_unit": config.bootstrap_unit,
         "interval_method": st.boot.interval_method,
+        "equivalence_margin": config.equivalence_margin, "min_clusters": config.min_clusters,
         "primary_pool": config.primary_pool, "ablation_condition": config.ablation_condition,
         "n_runs": ok.height, "n_runs_primary": ok.filter(pl.col("pool") == config.primary_pool).height,
         "n_tasks": int(ok.get_column("task_id").n_unique()), "seeds": st.seeds, "conditions": st.conds,
