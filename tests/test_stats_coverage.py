@@ -36,7 +36,7 @@ NOMINAL = 0.95
 
 def _coverage(n_studies: int, resamples: int, seed: int = 11) -> dict[str, Any]:
     df, truth = clustered_studies(n_studies, tasks=120, seeds=3, seed=seed)
-    keys = [(u, k) for u in ("task", "run") for k in ("csr", "delta")]
+    keys = [(u, k) for u in ("task", "run", "task_x_item") for k in ("csr", "delta")]
     hits = dict.fromkeys(keys, 0)
     high = dict.fromkeys(keys, 0)  # truth above the interval
     width = dict.fromkeys(keys, 0.0)
@@ -44,7 +44,7 @@ def _coverage(n_studies: int, resamples: int, seed: int = 11) -> dict[str, Any]:
         base = study.filter(pl.col("condition") == "baseline")
         decl = study.filter(pl.col("condition") == "declared")
         csr, s_base, s_decl = stats.sample_of(decl, "csr"), stats.sample_of(base, "success"), stats.sample_of(decl, "success")
-        for unit in ("task", "run"):
+        for unit in ("task", "run", "task_x_item"):
             # exactly what compute_all does for csr_ci and tsr_delta (checked below)
             boot = stats.make_resampler(unit, study.get_column("task_id").unique().to_numpy(), resamples, 1000 + i)
             (lo,), (hi,) = boot.draws(("csr", "declared", "sim"), [csr]).intervals(0.05)
@@ -92,7 +92,7 @@ def test_compute_all_uses_the_simulated_primitives(coverage: dict[str, Any]) -> 
     """compute_all's csr_ci and tsr_delta are the intervals whose coverage is measured above."""
     study: pl.DataFrame = coverage["first"]
     b = coverage["resamples"]
-    r = stats.compute_all(study, stats.StatsConfig(resamples=b, seed=1000, test_groups=("sim",)))
+    r = stats.compute_all(study, stats.StatsConfig(resamples=b, seed=1000, test_groups=("sim",), bootstrap_unit="task"))
     boot = stats.make_resampler("task", study.get_column("task_id").unique().to_numpy(), b, 1000)
     decl = study.filter(pl.col("condition") == "declared")
     (lo,), (hi,) = boot.draws(("csr",), [stats.sample_of(decl, "csr")]).intervals(0.05)

@@ -38,20 +38,6 @@ def _stats(args: argparse.Namespace) -> int:
     from .stats import stats_command
 
     kwargs: dict[str, Any] = {}
-    if args.params:
-        from .config import load_params
-
-        cfg = load_params(args.params)
-        kwargs = {
-            "resamples": cfg["stats"]["bootstrap_resamples"],
-            "seed": cfg["stats"]["seed"],
-            "alpha": cfg["stats"]["alpha"],
-            "group_averages": cfg["stats"]["group_averages"] or None,
-            "primary_pool": cfg["canaries"]["pool"],
-            "ablation_condition": cfg["ablation"]["condition"],
-            "bootstrap_unit": cfg["stats"]["bootstrap_unit"],
-            "test_groups": cfg["stats"]["test_groups"],
-        }
     if args.resamples is not None:
         from .errors import InputError
         from .stats import MAX_RESAMPLES
@@ -59,6 +45,14 @@ def _stats(args: argparse.Namespace) -> int:
         if not 1 <= args.resamples <= MAX_RESAMPLES:
             raise InputError("command line", "--resamples", f"must be between 1 and {MAX_RESAMPLES:,}, got {args.resamples:,}")
         kwargs["resamples"] = args.resamples
+    if args.params:
+        from .config import load_params
+        from .stats import StatsConfig
+
+        cfg = load_params(args.params)
+        # every stats key of the params file; --resamples wins
+        kwargs = {"config": StatsConfig.from_mapping(cfg["stats"], primary_pool=cfg["canaries"]["pool"],
+                                                     ablation_condition=cfg["ablation"]["condition"], **kwargs)}
     return stats_command(args.runs, args.output, **kwargs)
 
 

@@ -50,10 +50,13 @@ The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json
 """
 
 from ._bootstrap import (
+    BOOTSTRAP_UNITS,
     CHUNK_ELEMENTS,
     BootstrapUnit,
+    CrossedResampler,
     Draws,
     IntervalMethod,
+    Linearized,
     Resampler,
     RunBootstrap,
     Sample,
@@ -65,7 +68,9 @@ from ._bootstrap import (
     bootstrap_p,
     cluster_bootstrap_spearman,
     cluster_robust_contrasts,
+    cluster_robust_rate,
     column_quantiles,
+    cr1_wald,
     derive_rng,
     make_resampler,
     paired_delta,
@@ -73,16 +78,27 @@ from ._bootstrap import (
     percentile_ci,
     rate_draws,
     rate_intervals,
+    rate_p_value,
     sample_of,
 )
 from ._cells import Cell, Study, build_study
-from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
+from ._config import (
+    DEFAULT_PRIMARY,
+    INSTRUMENT_GROUPS,
+    MAX_RESAMPLES,
+    PRIMARY_FAMILIES,
+    StatsConfig,
+)
+from ._crossed import FEW_CLUSTERS, hall, hall_inverse, t_p_value, tost_p
+from ._deltas import equivalence, verdict
 from ._descriptives import DECLARED_FULL, POOLED
 from ._effects import DIAGNOSES, control_effect, diagnose, position_balance, position_effect
+from ._items import item_rates
 from ._load import load_runs, validate_runs
 from ._output import (
     FIGURE_DATA_FILES,
     TABLE_FILES,
+    console_notes,
     figure_data,
     stats_command,
     tables,
@@ -104,7 +120,24 @@ from ._tests import (
 )
 
 __all__ = [
+    "BOOTSTRAP_UNITS",
     "CHUNK_ELEMENTS",
+    "DEFAULT_PRIMARY",
+    "FEW_CLUSTERS",
+    "PRIMARY_FAMILIES",
+    "CrossedResampler",
+    "Linearized",
+    "cluster_robust_rate",
+    "console_notes",
+    "cr1_wald",
+    "equivalence",
+    "hall",
+    "hall_inverse",
+    "item_rates",
+    "rate_p_value",
+    "t_p_value",
+    "tost_p",
+    "verdict",
     "DECLARED_FULL",
     "DIAGNOSES",
     "Draws",

@@ -15,6 +15,7 @@ from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Resampler, Sample, make_resampler, rate_intervals
 from ._config import StatsConfig
 from ._load import with_optional_columns
+from ._sample import item_key
 
 #: The number of canary types (the columns of a cell's per-type arrays).
 N_TYPES = len(CANARY_TYPES)
@@ -62,6 +63,9 @@ class Cell:
     trap: np.ndarray
     trap_any: np.ndarray
     control: np.ndarray
+    items: np.ndarray
+    """runs x canary types: the item (canary id, twins folded in) offered for each type, from
+    the runs table's ``item_<T>`` (``""`` where the table has no such column: one item)."""
 
     @classmethod
     def from_frame(cls, f: pl.DataFrame) -> Cell:
@@ -91,13 +95,15 @@ class Cell:
             trap=np.column_stack([rate(metrics.trap_rate(t)) for t in CANARY_TYPES]),
             trap_any=rate(metrics.TRAPPED),
             control=np.column_stack([rate(metrics.control_rate(t)) for t in CANARY_TYPES]),
+            items=_items(f),
         )
 
-    def sample(self, values: np.ndarray, mask: np.ndarray | None = None) -> Sample:
-        """The runs where ``values`` is defined (finite) and ``mask`` holds."""
+    def sample(self, values: np.ndarray, mask: np.ndarray | None = None, item: int | None = None) -> Sample:
+        """The runs where ``values`` is defined (finite) and ``mask`` holds; ``item`` (a type's
+        column) attaches the items the runs were offered for that type."""
         v = np.asarray(values, dtype=float)
         keep = np.isfinite(v) if mask is None else (mask & np.isfinite(v))
-        return Sample(v[keep], self.tasks[keep], self.pairs[keep])
+        return Sample(v[keep], self.tasks[keep], self.pairs[keep], None if item is None else self.items[keep, item])
 
     def where(self, mask: np.ndarray) -> Cell:
         return Cell(**{k: getattr(self, k)[mask] for k in self.__dataclass_fields__})
@@ -111,12 +117,12 @@ class Cell:
 
     def trap_sample(self, j: int) -> Sample:
         """Type ``j``: runs where it was offered and that made at least one tool call."""
-        return self.sample(self.trap[:, j])
+        return self.sample(self.trap[:, j], item=j)
 
     def control_sample(self, j: int) -> Sample:
         """Type ``j``'s control: runs where it was offered and that made at least one tool
         call; the value is whether the control was called (the trap rate's counterpart)."""
-        return self.sample(self.control[:, j])
+        return self.sample(self.control[:, j], item=j)
 
     def trap_any_sample(self) -> Sample:
         """Runs offered at least one canary and that made a tool call: trapped or not."""
@@ -136,8 +142,15 @@ def _empty_cell() -> Cell:
         tasks=z.astype(str), seeds=z.astype(np.int64), pairs=z.astype(str), difficulty=z.astype(str),
         calls=z.astype(np.int64), canary_calls=z.astype(np.int64), trapped=z.astype(bool),
         present=types.astype(bool), truncated=z.astype(bool), before=z, csr=z, success=z, success_taf=z, recovery=z,
-        trap=types, trap_any=z, control=types,
+        trap=types, trap_any=z, control=types, items=types.astype(str),
     )
+
+
+def _items(f: pl.DataFrame) -> np.ndarray:
+    """runs x types: ``item_<T>`` as item labels (:func:`item_key`), ``""`` without the column."""
+    cols = [item_key(f.get_column(f"item_{t}").cast(pl.String).to_numpy()) if f"item_{t}" in f.columns
+            else np.full(f.height, "", dtype=str) for t in CANARY_TYPES]
+    return np.column_stack(cols).astype(str) if cols else np.zeros((f.height, 0), dtype=str)
 
 
 @dataclass
