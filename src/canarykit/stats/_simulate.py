@@ -94,3 +94,52 @@ def simulate(design: CrossedDesign, n_studies: int, rng: np.random.Generator) ->
         out.append(SimulatedStudy(Sample(y_c, task_ids, pairs, item_ids),
                                   Sample(y_t, task_ids, pairs, item_ids)))
     return out
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Coverage of 95% (``1 - alpha``) intervals over simulated studies, per unit and estimand."""
+
+    design: CrossedDesign
+    studies: int
+    covered: dict[tuple[str, str], float]
+    truth_above: dict[tuple[str, str], float]
+    truth_below: dict[tuple[str, str], float]
+    width: dict[tuple[str, str], float]
+
+    @property
+    def se(self) -> float:
+        """The Monte Carlo standard error of a coverage of 0.95 over these studies."""
+        return float(np.sqrt(0.95 * 0.05 / self.studies))
+
+
+def coverage(design: CrossedDesign, n_studies: int, *, units: tuple[str, ...] = ("task_x_item", "task"),
+             resamples: int = 1000, alpha: float = 0.05, seed: int = 0) -> Coverage:
+    """Simulate ``n_studies`` studies of ``design`` and measure, for each unit, how often the
+    interval of the canary rate (``rate``) and of the paired canary - twin delta (``delta``)
+    covers its population value, computed exactly as the study computes them."""
+    from ._bootstrap import make_resampler, paired_delta
+
+    truth = {"rate": design.canary, "delta": design.canary - design.twin}
+    keys = [(u, k) for u in units for k in truth]
+    hit = dict.fromkeys(keys, 0)
+    above = dict.fromkeys(keys, 0)
+    below = dict.fromkeys(keys, 0)
+    width = dict.fromkeys(keys, 0.0)
+    rng = np.random.default_rng([seed, design.tasks])
+    for i, st in enumerate(simulate(design, n_studies, rng)):
+        tasks = np.unique(st.canary.tasks)
+        for unit in units:
+            boot = make_resampler(unit, tasks, resamples, seed + i)  # type: ignore[arg-type]
+            (lo,), (hi,) = boot.draws(("rate",), [st.canary]).intervals(alpha)
+            d = paired_delta(boot, st.canary, st.twin, label=("delta",), alpha=alpha)
+            for k, (a, b) in (("rate", (lo, hi)), ("delta", (d["lo"], d["hi"]))):
+                a = -np.inf if a is None or not np.isfinite(a) else float(a)
+                b = np.inf if b is None or not np.isfinite(b) else float(b)
+                hit[(unit, k)] += int(a <= truth[k] <= b)
+                above[(unit, k)] += int(truth[k] > b)
+                below[(unit, k)] += int(truth[k] < a)
+                width[(unit, k)] += b - a
+    n = float(n_studies)
+    return Coverage(design, n_studies, {k: v / n for k, v in hit.items()}, {k: v / n for k, v in above.items()},
+                    {k: v / n for k, v in below.items()}, {k: v / n for k, v in width.items()})
