@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import FEW_CLUSTERS, Sample, make_resampler
+from ..stats import FEW_CLUSTERS, CrossedResampler, Sample, TaskBootstrap
 
 
 def kappa_interval(
@@ -44,7 +44,7 @@ def kappa_interval(
     kappa = (po - pe) / (1.0 - pe)
     psi = (((xa == xb).astype(float) - po) / (1.0 - pe)
            + (po - 1.0) / (1.0 - pe) ** 2 * ((2 * pb - 1) * (xa - pa) + (2 * pa - 1) * (xb - pb)))
-    est = make_resampler("task_x_item", np.unique(task), 10, 0).draws(None, [Sample(kappa + psi, task)])
+    est = CrossedResampler(TaskBootstrap(np.unique(task), 10, 0)).draws(None, [Sample(kappa + psi, task)])
     if not est.se()[0] > 0:
         return out
     lo, hi = est.intervals(alpha)
