@@ -79,6 +79,7 @@ from ._bootstrap import (
     rate_draws,
     rate_intervals,
     rate_p_value,
+    rate_tests,
     sample_of,
 )
 from ._cells import Cell, Study, build_study
@@ -104,6 +105,7 @@ from ._output import (
     tables,
     write_outputs,
 )
+from ._sample import item_key
 from ._study import compute_all
 from ._tests import (
     chi2_independence,
@@ -133,8 +135,10 @@ __all__ = [
     "equivalence",
     "hall",
     "hall_inverse",
+    "item_key",
     "item_rates",
     "rate_p_value",
+    "rate_tests",
     "t_p_value",
     "tost_p",
     "verdict",

@@ -65,7 +65,14 @@ from ._intervals import (
 )
 from ._sample import Sample, sample_of
 from ._tests import cohens_h
-from ._wald import _cr1_pairs, cluster_robust_contrasts, cluster_robust_rate, cr1_wald, rate_p_value
+from ._wald import (
+    _cr1_pairs,
+    cluster_robust_contrasts,
+    cluster_robust_rate,
+    cr1_wald,
+    rate_p_value,
+    rate_tests,
+)
 
 __all__ = [
     "CHUNK_ELEMENTS",
@@ -90,6 +97,7 @@ __all__ = [
     "cluster_robust_rate",
     "cr1_wald",
     "rate_p_value",
+    "rate_tests",
     "derive_rng",
     "make_resampler",
     "column_quantiles",

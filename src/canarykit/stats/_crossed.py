@@ -177,35 +177,83 @@ def _dimension(codes: np.ndarray, base: np.ndarray, values: np.ndarray, n_cluste
     return _Dimension(e=e, a2n=a**2 * n / big_n**2, r=a * n / big_n, n=n)
 
 
-def _variance(dim: _Dimension, coef: np.ndarray) -> np.ndarray:
-    """``sum_g (sum_b c_b e_gb)²`` for each row of ``coef`` ``(K, B)``."""
-    return ((dim.e @ coef.T) ** 2).sum(axis=0)
+class _Rows:
+    """The rows of a coefficient matrix ``(K, B)``, applied to per-cluster arrays ``(J, B)``.
+
+    Most estimates combine one or two samples (a rate, a difference): then each row is two
+    (sample, coefficient) pairs and every product is a gather, not a ``(J, B) @ (B, K)``
+    matrix product (the power simulation of ``canarykit plan`` has thousands of samples)."""
+
+    def __init__(self, coef: np.ndarray) -> None:
+        self.coef = coef
+        nz = coef != 0
+        self.sparse = bool(coef.size == 0 or nz.sum(axis=1).max() <= 2)
+        if self.sparse:
+            k = coef.shape[0]
+            order = np.argsort(~nz, axis=1, kind="stable")[:, :2] if coef.shape[1] >= 2 else np.zeros((k, 2), dtype=np.int64)
+            first = order[:, 0]
+            second = np.where(nz[np.arange(k), order[:, 1]] if coef.shape[1] >= 2 else False, order[:, 1], first)
+            self.i1, self.i2 = first, second
+            self.c1 = coef[np.arange(k), first] if k else np.zeros(0)
+            self.c2 = np.where(second != first, coef[np.arange(k), second], 0.0) if k else np.zeros(0)
+
+    def apply(self, x: np.ndarray, power: int = 1) -> np.ndarray:
+        """``sum_b c_b^power x_jb`` per row ``(J, K)``."""
+        if self.sparse:
+            return x[:, self.i1] * self.c1**power + x[:, self.i2] * self.c2**power
+        return x @ (self.coef**power).T
+
+    def used(self, n: np.ndarray) -> np.ndarray:
+        """Clusters holding runs of a sample a row uses ``(J, K)``."""
+        if self.sparse:
+            return (n[:, self.i1] > 0) | ((n[:, self.i2] > 0) & (self.c2 != 0))
+        return (n @ (self.coef != 0).T.astype(float)) > 0
+
+    def cross(self, r: np.ndarray, inv_n: np.ndarray) -> np.ndarray:
+        """``sum_{b,b'} c_b² c_b'² (r'r)_bb'² / (N_b N_b')`` per row."""
+        if self.sparse:
+            a, b = self.i1, self.i2
+            c1, c2 = self.c1**2, self.c2**2
+            r11, r22, r12 = (r[:, a] ** 2).sum(axis=0), (r[:, b] ** 2).sum(axis=0), (r[:, a] * r[:, b]).sum(axis=0)
+            return (c1**2 * (r11 * inv_n[a]) ** 2 + c2**2 * (r22 * inv_n[b]) ** 2
+                    + 2.0 * c1 * c2 * r12**2 * inv_n[a] * inv_n[b])
+        c2 = self.coef**2
+        z = (r.T @ r) ** 2 * np.outer(inv_n, inv_n)
+        return ((c2 @ z) * c2).sum(axis=1)
 
 
-def _third(dim: _Dimension, coef: np.ndarray) -> np.ndarray:
+def _variance(dim: _Dimension, rows: _Rows) -> np.ndarray:
+    """``sum_g (sum_b c_b e_gb)²`` for each row."""
+    return (rows.apply(dim.e) ** 2).sum(axis=0)
+
+
+def _third(dim: _Dimension, rows: _Rows) -> np.ndarray:
     """``sum_g (sum_b c_b e_gb)³``: the third cumulant of each estimate's cluster sum."""
-    return ((dim.e @ coef.T) ** 3).sum(axis=0)
+    return (rows.apply(dim.e) ** 3).sum(axis=0)
 
 
-def _bm_df(dim: _Dimension, coef: np.ndarray, tot_n: np.ndarray) -> np.ndarray:
-    """Bell-McCaffrey degrees of freedom of the CR2 variance of each row of ``coef``.
+def _bm_df(dim: _Dimension, rows: _Rows, tot_n: np.ndarray) -> np.ndarray:
+    """Bell-McCaffrey degrees of freedom of the CR2 variance of each row.
 
     The variance is ``eps' (sum_g g_g g_g') eps`` under independent working errors, so
     ``ν = tr(Γ)² / ||Γ||_F²`` with ``Γ = G'G = diag(||p_g||²) - Q M Q'`` (``p_g`` the CR2
     weights of cluster g, ``Q_gb = c_b r_gb``, ``M = diag(1 / N_b)``): every term is a sum
     over clusters or a ``B x B`` product, never an ``N x N`` matrix.
     """
-    c2 = coef**2
     inv_n = 1.0 / np.where(tot_n > 0, tot_n, 1.0)
-    d = dim.a2n @ c2.T  # (G, K): ||p_g||²
-    f = (dim.r**2 * inv_n[None, :]) @ c2.T  # (G, K): (Q M Q')_gg
-    rr = dim.r.T @ dim.r  # (B, B)
-    z = rr**2 * np.outer(inv_n, inv_n)
-    cross = ((c2 @ z) * c2).sum(axis=1)  # ||Q M Q'||_F²
+    d = rows.apply(dim.a2n, 2)  # (G, K): ||p_g||²
+    f = rows.apply(dim.r**2 * inv_n[None, :], 2)  # (G, K): (Q M Q')_gg
     tr = d.sum(axis=0) - f.sum(axis=0)
-    fro = (d**2).sum(axis=0) - 2.0 * (d * f).sum(axis=0) + cross
+    fro = (d**2).sum(axis=0) - 2.0 * (d * f).sum(axis=0) + rows.cross(dim.r, inv_n)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(fro > 0, tr**2 / np.where(fro > 0, fro, 1.0), np.nan)
+
+
+def _satterthwaite(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Welch-Satterthwaite degrees of freedom of a sum of variance parts ``(V_i, ν_i)``."""
+    total = sum(v for v, _ in parts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total**2 / sum(np.maximum(v, 0.0) ** 2 / nu for v, nu in parts)
 
 
 # --------------------------------------------------------------------------- the linearized estimates
@@ -257,42 +305,48 @@ class Linearized:
             return self._stats
         b, c = self.base, self.coef
         used = c != 0
-        v_task = _variance(b.task, c)
-        df_task = _bm_df(b.task, c, b.tot_n)
-        k3 = _third(b.task, c)
-        clusters = ((b.task.n @ used.T.astype(float)) > 0).sum(axis=0)
+        rows = _Rows(c)
+        v_task = _variance(b.task, rows)
+        df_task = _bm_df(b.task, rows, b.tot_n)
+        k3 = _third(b.task, rows)
+        clusters = rows.used(b.task.n).sum(axis=0)
         bad = clusters < 2
         var, df = v_task, df_task
         n_items = np.zeros(self.k, dtype=np.int64)
         if b.item is not None and b.cell is not None:
-            n_items = ((b.item.n @ used.T.astype(float)) > 0).sum(axis=0)
+            n_items = rows.used(b.item.n).sum(axis=0)
             two_way = ~(used & ~b.has_items[None, :]).any(axis=1) & (n_items >= 2)
             if two_way.any():
-                v_item = _variance(b.item, c)
-                v_cell = _variance(b.cell, c)
-                df_item = _bm_df(b.item, c, b.tot_n)
+                v_item = _variance(b.item, rows)
+                v_cell = _variance(b.cell, rows)
+                df_item = _bm_df(b.item, rows, b.tot_n)
                 v_two = v_task + v_item - v_cell
-                extra = v_item - v_cell
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    df_two = v_two**2 / (v_task**2 / df_task + extra**2 / df_item)
+                # the task part plus what items add; when tasks nest in items (each task
+                # always offered the same canary: the cells are the tasks) V_two is V_item
+                # and its df are the items' alone (and the reverse)
+                cells = rows.used(b.cell.n).sum(axis=0)
+                df_two = np.where(cells == clusters, df_item, np.where(
+                    cells == n_items, df_task, _satterthwaite([(v_task, df_task), (v_item - v_cell, df_item)])))
                 pick_two = two_way & (v_two > 0)
                 pick_item = two_way & ~pick_two & (v_item > v_task)
                 var = np.where(pick_two, v_two, np.where(pick_item, v_item, v_task))
                 df = np.where(pick_two, df_two, np.where(pick_item, df_item, df_task))
-                k3_item = _third(b.item, c)
-                k3 = np.where(pick_two, k3 + k3_item - _third(b.cell, c), np.where(pick_item, k3_item, k3))
+                k3_item = _third(b.item, rows)
+                k3 = np.where(pick_two, k3 + k3_item - _third(b.cell, rows), np.where(pick_item, k3_item, k3))
             n_items = np.where(two_way, n_items, 0)
         var = np.where(bad, np.nan, var)
         df = np.where(bad, np.nan, np.maximum(df, 1.0))
         lo_bound = np.where(used, np.minimum(c, 0.0), 0.0).sum(axis=1) if b.unit_range else np.full(self.k, -np.inf)
         hi_bound = np.where(used, np.maximum(c, 0.0), 0.0).sum(axis=1) if b.unit_range else np.full(self.k, np.inf)
-        single_rate = (used.sum(axis=1) == 1) & np.isclose(np.where(used, c, 0.0).sum(axis=1), 1.0)
+        # every sample of the estimate constant (all 0 or all 1 over C_b tasks): the exact
+        # cluster bounds of each, combined (a single rate: [0, 1 - (alpha/2)^(1/C)])
+        exact = b.unit_range & ~(used & ~np.isfinite(b.constant)[None, :]).any(axis=1) & used.any(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             skew = np.where(var > 0, k3 / np.where(var > 0, var, 1.0) ** 1.5, 0.0)
         cap = max_skew(np.where(np.isfinite(df), df, 1.0))
         skew = np.clip(np.nan_to_num(skew), -cap, cap)
         self._stats = {"var": np.maximum(var, 0.0), "df": df, "skew": np.nan_to_num(skew), "clusters": clusters, "items": n_items,
-                       "lo_bound": lo_bound, "hi_bound": hi_bound, "single_rate": single_rate}
+                       "lo_bound": lo_bound, "hi_bound": hi_bound, "exact": exact}
         return self._stats
 
     def se(self) -> np.ndarray:
@@ -321,15 +375,24 @@ class Linearized:
         lower = hall_inverse(sps.t.ppf(alpha / 2.0, d), s["skew"])
         lo = np.clip(est - upper * se, s["lo_bound"], s["hi_bound"])
         hi = np.clip(est - lower * se, s["lo_bound"], s["hi_bound"])
-        # a rate of exactly 0 (1) over C tasks: the exact cluster bound
-        c = np.maximum(s["clusters"], 1).astype(float)
-        edge = (alpha / 2.0) ** (1.0 / c)
-        zero = s["single_rate"] & (se == 0) & (est == 0.0) & np.isfinite(s["hi_bound"])
-        one = s["single_rate"] & (se == 0) & (est == 1.0) & np.isfinite(s["hi_bound"])
-        hi = np.where(zero, 1.0 - edge, hi)
-        lo = np.where(one, edge, lo)
+        exact = s["exact"] & (se == 0)
+        if exact.any():
+            lo_x, hi_x = self._exact(alpha)
+            lo, hi = np.where(exact, lo_x, lo), np.where(exact, hi_x, hi)
         undefined = ~np.isfinite(est) | ~np.isfinite(se)
         return np.where(undefined, np.nan, lo), np.where(undefined, np.nan, hi)
+
+    def _exact(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each constant sample's exact interval over its ``C_b`` tasks (all 0: ``[0, 1 - e]``,
+        all 1: ``[e, 1]``, ``e = (alpha/2)^(1/C_b)``), combined by the coefficients."""
+        b, c = self.base, self.coef
+        tasks_b = np.maximum((b.task.n > 0).sum(axis=0), 1).astype(float)
+        e = (alpha / 2.0) ** (1.0 / tasks_b)
+        lo_b = np.where(b.constant == 1.0, e, 0.0)
+        hi_b = np.where(b.constant == 0.0, 1.0 - e, 1.0)
+        lo = np.where(c > 0, c * lo_b[None, :], c * hi_b[None, :]).sum(axis=1)
+        hi = np.where(c > 0, c * hi_b[None, :], c * lo_b[None, :]).sum(axis=1)
+        return lo, hi
 
     def p_values(self, null: float = 0.0, alternative: Alternative = "two-sided") -> np.ndarray:
         return t_p_value(self.estimate, self.se(), self.df(), null, alternative, self.skew())
@@ -347,6 +410,8 @@ class _Base:
     has_items: np.ndarray
     unit_range: bool
     """Every value lies in [0, 1] (rates), so intervals are clipped to the possible range."""
+    constant: np.ndarray
+    """Per sample: 0.0 (every run 0), 1.0 (every run 1) or NaN."""
 
 
 def _base(samples: Sequence[Sample], task_codes: Sequence[np.ndarray], n_tasks: int) -> _Base:
@@ -361,15 +426,40 @@ def _base(samples: Sequence[Sample], task_codes: Sequence[np.ndarray], n_tasks: 
     has_items = np.array([smp.items is not None and smp.n > 0 for smp in samples], dtype=bool)
     item = cell = None
     if has_items.any():
-        labels = np.concatenate([np.asarray(smp.items, dtype=str) if smp.items is not None else np.full(smp.n, "", dtype=str)
-                                 for smp in samples])
-        vocab, icodes = np.unique(labels, return_inverse=True)
+        vocab, icodes = _item_codes(samples)
         if vocab.size >= 2:
             item = _dimension(icodes, base, values, int(vocab.size), nb, tot_n, np.nan_to_num(means))
             cells, ccodes = np.unique(tcodes * vocab.size + icodes, return_inverse=True)
             cell = _dimension(ccodes, base, values, int(cells.size), nb, tot_n, np.nan_to_num(means))
     unit = bool(values.size == 0 or (np.nanmin(values) >= 0.0 and np.nanmax(values) <= 1.0))
-    return _Base(means, tot_n, task, item, cell, has_items, unit)
+    constant = np.full(nb, np.nan)
+    if nb and values.size:
+        lo = np.full(nb, np.inf)
+        hi = np.full(nb, -np.inf)
+        np.minimum.at(lo, base, values)
+        np.maximum.at(hi, base, values)
+        constant = np.where((lo == hi) & np.isin(lo, (0.0, 1.0)), lo, np.nan)
+    return _Base(means, tot_n, task, item, cell, has_items, unit, constant)
+
+
+def _item_codes(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+    """The item vocabulary of ``samples`` and every run's code in it (``""`` for a sample
+    without items); samples that share one items array are coded once."""
+    local: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    empty = np.zeros(1, dtype=str)
+    for smp in samples:
+        arr = smp.items
+        if arr is not None and id(arr) not in local:
+            local[id(arr)] = np.unique(np.asarray(arr, dtype=str), return_inverse=True)
+    vocab = np.unique(np.concatenate([v for v, _ in local.values()] + [empty]))
+    parts = []
+    for smp in samples:
+        if smp.items is None:
+            parts.append(np.full(smp.n, int(np.searchsorted(vocab, "")), dtype=np.int64))
+        else:
+            v, inv = local[id(smp.items)]
+            parts.append(np.searchsorted(vocab, v)[inv.ravel()])
+    return vocab, (np.concatenate(parts) if parts else np.zeros(0, np.int64))
 
 
 def linearize(samples: Sequence[Sample], task_codes: Sequence[np.ndarray], n_tasks: int) -> Linearized:
@@ -405,7 +495,11 @@ class CrossedResampler:
         return self._boot.codes(tasks)
 
     def draws(self, label: Sequence[str] | None, samples: Sequence[Sample]) -> Linearized:
-        return linearize(samples, [self.codes(smp.tasks) for smp in samples], self.n_tasks)
+        coded: dict[int, np.ndarray] = {}  # samples sharing one tasks array are coded once
+        for smp in samples:
+            if id(smp.tasks) not in coded:
+                coded[id(smp.tasks)] = self.codes(smp.tasks)
+        return linearize(samples, [coded[id(smp.tasks)] for smp in samples], self.n_tasks)
 
     def mean_draws(self, label: Sequence[str], samples: Sequence[Sample]) -> np.ndarray:
         """Bootstrap means of the task bootstrap (for callers that want draws)."""

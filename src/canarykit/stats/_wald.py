@@ -112,3 +112,13 @@ def rate_p_value(rate: dict[str, Any], null: float, alternative: str = "greater"
     if rate.get("estimate") is None or rate.get("se") is None or rate.get("df") is None:
         return None
     return finite(t_p_value(rate["estimate"], rate["se"], rate["df"], null, alternative, rate.get("skew", 0.0)))  # type: ignore[arg-type]
+
+
+def rate_tests(boot: Any, samples: Sequence[Sample], null: float, alternative: str = "greater") -> np.ndarray:
+    """:func:`rate_p_value` of many rates at once (one linearization, or one CR1 product)."""
+    if not samples:
+        return np.zeros(0)
+    if isinstance(boot, CrossedResampler):
+        return boot.draws(None, samples).p_values(null, alternative)  # type: ignore[arg-type]
+    w = cr1_wald(boot, samples, np.eye(len(samples)))
+    return t_p_value(w["estimate"], w["se"], w["df"], null, alternative)  # type: ignore[arg-type]
