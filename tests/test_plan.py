@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from fakes.workflow import copy_workflow
+from fakes.workflow import copy_workflow, set_param
 from scipy import special
 
 from canarykit import plan as planning
@@ -181,3 +181,19 @@ def test_plan_mde_agrees_with_a_brute_force_simulation_of_the_stats_path(repo: P
         power[factor] = hits / studies
     print("plan MDE", mde, "brute-force power", power)
     assert power[0.8] < planning.POWER < power[1.2]
+
+
+@pytest.mark.slow
+def test_readme_plan_of_the_paper_grid(tmp_path: Path) -> None:
+    """The README's command, as printed, on the whole task suite: the paper's eight models,
+    every one priced, both primary families sized over 8 models x 6 types."""
+    from fakes.readme import command, sh
+
+    repo = copy_workflow(tmp_path / "repo", per_difficulty=40)
+    set_param(repo, ["study", "seeds"], [0, 1, 2])  # params.yaml as shipped
+    proc = sh(repo, command("canarykit plan --configfile src/canarykit/resources/profiles/paper.yaml").text)
+    p = json.loads((repo / "plan.json").read_text())
+    assert p["study"]["tasks"] == 120 and len(p["cost"]["models"]) == 8 and p["cost"]["total"]["usd"] is not None
+    for fam in p["power"].values():
+        assert fam["family_size"] == 48 and set(fam["types"]) == set(CANARY_TYPES)
+    assert "opus-4.8" in proc.stdout and "MDE" in proc.stdout

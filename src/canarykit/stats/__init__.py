@@ -28,11 +28,16 @@ Units and conventions
 - **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
   ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
   ``truncated`` column has no truncated run.
-- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task`` (default) resamples whole tasks
-  once for the study and applies the same resampled tasks to every estimate (all seeds,
-  conditions and pools of a task travel together), so differences are paired by (task,
-  seed); intervals are BCa (acceleration from the leave-one-task-out jackknife). ``run``
-  resamples each estimate's runs independently, percentile intervals (the paper).
+- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task_x_item`` (default): tasks and
+  canary items (``item_<T>``) as crossed random factors; every estimate is linearized and
+  its interval is a cluster-robust t interval (two-way CR2 for per-type rates and their
+  differences, by task otherwise; Bell-McCaffrey degrees of freedom; Hall's skewness
+  correction; :mod:`._crossed`); estimates on fewer than 30 tasks carry ``few_clusters``.
+  ``task`` resamples whole tasks once for the study and applies the same resampled tasks to
+  every estimate (all seeds, conditions and pools of a task travel together), so
+  differences are paired by (task, seed); intervals are BCa (acceleration from the
+  leave-one-task-out jackknife). ``run`` resamples each estimate's runs independently,
+  percentile intervals (the paper).
 - **Tests** run over the models under test only (``stats.test_groups``; by default every
   group except ``reference`` and ``planted``, which get no p-value outside the control and
   position effects); ``families`` records each test family. Trap rates across models:
@@ -45,6 +50,12 @@ Units and conventions
   after their real tools over ``declared`` and ``mirrored``; ``position_balance`` the share of
   lists whose canaries precede their real tools.
 - Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
+
+- **Primary and secondary** (``_families``): ``primary`` holds the declared families
+  (``stats.primary``), Holm across model x type within each; every other p-value is
+  secondary; the paper's tests, which assume independent runs, are in ``replication``.
+- **Items and judges**: ``items`` (per canary item, ``_items``), ``judge_sensitivity``
+  (tsr and its results under the cross judge, ``_sensitivity``).
 
 The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json keys").
 """
