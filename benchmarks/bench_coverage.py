@@ -15,7 +15,8 @@ degrees of freedom and Hall's skewness correction) and ``task`` (the task bootst
 the default before issue 20). Target: coverage between 0.93 and 0.97 at 8, 12, 30 and 120
 tasks for the default. A second table varies the design at 8 and 30 tasks (a rare trap,
 no item effect, a strong item effect, a null delta). Writes the coverage figure
-(``benchmarks/figures/coverage.svg`` and ``.png``, altair + vl-convert) the README shows.
+(``benchmarks/figures/coverage.svg`` and ``.png``, altair + vl-convert) the README shows,
+and the table behind it (``coverage.csv``; ``--figure-only`` redraws from it).
 
 Run: ``.venv/bin/python benchmarks/bench_coverage.py [--studies N] [--resamples B]``
 (defaults 2,000 studies per row, 1,000 resamples: about 5 minutes on 2 cores).
@@ -58,18 +59,25 @@ def _print(frame: pl.DataFrame, title: str) -> None:
 
 def _figure(frame: pl.DataFrame) -> None:
     data = frame.with_columns(
-        pl.col("method").replace_strict(METHODS).alias("method"), pl.col("estimand").replace_strict(ESTIMANDS).alias("estimand"),
+        pl.col("method").replace_strict(METHODS).alias("method"),
         (pl.col("coverage") - 2 * pl.col("se")).alias("lo"), (pl.col("coverage") + 2 * pl.col("se")).alias("hi"),
-    ).to_pandas()
-    x = alt.X("tasks:O", title="tasks")
-    band = alt.Chart(data).mark_rect(opacity=0.15, color="green").encode(y=alt.datum(0.93), y2=alt.datum(0.97))
-    lines = alt.Chart(data).mark_line(point=True).encode(
-        x=x, y=alt.Y("coverage:Q", scale=alt.Scale(domain=[0.8, 1.0]), title="coverage of 95% intervals"),
-        color=alt.Color("method:N", title=None, legend=alt.Legend(orient="bottom")))
-    bars = alt.Chart(data).mark_errorbar().encode(x=x, y="lo:Q", y2="hi:Q", color="method:N")
-    chart = (alt.layer(band, lines, bars).properties(width=260, height=200)
-             .facet(column=alt.Column("estimand:N", title=None))
-             .properties(title="Coverage with items crossed (K = 3), 95% intervals; band 0.93-0.97, bars +-2 MC se"))
+    )
+    scale = alt.Scale(domain=[0.84, 1.0], zero=False, clamp=True)
+    title = "coverage of 95% intervals"
+    x = alt.X("tasks:O", title="tasks", sort=[8, 12, 30, 120])
+    panels = []
+    for key, name in ESTIMANDS.items():
+        part = data.filter(pl.col("estimand") == key).to_pandas()
+        band = alt.Chart(pl.DataFrame({"a": [0.93], "b": [0.97]}).to_pandas()).mark_rect(opacity=0.15, color="green").encode(
+            y=alt.Y("a:Q", scale=scale, title=title), y2="b:Q")
+        lines = alt.Chart(part).mark_line(point=True).encode(
+            x=x, y=alt.Y("coverage:Q", scale=scale, title=title),
+            color=alt.Color("method:N", title=None, legend=alt.Legend(orient="bottom")))
+        bars = alt.Chart(part).mark_errorbar().encode(x=x, y=alt.Y("lo:Q", scale=scale, title=title), y2="hi:Q",
+                                                      color="method:N")
+        panels.append(alt.layer(band, lines, bars).properties(width=260, height=200, title=name))
+    chart = alt.hconcat(*panels).properties(
+        title="Coverage with items crossed (K = 3); band 0.93-0.97, bars +-2 Monte Carlo se")
     spec = chart.to_json()
     FIGURES.mkdir(exist_ok=True)
     (FIGURES / "coverage.svg").write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
@@ -81,7 +89,11 @@ def main() -> None:
     ap.add_argument("--studies", type=int, default=2000)
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--no-figure", action="store_true")
+    ap.add_argument("--figure-only", action="store_true", help="redraw the figure from benchmarks/figures/coverage.csv")
     args = ap.parse_args()
+    if args.figure_only:
+        _figure(pl.read_csv(FIGURES / "coverage.csv"))
+        return
     t0 = time.perf_counter()
     main_rows = [r for n in (8, 12, 30, 120) for r in _rows("default", CrossedDesign(tasks=n), args.studies, args.resamples, 1)]
     table = pl.DataFrame(main_rows)
@@ -97,6 +109,8 @@ def main() -> None:
                           for r in _rows(label, replace(d, tasks=n), args.studies // 2, args.resamples, 2)])
     _print(other, f"other designs, {args.studies // 2} studies per row")
     if not args.no_figure:
+        FIGURES.mkdir(exist_ok=True)
+        table.write_csv(FIGURES / "coverage.csv")
         _figure(table)
         print(f"\nfigure: {FIGURES / 'coverage.svg'} (.png)")
     print(f"elapsed {time.perf_counter() - t0:.0f} s")
