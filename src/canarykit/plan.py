@@ -33,7 +33,8 @@ one task correlate ``--icc`` at the base rate, ``mu`` so that they average the r
 - ``control_effect`` (per type): the effect is ``delta`` = canary - twin first-pick rate
   over the pairs offered both; detected when the study would call it ``lured``: ``p`` below
   ``alpha / m`` (Holm's first step with the other ``m - 1`` members null, ``m`` = models
-  under test x types offered) and the interval above 0.
+  under test x types offered) and the interval above 0; never with fewer than
+  ``stats.min_clusters`` (default 10) tasks.
 - ``trap_rate`` (per type): the effect is the trap rate's excess over
   ``stats.equivalence_margin``; detected when its one-sided test rejects at ``alpha / m``.
 
@@ -360,6 +361,7 @@ def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float,
 
     st = StatsConfig.from_mapping(cfg["stats"])
     sd = task_sd(base_rate, icc)
+    min_clusters = int(cfg["stats"].get("min_clusters", 10))  # fewer tasks: the diagnosis is inconclusive
     tested = [m["name"] for m in cfg["models"] if st.tested(str(m.get("group")))]
     out: dict[str, Any] = {}
     for family in st.primary:
@@ -387,9 +389,14 @@ def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float,
                 return cache[x]
 
             top = (1.0 - base_rate if family == "control_effect" else 1.0 - st.equivalence_margin) - 1e-3
-            mde = _mde(power_at, top)
+            n_tasks = int(np.unique(sim.tasks).size)
+            if family == "control_effect" and n_tasks < min_clusters:  # always inconclusive (design: min_clusters)
+                cache.update({min(effect, top): 0.0})
+                mde = None
+            else:
+                mde = _mde(power_at, top)
             fam["types"][t] = {
-                "runs": len(rows), "tasks": int(np.unique(sim.tasks).size), "items": int(np.unique(sim.items).size),
+                "runs": len(rows), "tasks": n_tasks, "items": int(np.unique(sim.items).size),
                 "mde": mde, "power_at_effect": power_at(min(effect, top)),
                 **({"mde_rate": None if mde is None else st.equivalence_margin + mde} if family == "trap_rate" else {}),
             }

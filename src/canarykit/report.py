@@ -383,7 +383,7 @@ def study_summary(params: Mapping[str, Any], result: Mapping[str, Any], runs: pl
                    f"{len([n for n in names if n in instruments])} instruments (reference and planted agents)"),
         ("Turn limit", f"agent.max_turns {value_text((params.get('agent') or {}).get('max_turns'))}"),
         ("Judges", f"primary {_judge_text(judge.get('primary'))}, cross {_judge_text(judge.get('cross'))}"),
-        ("Statistics", f"{INTERVALS.get(meta.get('bootstrap_unit', st.get('bootstrap_unit')), INTERVALS['run'])}, "
+        ("Statistics", f"{INTERVALS.get(str(meta.get('bootstrap_unit', st.get('bootstrap_unit'))), INTERVALS['run'])}, "
                        f"alpha {value_text(meta.get('alpha', st.get('alpha')))}, seed {value_text(st.get('seed', meta.get('seed')))}"),
         ("Runs", f"{n_runs:,} (every model, condition, pool, seed and task)"),
     ]

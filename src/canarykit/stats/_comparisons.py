@@ -97,6 +97,7 @@ def spearman_test(st: Study, c: str, models: list[str], label: tuple[str, ...], 
     tasks = np.concatenate(ts) if ts else np.zeros(0, str)
     entry: dict[str, Any] = {"rho": None, "p": None, "p_bootstrap": None, "lo": None, "hi": None, "n": int(x.size),
                              "clusters": int(np.unique(tasks).size), "reason": None}
+    entry["few_clusters"] = entry["clusters"] < FEW_CLUSTERS
     if x.size < 3:
         entry["reason"] = "fewer than three runs with both csr and a verdict"
     elif np.unique(x).size < 2 or np.unique(y).size < 2:

@@ -78,7 +78,7 @@ def tsr_delta(st: Study) -> dict[str, Any]:
             out[c][m] = {
                 "delta": d["delta"], "lo": d["lo"], "hi": d["hi"], "cohens_d": cohens_d(base.values, cond.values),
                 "cohens_h": d["cohens_h"], "n_base": base.n, "n_cond": cond.n, "n_pairs": d["n_pairs"],
-                "clusters": d["clusters"],
+                "clusters": d["clusters"], "few_clusters": d["few_clusters"],
             }
     return out
 
