@@ -417,7 +417,7 @@ def plan(configfiles: Sequence[str] = (), *, base_rate: float = DEFAULTS["base_r
             raise InputError("command line", name, f"must be strictly between {lo:g} and {hi:g}, got {value}")
     if not Path(params).is_file():
         raise InputError(params, "-", "params file not found (run plan from the study's directory)")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cfg = load_params(params, list(configfiles))
     d = study_design(cfg)
     cost = cost_table(cfg, d)
@@ -429,6 +429,7 @@ def plan(configfiles: Sequence[str] = (), *, base_rate: float = DEFAULTS["base_r
                         "outcome": "every run makes a call into the family (an opportunity); no item effect",
                         "notes": d.notes},
         "cost": cost, "power": power, "seconds": round(time.perf_counter() - t0, 2),
+        "cpu_seconds": round(time.process_time() - c0, 2),
     }
 
 
@@ -465,7 +466,7 @@ def plan_lines(p: Mapping[str, Any]) -> list[str]:
             lines.append(f"    {t:<24} {e['runs']:>5} runs {e['tasks']:>4} tasks {e['items']:>4} items   MDE {mde:<20} "
                          f"power at {a['effect']:g}: {e['power_at_effect']:.2f}")
     lines += [f"  note: {n}" for n in a["notes"]]
-    lines.append(f"planned in {p['seconds']:.1f} s")
+    lines.append(f"planned in {p['seconds']:.1f} s ({p['cpu_seconds']:.1f} s CPU)")
     return lines
 
 
