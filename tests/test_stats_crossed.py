@@ -214,7 +214,7 @@ def crossed() -> tuple[pl.DataFrame, dict[str, Any]]:
     df = _with_items(synthetic_runs(n_models=3, seeds=3, tasks=24, seed=5))
     flip = (pl.int_range(pl.len()) % 7) == 0
     df = df.with_columns(pl.when(flip).then(~pl.col("success")).otherwise(pl.col("success")).alias("success_cross"))
-    return df, stats.compute_all(df, stats.StatsConfig(resamples=200))
+    return df, stats.compute_all(df, stats.StatsConfig(resamples=100))
 
 
 def test_per_type_rates_are_item_crossed_and_items_are_tabled(crossed: tuple[pl.DataFrame, dict[str, Any]], tmp_path: Any) -> None:
@@ -239,7 +239,7 @@ def test_per_type_rates_are_item_crossed_and_items_are_tabled(crossed: tuple[pl.
 
 def test_items_change_the_interval_not_the_estimate(crossed: tuple[pl.DataFrame, dict[str, Any]]) -> None:
     df, r = crossed
-    plain = stats.compute_all(df.drop([f"item_{t}" for t in CANARY_TYPES]), stats.StatsConfig(resamples=200))
+    plain = stats.compute_all(df.drop([f"item_{t}" for t in CANARY_TYPES]), stats.StatsConfig(resamples=100))
     a, b = r["trap_rate_ci"]["declared"]["frontier-2"], plain["trap_rate_ci"]["declared"]["frontier-2"]
     for t in CANARY_TYPES:
         assert a[t]["rate"] == b[t]["rate"] and b[t]["items"] is None
