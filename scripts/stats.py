@@ -1,8 +1,9 @@
 """Every statistic, the three tables and the figure data from the per-run table alone."""
 
+import sys
 from pathlib import Path
 
-from canarykit.stats import StatsConfig, compute_all, load_runs, write_outputs
+from canarykit.stats import StatsConfig, compute_all, console_notes, load_runs, write_outputs
 from canarykit.workflow import run_script
 
 
@@ -14,7 +15,10 @@ def main(smk):
     )
     df = load_runs(smk.input.runs)
     # Tables, stats.json and the figure data all go beside stats.json.
-    write_outputs(compute_all(df, config, source=smk.input.runs, validate=False), Path(smk.output.stats).parent)
+    result = compute_all(df, config, source=smk.input.runs, validate=False)
+    write_outputs(result, Path(smk.output.stats).parent)
+    for line in console_notes(result):
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -82,13 +82,21 @@ def test_one_broken_tool_is_skipped_with_a_warning_or_refused_with_strict(tmp_pa
 
 def test_stats_command_writes_the_interface(tmp_path: Path) -> None:
     runs = tmp_path / "runs.parquet"
-    synthetic_runs(n_models=3, seeds=1, tasks=30).write_parquet(runs)
+    synthetic_runs(n_models=3, seeds=3, tasks=12).write_parquet(runs)
     proc = run("stats", str(runs), "-o", str(tmp_path / "out"), "--resamples", "200")
     assert proc.returncode == 0, proc.stderr
     stats = json.loads((tmp_path / "out/stats.json").read_text())
-    for key in ("csr_ci", "chi2", "kruskal", "fisher_holm", "spearman", "tsr_delta", "recovery_outcome", "ablation"):
+    for key in ("csr_ci", "tsr_delta", "recovery_outcome", "ablation", "primary", "items", "judge_sensitivity"):
         assert key in stats
+    # the paper's tests assume independent runs: they live in the replication block
+    assert set(stats["replication"]) >= {"chi2", "kruskal", "fisher_holm", "spearman", "note"}
+    assert not {"chi2", "kruskal", "fisher_holm", "spearman"} & set(stats)
     assert (tmp_path / "out/table1.csv").read_text().startswith("model,")
+    # 12 tasks: said once on the console, flagged on every estimate
+    assert proc.stderr.count("fewer than 30 tasks") == 1 and "12 in the study" in proc.stderr
+    assert stats["meta"]["bootstrap_unit"] == "task_x_item" and stats["meta"]["interval_method"] == "cr2_t"
+    entry = stats["csr_ci"]["declared"]["frontier-1"]
+    assert entry["few_clusters"] is True and entry["clusters"] == 12
 
 
 def test_stats_command_refuses_a_table_without_the_interface_columns(tmp_path: Path) -> None:

@@ -104,6 +104,34 @@ def _record(offered: list[OfferedTool], events: list[Event], final: str) -> RunR
     )
 
 
+def test_kappa_gets_a_task_clustered_interval() -> None:
+    """Kappa's interval clusters by task: its squared half-width over 2 t-quantiles is the
+    leave-one-task-out jackknife variance (within 15%; measured 1%), it is wider than
+    treating runs as independent when the judges disagree on whole tasks, and it is flagged
+    below 30 tasks."""
+    from canarykit.judging._agreement import agreement, cohen_kappa
+
+    rng = np.random.default_rng(9)
+    tasks = np.repeat([f"t{i:02d}" for i in range(60)], 5)
+    truth = rng.random(tasks.size) < 0.6
+    hard = np.repeat(rng.random(60) < 0.25, 5)  # the cross judge errs on whole tasks
+    a = truth.tolist()
+    b = np.where(hard, ~truth, np.where(rng.random(tasks.size) < 0.05, ~truth, truth)).tolist()
+    got = agreement(a, b, tasks.tolist())
+    assert got["kappa_lo"] < got["kappa"] < got["kappa_hi"] and got["clusters"] == 60 and got["few_clusters"] is False
+    jack = np.array([cohen_kappa([x for x, t in zip(a, tasks, strict=True) if t != g],
+                                 [y for y, t in zip(b, tasks, strict=True) if t != g]) for g in np.unique(tasks)])
+    var_jack = (59 / 60) * ((jack - jack.mean()) ** 2).sum()
+    half = (got["kappa_hi"] - got["kappa_lo"]) / 2 / 2.0  # t(59) quantile 2.0
+    assert half**2 == pytest.approx(var_jack, rel=0.15)
+    runs = agreement(a, b, [str(i) for i in range(tasks.size)])  # every run its own cluster
+    assert runs["kappa_hi"] - runs["kappa_lo"] < 0.8 * (got["kappa_hi"] - got["kappa_lo"])
+    few = agreement(a[:40], b[:40], tasks[:40].tolist())
+    assert few["few_clusters"] is True and few["clusters"] == 8
+    same = agreement([True, False] * 10, [True, False] * 10, [f"t{i}" for i in range(20)])
+    assert same["kappa"] == 1.0 and same["kappa_lo"] is None  # no disagreement: nothing to resample
+
+
 def test_runtime_markers_cover_what_the_canary_runtime_adds() -> None:
     pool = canaries.generate_pool(
         [{"name": "get_weather", "description": "Current weather for a city.",

@@ -27,6 +27,8 @@ RESAMPLES = 1000
 
 
 def cfg(**kw: Any) -> stats.StatsConfig:
+    """The task bootstrap (BCa) unless a test names another unit: these tests replay its draws."""
+    kw.setdefault("bootstrap_unit", "task")
     return stats.StatsConfig(resamples=kw.pop("resamples", RESAMPLES), **kw)
 
 
@@ -82,7 +84,7 @@ def test_recovery_denominator_and_zero_trapped(tmp_path: Path) -> None:
     r = stats.compute_all(df, cfg())
     # a trapped run whose recovery is unknown counts in n but not as recovered
     assert {k: r["recovery"]["declared"]["a"][k] for k in ("rate", "n")} == {"rate": 0.5, "n": 4}
-    assert r["recovery"]["declared"]["b"] == {"rate": None, "n": 0, "lo": None, "hi": None, "clusters": 0}
+    assert r["recovery"]["declared"]["b"] == {"rate": None, "n": 0, "lo": None, "hi": None, "clusters": 0, "few_clusters": True}
     stats.write_outputs(r, tmp_path)
     md = (tmp_path / "table1.md").read_text()
     b_line = next(line for line in md.splitlines() if line.startswith("| b "))
@@ -146,7 +148,7 @@ def test_chi2_matches_scipy(synth: pl.DataFrame, synth_result: dict[str, Any]) -
     d = _prim(synth, "declared").group_by("model").agg(pl.col("canary_calls").sum(), pl.col("tool_calls").sum()).sort("model")
     table = np.column_stack([d["canary_calls"], d["tool_calls"] - d["canary_calls"]])
     ref = sps.chi2_contingency(table, correction=False)
-    got = synth_result["chi2"]["declared"]
+    got = synth_result["replication"]["chi2"]["declared"]
     assert got["statistic"] == pytest.approx(ref.statistic, rel=1e-10)
     assert got["dof"] == ref.dof == 7
     assert got["p"] == pytest.approx(ref.pvalue, rel=1e-6, abs=1e-300)
@@ -163,7 +165,7 @@ def test_kruskal_matches_scipy_with_ties(synth: pl.DataFrame, synth_result: dict
     d = _prim(synth, "declared").filter(pl.col("csr").is_not_null())
     samples = [g.get_column("csr").to_numpy() for _, g in d.group_by("model", maintain_order=True)]
     ref = sps.kruskal(*samples)  # csr has many ties (zeros)
-    got = synth_result["kruskal"]["declared"]
+    got = synth_result["replication"]["kruskal"]["declared"]
     assert got["H"] == pytest.approx(ref.statistic, rel=1e-10)
     assert got["p"] == pytest.approx(ref.pvalue, rel=1e-6, abs=1e-300)
     assert got["n"] == d.height
@@ -192,7 +194,7 @@ def test_holm_matches_statsmodels() -> None:
 
 
 def test_fisher_holm_contrasts(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
-    fh = synth_result["fisher_holm"]["declared"]
+    fh = synth_result["replication"]["fisher_holm"]["declared"]
     assert fh["n_contrasts"] == 6 * 28
     d = _prim(synth, "declared")
     some = fh["contrasts"][::17]
@@ -221,7 +223,7 @@ def test_fisher_skips_pairs_where_type_absent_for_both() -> None:
         [{"model": "a", f"present_{sd}": True, f"trapped_{sd}": True, "canary_calls": 1, "trapped": True, "recovered": False}]
         + [{"model": "b", f"present_{sd}": True}, {"model": "c"}, {"model": "d"}]
     )
-    fh = stats.compute_all(df, cfg())["fisher_holm"]["declared"]
+    fh = stats.compute_all(df, cfg())["replication"]["fisher_holm"]["declared"]
     pairs = {(c["type"], c["model_a"], c["model_b"]) for c in fh["contrasts"]}
     # only semantic decoy was ever present; (c, d) never saw it
     assert pairs == {(sd, a, b) for a, b in combinations("abcd", 2)} - {(sd, "c", "d")}
@@ -232,7 +234,7 @@ def test_fisher_skips_pairs_where_type_absent_for_both() -> None:
 def test_spearman_matches_scipy(synth: pl.DataFrame, synth_result: dict[str, Any]) -> None:
     d = _prim(synth, "declared").filter(pl.col("csr").is_not_null() & pl.col("success").is_not_null())
     ref = sps.spearmanr(d["csr"].to_numpy(), d["success"].cast(pl.Float64).to_numpy())
-    got = synth_result["spearman"]["declared"]
+    got = synth_result["replication"]["spearman"]["declared"]
     assert got["rho"] == pytest.approx(ref.statistic, rel=1e-10)
     assert got["p"] == pytest.approx(ref.pvalue, rel=1e-6)
     assert got["n"] == d.height and got["clusters"] == 120
@@ -308,7 +310,7 @@ def test_csr_ci_task_unit_reproduces_plain_loop(synth: pl.DataFrame, synth_resul
     assert e["csr"] == pytest.approx(v.mean())
     # same seed -> same numbers
     again = stats.compute_all(synth, cfg())
-    assert again["csr_ci"] == synth_result["csr_ci"] and again["spearman"] == synth_result["spearman"]
+    assert again["csr_ci"] == synth_result["csr_ci"] and again["replication"]["spearman"] == synth_result["replication"]["spearman"]
 
 
 def test_csr_ci_run_unit_reproduces_the_papers_run_level_loop(synth: pl.DataFrame, synth_run_unit: dict[str, Any]) -> None:
@@ -360,18 +362,18 @@ def test_single_model_tests_not_applicable() -> None:
                      "present_semantic_decoy": True, "trapped_semantic_decoy": bool(k % 2), "success": k < 3} for k in range(6)])
     r = stats.compute_all(df, cfg())
     for key in ("chi2", "kruskal", "fisher_holm"):
-        assert r[key]["declared"]["reason"], key
-    assert r["chi2"]["declared"]["statistic"] is None
-    assert r["kruskal"]["declared"]["H"] is None
-    assert r["fisher_holm"]["declared"]["contrasts"] == []
-    assert r["spearman"]["declared"]["rho"] is not None  # pooled over runs: still defined
+        assert r["replication"][key]["declared"]["reason"], key
+    assert r["replication"]["chi2"]["declared"]["statistic"] is None
+    assert r["replication"]["kruskal"]["declared"]["H"] is None
+    assert r["replication"]["fisher_holm"]["declared"]["contrasts"] == []
+    assert r["replication"]["spearman"]["declared"]["rho"] is not None  # pooled over runs: still defined
 
 
 def test_baseline_constant_csr_reported_not_applicable(synth_result: dict[str, Any]) -> None:
-    assert synth_result["chi2"]["baseline"]["statistic"] is None
-    assert synth_result["kruskal"]["baseline"]["reason"] == "all values are identical"
-    assert synth_result["spearman"]["baseline"]["rho"] is None
-    assert synth_result["fisher_holm"]["baseline"]["n_contrasts"] == 0
+    assert synth_result["replication"]["chi2"]["baseline"]["statistic"] is None
+    assert synth_result["replication"]["kruskal"]["baseline"]["reason"] == "all values are identical"
+    assert synth_result["replication"]["spearman"]["baseline"]["rho"] is None
+    assert synth_result["replication"]["fisher_holm"]["baseline"]["n_contrasts"] == 0
 
 
 def test_absent_conditions_and_subtle_pool(synth: pl.DataFrame) -> None:
@@ -425,16 +427,18 @@ def test_known_answer_synthetic_recovers_planted_rates(synth_result: dict[str, A
     pooled = synth_result["recovery_outcome"]["declared+full"]["__pooled__"]
     assert pooled["recovered"]["success_rate"] == pytest.approx(RECOVERED_SUCCESS, abs=0.06)
     assert pooled["not_recovered"]["success_rate"] == pytest.approx(STUCK_SUCCESS, abs=0.04)
-    assert synth_result["spearman"]["declared"]["hi"] < 0  # canaries predict failure
+    assert synth_result["replication"]["spearman"]["declared"]["hi"] < 0  # canaries predict failure
     assert synth_result["excluded_error_runs"] == int(synth.get_column("error").sum())
 
 
 STATS_KEYS = {
-    "csr_ci", "chi2", "kruskal", "fisher_holm", "spearman", "tsr_delta", "csr_by_difficulty",
+    "csr_ci", "replication", "tsr_delta", "csr_by_difficulty",
     "recovery_outcome", "ablation", "trap_rates", "recovery", "tsr", "excluded_error_runs", "meta",
     # issue 10 / 16 / 9
     "counts", "tsr_ci", "tsr_truncated_as_failure", "trap_rate_ci", "friedman", "gee_trap", "contrasts",
     "spearman_by_model", "association", "ablation_by_type", "stability", "families",
+    # issue 20
+    "primary", "items", "judge_sensitivity",
 }
 
 

@@ -13,7 +13,14 @@ from fakes.runs import make_runs
 
 from canarykit import stats
 from canarykit.errors import InputError
-from canarykit.stats import DIAGNOSES, DIAGNOSIS_READINGS, diagnose, rate_below_p, rate_se, tost_p
+from canarykit.stats import (
+    DIAGNOSES,
+    DIAGNOSIS_READINGS,
+    diagnose,
+    rate_above_p,
+    rate_below_p,
+    tost_p,
+)
 from canarykit.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
@@ -92,13 +99,12 @@ def test_the_vocabulary_and_its_readings() -> None:
 
 
 def test_tost_is_two_one_sided_t_tests_on_the_cluster_robust_se() -> None:
-    # delta 0.02, se 0.03, 30 clusters (29 df), margin 0.10
+    # delta 0.02, se 0.03, 29 df (30 clusters, one-way), margin 0.10
     lower = sps.t.sf((0.02 + 0.10) / 0.03, 29)
     upper = sps.t.cdf((0.02 - 0.10) / 0.03, 29)
-    assert tost_p(0.02, 0.03, 30, 0.10) == pytest.approx(max(lower, upper))
-    assert tost_p(0.02, 0.03, 30, 0.10) < 0.05 < tost_p(0.08, 0.03, 30, 0.10)
-    assert tost_p(0.0, 0.0, 30, 0.10) == 0.0 and tost_p(0.2, 0.0, 30, 0.10) == 1.0  # no spread at all
-    assert tost_p(0.0, 0.01, 1, 0.10) is None  # one cluster: no test
+    assert float(tost_p(0.02, 0.03, 29, 0.10)) == pytest.approx(max(lower, upper))
+    assert float(tost_p(0.02, 0.03, 29, 0.10)) < 0.05 < float(tost_p(0.08, 0.03, 29, 0.10))
+    assert float(tost_p(0.0, 0.0, 29, 0.10)) == 0.0 and float(tost_p(0.2, 0.0, 29, 0.10)) == 1.0  # no spread at all
 
 
 def test_a_rate_of_zero_uses_its_exact_bound() -> None:
@@ -106,18 +112,15 @@ def test_a_rate_of_zero_uses_its_exact_bound() -> None:
     the defaults), whatever the runs per cluster."""
     for c in (10, 28, 29, 100):
         bound = 1 - ALPHA ** (1 / c)
-        assert (rate_below_p(0.0, 0.0, c, 0.10) < ALPHA) == (bound < 0.10), c
-    assert rate_below_p(0.0, 0.0, 28, 0.10) > ALPHA > rate_below_p(0.0, 0.0, 29, 0.10)
+        p = rate_below_p(0.0, 0.0, c - 1, c, 0.10)
+        assert p is not None and (p < ALPHA) == (bound < 0.10), c
+    assert rate_below_p(0.0, 0.0, 27, 28, 0.10) > ALPHA > rate_below_p(0.0, 0.0, 28, 29, 0.10)  # type: ignore[operator]
 
 
-def test_the_rate_se_is_cluster_robust() -> None:
-    import numpy as np
-
-    # two clusters of identical runs: the spread is between clusters only
-    rate, se, c = rate_se(np.array([1.0, 1.0, 0.0, 0.0]), np.array(["a", "a", "b", "b"]))
-    assert (rate, c) == (0.5, 2) and se == pytest.approx(0.5)
-    rate, se, c = rate_se(np.array([1.0, 0.0, 1.0, 0.0]), np.array(["a", "a", "b", "b"]))
-    assert se == 0.0  # every cluster at the mean
+def test_one_sided_rate_tests_are_the_cluster_robust_t() -> None:
+    assert rate_below_p(0.04, 0.02, 29, 30, 0.10) == pytest.approx(sps.t.cdf((0.04 - 0.10) / 0.02, 29))
+    assert rate_above_p(0.40, 0.05, 29, 0.10) == pytest.approx(sps.t.sf((0.40 - 0.10) / 0.05, 29))
+    assert rate_above_p(None, 0.05, 29, 0.10) is None and rate_below_p(0.3, None, None, 30, 0.10) is None
 
 
 # --------------------------------------------------------------------------- the study's numbers

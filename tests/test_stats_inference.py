@@ -28,6 +28,8 @@ SEED = 20261130
 
 
 def cfg(**kw: Any) -> stats.StatsConfig:
+    """The task bootstrap (BCa) unless a test names another unit: these tests replay its draws."""
+    kw.setdefault("bootstrap_unit", "task")
     return stats.StatsConfig(resamples=kw.pop("resamples", B), **kw)
 
 
@@ -270,19 +272,19 @@ def test_reference_and_planted_are_described_but_never_tested(small: pl.DataFram
     tested = ["frontier-3", "mid-1"]
     assert r["meta"]["tested_models"] == tested and r["meta"]["untested_models"] == ["frontier-1", "frontier-2"]
     for key in ("chi2", "kruskal", "fisher_holm", "friedman", "contrasts"):
-        assert r[key]["declared"]["models"] == tested, key
-    assert {m for c in r["fisher_holm"]["declared"]["contrasts"] for m in (c["model_a"], c["model_b"])} == set(tested)
+        assert (r["replication"] if key in r["replication"] else r)[key]["declared"]["models"] == tested, key
+    assert {m for c in r["replication"]["fisher_holm"]["declared"]["contrasts"] for m in (c["model_a"], c["model_b"])} == set(tested)
     assert r["gee_trap"]["declared"]["groups"] == tested
     fam = r["families"]["fisher_holm.declared"]
     assert fam["members"] == tested and fam["size"] == 6 and fam["correction"] == "holm"
     assert r["families"]["contrasts.declared"]["size"] == r["contrasts"]["declared"]["n_contrasts"]
     # described: every model keeps its row in the tables and per-model blocks
     assert set(r["csr_ci"]["declared"]) == set(r["trap_rates"]["declared"]) == set(small["model"].unique())
-    assert r["spearman"]["declared"]["n"] == _decl(df).filter(
+    assert r["replication"]["spearman"]["declared"]["n"] == _decl(df).filter(
         pl.col("model").is_in(tested) & pl.col("csr").is_not_null() & pl.col("success").is_not_null()).height
     # stats.test_groups overrides the default
     r2 = stats.compute_all(df, cfg(resamples=50, test_groups=("reference", "planted", "frontier", "mid")))
-    assert r2["chi2"]["declared"]["models"] == sorted(small["model"].unique())
+    assert r2["replication"]["chi2"]["declared"]["models"] == sorted(small["model"].unique())
     assert r2["meta"]["test_groups"] == ["reference", "planted", "frontier", "mid"]
     # and the instruments' p-values appear only then
     instruments = {"frontier-1", "frontier-2"}
@@ -425,7 +427,8 @@ def test_per_seed_stability_recomputed_by_hand(small: pl.DataFrame, small_result
         assert f["per_seed"][str(s)] == pytest.approx(cb - ca)
     assert f["survives"] == all(v > 0 for v in f["per_seed"].values())
     kinds = {x["kind"] for x in st["findings"]}
-    assert {"csr_order", "csr_ranking", "tsr_delta", "contrast", "fisher"} <= kinds
+    assert {"csr_order", "csr_ranking", "tsr_delta", "contrast"} <= kinds
+    assert "fisher" not in kinds  # the paper's Fisher tests assume independent runs: replication only
     one = stats.compute_all(small.filter(pl.col("seed") == 0), cfg(resamples=20))["stability"]
     assert one["note"] and all(x["survives"] is None for x in one["findings"])
 
@@ -629,7 +632,7 @@ def test_stability_tsr_delta_and_contrasts_per_seed_by_hand(small: pl.DataFrame,
                       & pl.col(f"present_{t}") & (pl.col("tool_calls") > 0))
         return float(f[f"trapped_{t}"].cast(pl.Float64).mean())
 
-    for kind, family in (("contrast", "contrasts"), ("fisher", "fisher_holm")):
+    for kind, family in (("contrast", "contrasts"),):
         found = [f for f in st["findings"] if f["kind"] == kind]
         significant = [(c, row) for c in small_result["meta"]["conditions"] for row in small_result[family][c]["contrasts"]
                        if row["significant"]]

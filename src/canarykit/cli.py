@@ -38,22 +38,6 @@ def _stats(args: argparse.Namespace) -> int:
     from .stats import stats_command
 
     kwargs: dict[str, Any] = {}
-    if args.params:
-        from .config import load_params
-
-        cfg = load_params(args.params)
-        kwargs = {
-            "resamples": cfg["stats"]["bootstrap_resamples"],
-            "seed": cfg["stats"]["seed"],
-            "alpha": cfg["stats"]["alpha"],
-            "group_averages": cfg["stats"]["group_averages"] or None,
-            "primary_pool": cfg["canaries"]["pool"],
-            "ablation_condition": cfg["ablation"]["condition"],
-            "bootstrap_unit": cfg["stats"]["bootstrap_unit"],
-            "test_groups": cfg["stats"]["test_groups"],
-            "equivalence_margin": cfg["stats"]["equivalence_margin"],
-            "min_clusters": cfg["stats"]["min_clusters"],
-        }
     if args.resamples is not None:
         from .errors import InputError
         from .stats import MAX_RESAMPLES
@@ -61,7 +45,21 @@ def _stats(args: argparse.Namespace) -> int:
         if not 1 <= args.resamples <= MAX_RESAMPLES:
             raise InputError("command line", "--resamples", f"must be between 1 and {MAX_RESAMPLES:,}, got {args.resamples:,}")
         kwargs["resamples"] = args.resamples
+    if args.params:
+        from .config import load_params
+        from .stats import StatsConfig
+
+        cfg = load_params(args.params)
+        # every stats key of the params file; --resamples wins
+        kwargs = {"config": StatsConfig.from_mapping(cfg["stats"], primary_pool=cfg["canaries"]["pool"],
+                                                     ablation_condition=cfg["ablation"]["condition"], **kwargs)}
     return stats_command(args.runs, args.output, **kwargs)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from .plan import plan_command
+
+    return plan_command(args.configfile, args.base_rate, args.icc, args.effect, args.output)
 
 
 def _human_sheet(args: argparse.Namespace) -> int:
@@ -247,6 +245,24 @@ def _add_stats(sub: _Subcommands) -> None:
     s.set_defaults(func=_stats)
 
 
+def _add_plan(sub: _Subcommands) -> None:
+    """The ``plan`` subcommand's arguments."""
+    from .plan import DEFAULTS
+
+    p = sub.add_parser("plan", help="before running: runs, model calls, tokens and USD per model, and the power of the "
+                                    "primary estimands (MDE at 80%%) by simulating the study's own estimator")
+    p.add_argument("--configfile", nargs="+", action="extend", default=[], metavar="F",
+                   help="config files merged over params.yaml, as snakemake --configfile (e.g. a profile)")
+    p.add_argument("--base-rate", type=float, default=DEFAULTS["base_rate"], metavar="R",
+                   help=f"the twin's first-pick rate (default {DEFAULTS['base_rate']})")
+    p.add_argument("--icc", type=float, default=DEFAULTS["icc"], metavar="RHO",
+                   help=f"intra-task correlation of two runs of one task (default {DEFAULTS['icc']})")
+    p.add_argument("--effect", type=float, default=DEFAULTS["effect"], metavar="D",
+                   help=f"the effect whose power is reported (default {DEFAULTS['effect']})")
+    p.add_argument("-o", "--output", default=None, metavar="plan.json", help="write the plan as JSON too")
+    p.set_defaults(func=_plan)
+
+
 def _add_human_sheet(sub: _Subcommands) -> None:
     """The ``human-sheet`` subcommand's arguments."""
     h = sub.add_parser(
@@ -363,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _add_generate(sub)
     _add_stats(sub)
+    _add_plan(sub)
     _add_human_sheet(sub)
     _add_validate_config(sub)
     _add_list_mcp_tools(sub)

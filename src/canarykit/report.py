@@ -75,6 +75,10 @@ TYPE_PLURALS: dict[str, str] = {
 #: The control-effect diagnoses in reading order, with what each says (README, "Reading control_effect").
 CONTROL_READINGS: tuple[tuple[str, str], ...] = tuple((w, DIAGNOSIS_READINGS[w]) for w in DIAGNOSES)
 
+#: The intervals of each ``stats.bootstrap_unit``, as the report names them.
+INTERVALS = {"task_x_item": "cluster-robust t intervals, tasks and canary items as crossed random factors",
+             "task": "BCa bootstrap intervals resampling whole tasks", "run": "percentile bootstrap intervals resampling runs"}
+
 _TABLE_TITLES: dict[str, str] = {
     "table1": "Table 1: declared condition",
     "table2": "Table 2: type-specific trap rates (declared)",
@@ -378,11 +382,12 @@ def study_summary(params: Mapping[str, Any], result: Mapping[str, Any], runs: pl
                    f"{len([n for n in names if n in instruments])} instruments (reference and planted agents)"),
         ("Turn limit", f"agent.max_turns {value_text((params.get('agent') or {}).get('max_turns'))}"),
         ("Judges", f"primary {_judge_text(judge.get('primary'))}, cross {_judge_text(judge.get('cross'))}"),
-        ("Statistics", f"{value_text(st.get('bootstrap_resamples', meta.get('resamples')))} bootstrap resamples of "
-                       f"{'whole tasks' if meta.get('bootstrap_unit', st.get('bootstrap_unit')) == 'task' else 'runs'}, "
+        ("Statistics", f"{INTERVALS.get(str(meta.get('bootstrap_unit', st.get('bootstrap_unit'))), INTERVALS['run'])}, "
                        f"alpha {value_text(meta.get('alpha', st.get('alpha')))}, seed {value_text(st.get('seed', meta.get('seed')))}"),
         ("Runs", f"{n_runs:,} (every model, condition, pool, seed and task)"),
     ]
+    if meta.get("few_clusters_note"):  # said once, here: every affected row carries few_clusters
+        facts.append(("Few tasks", str(meta["few_clusters_note"])))
     return {"facts": facts, "primary_pool": primary, "n_runs": n_runs}
 
 
@@ -552,7 +557,7 @@ def build_report(
         "counts": counts,
         "diagnoses": diagnoses(result, cfg),
         "tested": list(meta.get("tested_models") or []),
-        "unit": "whole tasks" if meta.get("bootstrap_unit", "task") == "task" else "runs",
+        "unit": INTERVALS.get(meta.get("bootstrap_unit", "task"), INTERVALS["run"]),
         "alpha": meta.get("alpha", 0.05),
         "margin": meta.get("equivalence_margin", 0.10),
         "min_clusters": meta.get("min_clusters", 10),

@@ -26,6 +26,7 @@ from ..metrics import verdict_rate
 from ..records import Event, RunRecord, event_from_dict, read_record, record_path
 from ..types import CANARY_TYPES
 from ._base import Judge, JudgeInput, Verdict, render_trace
+from ._kappa import kappa_interval
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -51,17 +52,19 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     return (p_o - p_e) / (1.0 - p_e)
 
 
-def agreement(a: Sequence[bool | None], b: Sequence[bool | None]) -> dict[str, Any]:
-    """Raw agreement and kappa over the pairs where both verdicts are defined."""
+def agreement(a: Sequence[bool | None], b: Sequence[bool | None], tasks: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Raw agreement and kappa over the pairs where both verdicts are defined; with the runs'
+    ``tasks``, kappa's task-clustered interval (:func:`~._kappa.kappa_interval`)."""
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     xs = [x for x, _ in pairs]
     ys = [y for _, y in pairs]
     n = len(pairs)
-    return {
+    out = {
         "n": n,
         "agreement": (sum(x == y for x, y in pairs) / n) if n else None,
         "kappa": finite_or_none(cohen_kappa(xs, ys)),
     }
+    return {**out, **kappa_interval(a, b, tasks)} if tasks is not None else out
 
 
 def _tsr(runs: pl.DataFrame, column: str) -> float | None:
@@ -171,15 +174,20 @@ def cross_judge_report(
     - ``tsr_primary``, ``tsr_cross`` and ``tsr_difference`` (primary minus cross, each over
       its own non-null verdicts).
 
-    A table without ``condition`` (or ``pool``) columns is treated as one condition (pool).
+    With a ``task_id`` column every kappa carries its task-clustered interval (``kappa_lo``,
+    ``kappa_hi``, ``clusters``, ``few_clusters``: :func:`~._kappa.kappa_interval`). A table
+    without ``condition`` (or ``pool``) columns is treated as one condition (pool).
     """
     valid = runs.filter(~pl.col("error"))
-    a = valid[primary].to_list()
-    b = valid[cross].to_list()
+
+    def agree(part: pl.DataFrame) -> dict[str, Any]:
+        tasks = part["task_id"].to_list() if "task_id" in part.columns else None
+        return agreement(part[primary].to_list(), part[cross].to_list(), tasks)
+
     tsr_p, tsr_c = _tsr(valid, primary), _tsr(valid, cross)
     use = [c for c in strata if c in valid.columns]
     drawn = stratified_sample(valid, sample, seed, use)
-    sample_report = agreement(drawn[primary].to_list(), drawn[cross].to_list())
+    sample_report = agree(drawn)
     sample_report.update(
         requested=int(sample), drawn=drawn.height, seed=int(seed), strata=use,
         run_ids=drawn["run_id"].to_list() if "run_id" in drawn.columns else None,
@@ -188,20 +196,20 @@ def cross_judge_report(
     if "condition" in valid.columns:
         keys = [c for c in ("pool", "condition") if c in valid.columns]
         for key, part in sorted(valid.partition_by(keys, as_dict=True).items(), key=lambda kv: tuple(map(str, kv[0]))):
-            by_condition["/".join(str(k) for k in key)] = agreement(part[primary].to_list(), part[cross].to_list())
+            by_condition["/".join(str(k) for k in key)] = agree(part)
     declared = valid.filter(pl.col("condition") == "declared") if "condition" in valid.columns else valid
     n_offered = pl.sum_horizontal([pl.col(f"present_{t}").cast(pl.Int32) for t in CANARY_TYPES])
     per_type: dict[str, Any] = {}
     per_type_declared: dict[str, Any] = {}
     for t in CANARY_TYPES:
         only = declared.filter(pl.col(f"present_{t}") & (n_offered == 1))
-        per_type[t] = agreement(only[primary].to_list(), only[cross].to_list())
+        per_type[t] = agree(only)
         offered = declared.filter(pl.col(f"present_{t}"))
-        per_type_declared[t] = agreement(offered[primary].to_list(), offered[cross].to_list())
+        per_type_declared[t] = agree(offered)
         per_type_declared[t]["shared"] = int(offered.select((n_offered > 1).sum()).item())
     return {
         "sample": sample_report,
-        "overall": agreement(a, b),
+        "overall": agree(valid),
         "by_condition": by_condition,
         "per_type": per_type,
         "per_type_declared": per_type_declared,

@@ -28,11 +28,16 @@ Units and conventions
 - **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
   ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
   ``truncated`` column has no truncated run.
-- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task`` (default) resamples whole tasks
-  once for the study and applies the same resampled tasks to every estimate (all seeds,
-  conditions and pools of a task travel together), so differences are paired by (task,
-  seed); intervals are BCa (acceleration from the leave-one-task-out jackknife). ``run``
-  resamples each estimate's runs independently, percentile intervals (the paper).
+- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task_x_item`` (default): tasks and
+  canary items (``item_<T>``) as crossed random factors; every estimate is linearized and
+  its interval is a cluster-robust t interval (two-way CR2 for per-type rates and their
+  differences, by task otherwise; Bell-McCaffrey degrees of freedom; Hall's skewness
+  correction; :mod:`._crossed`); estimates on fewer than 30 tasks carry ``few_clusters``.
+  ``task`` resamples whole tasks once for the study and applies the same resampled tasks to
+  every estimate (all seeds, conditions and pools of a task travel together), so
+  differences are paired by (task, seed); intervals are BCa (acceleration from the
+  leave-one-task-out jackknife). ``run`` resamples each estimate's runs independently,
+  percentile intervals (the paper).
 - **Tests** run over the models under test only (``stats.test_groups``; by default every
   group except ``reference`` and ``planted``, which get no p-value outside the control and
   position effects); ``families`` records each test family. Trap rates across models:
@@ -48,14 +53,23 @@ Units and conventions
   lists whose canaries precede their real tools.
 - Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
 
+- **Primary and secondary** (``_families``): ``primary`` holds the declared families
+  (``stats.primary``), Holm across model x type within each; every other p-value is
+  secondary; the paper's tests, which assume independent runs, are in ``replication``.
+- **Items and judges**: ``items`` (per canary item, ``_items``), ``judge_sensitivity``
+  (tsr and its results under the cross judge, ``_sensitivity``).
+
 The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json keys").
 """
 
 from ._bootstrap import (
+    BOOTSTRAP_UNITS,
     CHUNK_ELEMENTS,
     BootstrapUnit,
+    CrossedResampler,
     Draws,
     IntervalMethod,
+    Linearized,
     Resampler,
     RunBootstrap,
     Sample,
@@ -67,7 +81,9 @@ from ._bootstrap import (
     bootstrap_p,
     cluster_bootstrap_spearman,
     cluster_robust_contrasts,
+    cluster_robust_rate,
     column_quantiles,
+    cr1_wald,
     derive_rng,
     make_resampler,
     paired_delta,
@@ -75,10 +91,20 @@ from ._bootstrap import (
     percentile_ci,
     rate_draws,
     rate_intervals,
+    rate_p_value,
+    rate_tests,
     sample_of,
 )
 from ._cells import Cell, Study, build_study
-from ._config import INSTRUMENT_GROUPS, MAX_RESAMPLES, StatsConfig
+from ._config import (
+    DEFAULT_PRIMARY,
+    INSTRUMENT_GROUPS,
+    MAX_RESAMPLES,
+    PRIMARY_FAMILIES,
+    StatsConfig,
+)
+from ._crossed import FEW_CLUSTERS, hall, hall_inverse, t_p_value, tost_p
+from ._deltas import equivalence, verdict
 from ._descriptives import DECLARED_FULL, POOLED
 from ._effects import control_effect, position_balance, position_effect
 from ._equivalence import (
@@ -87,18 +113,19 @@ from ._equivalence import (
     diagnose,
     rate_above_p,
     rate_below_p,
-    rate_se,
-    tost_p,
 )
+from ._items import item_rates
 from ._load import load_runs, validate_runs
 from ._output import (
     FIGURE_DATA_FILES,
     TABLE_FILES,
+    console_notes,
     figure_data,
     stats_command,
     tables,
     write_outputs,
 )
+from ._sample import item_key
 from ._study import compute_all
 from ._tests import (
     chi2_independence,
@@ -115,7 +142,26 @@ from ._tests import (
 )
 
 __all__ = [
+    "BOOTSTRAP_UNITS",
     "CHUNK_ELEMENTS",
+    "DEFAULT_PRIMARY",
+    "FEW_CLUSTERS",
+    "PRIMARY_FAMILIES",
+    "CrossedResampler",
+    "Linearized",
+    "cluster_robust_rate",
+    "console_notes",
+    "cr1_wald",
+    "equivalence",
+    "hall",
+    "hall_inverse",
+    "item_key",
+    "item_rates",
+    "rate_p_value",
+    "rate_tests",
+    "t_p_value",
+    "tost_p",
+    "verdict",
     "DECLARED_FULL",
     "DIAGNOSES",
     "DIAGNOSIS_READINGS",
@@ -152,7 +198,6 @@ __all__ = [
     "diagnose",
     "rate_above_p",
     "rate_below_p",
-    "rate_se",
     "tost_p",
     "figure_data",
     "fisher_exact_2x2",

@@ -41,16 +41,16 @@ p-value.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
-import polars as pl
-from scipy import stats as sps
 
+from ._crossed import FEW_CLUSTERS, CrossedResampler, Linearized
 from ._intervals import (
     CHUNK_ELEMENTS,
+    BootstrapUnit,
     Draws,
+    Estimates,
     IntervalMethod,
     _chunks,
     bca_ci,
@@ -63,11 +63,24 @@ from ._intervals import (
     finite,
     percentile_ci,
 )
+from ._sample import Sample, sample_of
 from ._tests import cohens_h
+from ._wald import (
+    _cr1_pairs,
+    cluster_robust_contrasts,
+    cluster_robust_rate,
+    cr1_wald,
+    rate_p_value,
+    rate_tests,
+)
 
 __all__ = [
     "CHUNK_ELEMENTS",
+    "Estimates",
+    "BOOTSTRAP_UNITS",
     "BootstrapUnit",
+    "CrossedResampler",
+    "Linearized",
     "Draws",
     "IntervalMethod",
     "Resampler",
@@ -81,6 +94,10 @@ __all__ = [
     "bootstrap_p",
     "cluster_bootstrap_spearman",
     "cluster_robust_contrasts",
+    "cluster_robust_rate",
+    "cr1_wald",
+    "rate_p_value",
+    "rate_tests",
     "derive_rng",
     "make_resampler",
     "column_quantiles",
@@ -92,57 +109,10 @@ __all__ = [
     "sample_of",
 ]
 
-BootstrapUnit = Literal["task", "run"]
+BOOTSTRAP_UNITS: tuple[str, ...] = ("task_x_item", "task", "run")
 #: Up to this many task weights (``B * G``) are drawn once and kept (128 MB as float64);
 #: beyond it the same stream is re-drawn chunk by chunk for every estimate.
 KEEP_ELEMENTS = 16_000_000
-
-
-# --------------------------------------------------------------------------- samples
-
-
-@dataclass(frozen=True)
-class Sample:
-    """The runs behind one rate: a value per run and the task (cluster) of each run.
-
-    ``values`` are floats (0/1 for proportions); runs whose value is undefined are already
-    left out. ``pairs`` (optional) are the pairing keys of the runs, e.g. ``"task|seed"``:
-    only used to count the pairs two samples share.
-    """
-
-    values: np.ndarray
-    tasks: np.ndarray
-    pairs: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        if np.shape(self.values) != np.shape(self.tasks):
-            raise ValueError(f"values and tasks differ in length ({np.size(self.values)} vs {np.size(self.tasks)})")
-
-    @property
-    def n(self) -> int:
-        return int(np.size(self.values))
-
-    @property
-    def clusters(self) -> int:
-        """Distinct tasks carrying the sample's runs (the clusters its interval rests on)."""
-        return int(np.unique(self.tasks).size)
-
-    def mean(self) -> float | None:
-        return float(np.mean(self.values)) if self.n else None
-
-
-def sample_of(
-    frame: pl.DataFrame, value: str, *, task: str = "task_id", pair: Sequence[str] | None = ("task_id", "seed")
-) -> Sample:
-    """The :class:`Sample` of column ``value`` over the rows of ``frame`` where it is not null
-    (booleans become 0/1); ``task`` names the cluster column, ``pair`` the pairing key columns."""
-    rows = frame.filter(pl.col(value).is_not_null())
-    values = rows.get_column(value).cast(pl.Float64).to_numpy()
-    tasks = rows.get_column(task).cast(pl.String).to_numpy().astype(str)
-    pairs = None
-    if pair:
-        pairs = rows.select(pl.concat_str([pl.col(c).cast(pl.String) for c in pair], separator="|")).to_series().to_numpy().astype(str)
-    return Sample(values, tasks, pairs)
 
 
 # --------------------------------------------------------------------------- resamplers
@@ -159,8 +129,9 @@ class Resampler(Protocol):
         """``(B, K)`` bootstrap means of the ``K`` samples (NaN where a resample has no run)."""
         ...
 
-    def draws(self, label: Sequence[str], samples: Sequence[Sample]) -> Draws:
-        """The :class:`Draws` of the ``K`` samples' means (values as :meth:`mean_draws`)."""
+    def draws(self, label: Sequence[str], samples: Sequence[Sample]) -> Estimates:
+        """The :class:`Draws` of the ``K`` samples' means (values as :meth:`mean_draws`; the
+        ``task_x_item`` unit's :class:`Linearized` means)."""
         ...
 
     def cluster_sums(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
@@ -173,6 +144,11 @@ class Resampler(Protocol):
 
     def spearman(self, label: Sequence[str], x: np.ndarray, y: np.ndarray, tasks: np.ndarray) -> Draws:
         """The :class:`Draws` of Spearman's rho of x and y (one column)."""
+        ...
+
+    def wald(self, samples: Sequence[Sample], pairs: Sequence[tuple[int, int]], draws: Any = None) -> dict[str, np.ndarray]:
+        """``delta, se, p, df, clusters, items`` of the cluster-robust t test of each
+        ``mean(a) - mean(b) = 0`` (``draws``: the differences' draws, when already made)."""
         ...
 
 
@@ -268,6 +244,9 @@ class TaskBootstrap:
             jack = np.where(left > 0, (tot_s[None, :] - s) / np.where(left > 0, left, 1.0), np.nan)
         return Draws(est, self._ratio_draws(s, n), jack, "bca")
 
+    def wald(self, samples: Sequence[Sample], pairs: Sequence[tuple[int, int]], draws: Any = None) -> dict[str, np.ndarray]:
+        return _cr1_pairs(self, samples, pairs)
+
 
 class RunBootstrap:
     """The paper's run-level bootstrap: each estimate resamples its own runs independently;
@@ -313,26 +292,34 @@ class RunBootstrap:
         est = spearman_from_counts(table.reshape(1, k, ll))
         return Draws(est, self.spearman_draws(label, x, y, tasks)[:, None], None, "percentile")
 
+    def wald(self, samples: Sequence[Sample], pairs: Sequence[tuple[int, int]], draws: Any = None) -> dict[str, np.ndarray]:
+        return _cr1_pairs(self, samples, pairs)
+
 
 def make_resampler(unit: BootstrapUnit, tasks: Sequence[str] | np.ndarray, resamples: int, seed: int) -> Resampler:
-    """The study's resampler: ``task`` (default, :class:`TaskBootstrap` over ``tasks``) or
-    ``run`` (:class:`RunBootstrap`, the paper's run-level intervals)."""
+    """The study's resampler: ``task_x_item`` (default, :class:`CrossedResampler`: tasks and
+    items crossed, small-sample cluster-robust t intervals), ``task`` (:class:`TaskBootstrap`
+    over ``tasks``, BCa) or ``run`` (:class:`RunBootstrap`, the paper's run-level intervals)."""
+    if unit == "task_x_item":
+        return CrossedResampler(TaskBootstrap(tasks, resamples, seed))
     if unit == "task":
         return TaskBootstrap(tasks, resamples, seed)
     if unit == "run":
         return RunBootstrap(resamples, seed)
-    raise ValueError(f"bootstrap unit must be 'task' or 'run', got {unit!r}")
+    raise ValueError(f"bootstrap unit must be one of {list(BOOTSTRAP_UNITS)}, got {unit!r}")
 
 
-def rate_draws(boot: Resampler, items: Sequence[tuple[Sequence[str], Sample]]) -> Draws:
+def rate_draws(boot: Resampler, items: Sequence[tuple[Sequence[str], Sample]]) -> Estimates:
     """The :class:`Draws` of many rates, one column per ``(label, sample)``: with the task
     unit one matrix product for all of them, with the run unit each label its own generator
-    (so a rate's draws do not depend on which other rates are computed)."""
+    (so a rate's draws do not depend on which other rates are computed); with
+    ``task_x_item`` their :class:`Linearized` means."""
     if not items:
         return Draws(np.empty(0), np.empty((boot.resamples, 0)), None, boot.interval_method)
-    if boot.unit == "task":
+    if boot.unit != "run":
         return boot.draws(items[0][0], [smp for _, smp in items])
-    return Draws.concat([boot.draws(label, [smp]) for label, smp in items])
+    parts = [boot.draws(label, [smp]) for label, smp in items]
+    return Draws.concat([p for p in parts if isinstance(p, Draws)])
 
 
 def rate_intervals(
@@ -347,51 +334,6 @@ def rate_intervals(
         lo, hi = rate_draws(boot, chunk).intervals(alpha)
         out.extend((finite(a), finite(b)) for a, b in zip(lo, hi, strict=True))
     return out
-
-
-# --------------------------------------------------------------------------- cluster-robust variance
-
-
-def cluster_robust_contrasts(
-    sums: np.ndarray, counts: np.ndarray, pairs: Sequence[tuple[int, int]]
-) -> dict[str, np.ndarray]:
-    """Differences of ratio means ``r_a - r_b`` with their cluster-robust (CR1) standard errors.
-
-    ``sums``/``counts`` are per-cluster sums and counts ``(G, K)`` of ``K`` samples;
-    ``r_k = sums[:, k].sum() / counts[:, k].sum()``. The variance is the linearised
-    (sandwich) variance of the difference: with influence ``e_gk = (s_gk - r_k n_gk) / N_k``,
-    ``Var = G / (G - 1) * sum_g (e_ga - e_gb)^2`` over the ``G`` clusters with data. This is
-    the cluster-robust variance of the slope of an OLS regression of the run value on an
-    indicator of sample a (statsmodels ``cov_type="cluster"`` without its ``(N-1)/(N-K)``
-    factor). p-values are two-sided from Student's t with ``G - 1`` degrees of freedom.
-    Returns arrays ``delta, se, p, clusters`` (one entry per pair; NaN where undefined).
-    """
-    s = np.asarray(sums, dtype=float)
-    n = np.asarray(counts, dtype=float)
-    tot_s = s.sum(axis=0)
-    tot_n = n.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(tot_n > 0, tot_s / np.where(tot_n > 0, tot_n, 1.0), np.nan)
-        e = (s - r[None, :] * n) / np.where(tot_n > 0, tot_n, 1.0)[None, :]
-    ia = np.array([a for a, _ in pairs], dtype=int)
-    ib = np.array([b for _, b in pairs], dtype=int)
-    if ia.size == 0:
-        empty = np.empty(0)
-        return {"delta": empty, "se": empty, "p": empty, "clusters": empty}
-    used = (n[:, ia] + n[:, ib]) > 0
-    g = used.sum(axis=0).astype(float)
-    diff = e[:, ia] - e[:, ib]
-    ss = np.where(used, diff**2, 0.0).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var = np.where(g > 1, g / (g - 1.0) * ss, np.nan)
-        delta = r[ia] - r[ib]
-        se = np.sqrt(var)
-        t = delta / se
-    p = np.where(np.isfinite(t), 2.0 * sps.t.sf(np.abs(t), np.maximum(g - 1.0, 1.0)), np.nan)
-    # no variability at all: a zero difference is p = 1, a constant non-zero one p = 0
-    flat = np.isfinite(delta) & (var == 0)
-    p = np.where(flat, np.where(np.abs(delta) > 0, 0.0, 1.0), p)
-    return {"delta": delta, "se": se, "p": p, "clusters": g}
 
 
 # --------------------------------------------------------------------------- the paired delta
@@ -417,18 +359,26 @@ def paired_delta(
     The reusable primitive for every "with vs without" comparison of the study (baseline vs
     condition tsr, standard vs subtle pool, canary vs matched control, canary before vs after
     the real tool, model a vs model b). Each side keeps its own definition (the mean over its
-    own defined runs). With the task unit both sides are resampled with the same tasks, so
-    the difference is paired by (task, seed) and clustered by task, and the interval is BCa
-    (the jackknife of the difference leaves out one task on both sides); with the run unit
-    they are resampled independently and the interval is the percentile interval (the
-    paper's). ``label`` names the estimate (it seeds the run-unit generator; the task unit
-    shares the study's draws).
+    own defined runs). With ``task_x_item`` (the default) the difference is one linear
+    estimate whose variance is two-way cluster-robust (tasks and, when the samples carry
+    them, items), CR2 with Bell-McCaffrey degrees of freedom and Hall's skewness correction
+    (:mod:`._crossed`): paired by (task, seed) because both sides share their clusters. With
+    the task unit both sides are resampled with the same tasks, so the difference is paired
+    by (task, seed) and clustered by task, and the interval is BCa (the jackknife of the
+    difference leaves out one task on both sides); with the run unit they are resampled
+    independently and the interval is the percentile interval (the paper's). ``label``
+    names the estimate (it seeds the run-unit generator; the task unit shares the study's
+    draws).
 
     Returns ``a, b, delta, lo, hi`` (interval at ``1 - alpha``), ``p`` (two-sided,
-    cluster-robust Wald t test of delta = 0, see :func:`cluster_robust_contrasts`; clusters
-    are tasks, or runs with the run unit), ``se``, ``n_a, n_b`` (runs), ``n_pairs`` (pairing
-    keys present on both sides, when the samples carry them), ``clusters`` and, for
-    proportions, ``cohens_h``. Undefined numbers are None.
+    cluster-robust t test of delta = 0: the interval's own pivot with ``task_x_item``,
+    :func:`cluster_robust_contrasts` otherwise; clusters are tasks, or runs with the run
+    unit), ``se``, ``df`` (its degrees of freedom) and ``skew`` (the standardized third
+    cumulant; 0 with the bootstrap units): with :func:`~._crossed.t_p_value` and
+    :func:`~._crossed.tost_p` they give one-sided and equivalence tests; ``n_a, n_b`` (runs),
+    ``n_pairs`` (pairing keys present on both sides, when the samples carry them),
+    ``clusters`` (tasks), ``items`` (items, when the variance is two-way), ``few_clusters``
+    (fewer than 30 tasks) and, for proportions, ``cohens_h``. Undefined numbers are None.
     """
     return paired_deltas(boot, [(label, a, b)], alpha=alpha, proportion=proportion)[0]
 
@@ -447,7 +397,9 @@ def paired_deltas(
     each difference draws from its own generator, as in :func:`paired_delta`.
     """
     out: list[dict[str, Any]] = []
-    if boot.unit == "task":
+    if boot.unit == "task_x_item":
+        out.extend(_deltas_batch(boot, specs, alpha, proportion))
+    elif boot.unit == "task":
         per = max(1, CHUNK_ELEMENTS // max(4 * boot.resamples, 1))
         for start in range(0, len(specs), per):
             out.extend(_deltas_batch(boot, specs[start : start + per], alpha, proportion))
@@ -467,7 +419,8 @@ def _deltas_batch(
         ma, mb = a.mean(), b.mean()
         row: dict[str, Any] = {
             "a": ma, "b": mb, "delta": None, "lo": None, "hi": None, "p": None, "se": None,
-            "n_a": a.n, "n_b": b.n, "n_pairs": _pairs_shared(a, b), "clusters": 0,
+            "n_a": a.n, "n_b": b.n, "n_pairs": _pairs_shared(a, b), "clusters": 0, "df": None, "skew": None, "items": None,
+            "few_clusters": True,
         }
         if proportion:
             row["cohens_h"] = cohens_h(ma, mb)
@@ -479,15 +432,18 @@ def _deltas_batch(
     live_pairs = [(2 * k, 2 * k + 1) for k in range(len(live))]
     d = boot.draws(specs[live[0]][0], live_samples).differences(live_pairs)
     lo, hi = d.intervals(alpha)
-    s, n = boot.cluster_sums(live_samples)
-    cr = cluster_robust_contrasts(s, n, live_pairs)
+    cr = boot.wald(live_samples, live_pairs, d)
     for k, i in enumerate(live):
         r = rows[i]
         r["delta"] = r["a"] - r["b"]
         r["lo"], r["hi"] = finite(lo[k]), finite(hi[k])
         r["p"] = finite(cr["p"][k])
         r["se"] = finite(cr["se"][k])
+        r["df"] = finite(cr["df"][k])
+        r["skew"] = finite(cr["skew"][k])
         r["clusters"] = int(cr["clusters"][k])
+        r["items"] = int(cr["items"][k]) if boot.unit == "task_x_item" else None
+        r["few_clusters"] = bool(r["clusters"] < FEW_CLUSTERS)
     return rows
 
 

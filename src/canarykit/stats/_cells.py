@@ -15,6 +15,7 @@ from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Resampler, Sample, make_resampler, rate_intervals
 from ._config import StatsConfig
 from ._load import with_optional_columns
+from ._sample import item_key
 
 #: The number of canary types (the columns of a cell's per-type arrays).
 N_TYPES = len(CANARY_TYPES)
@@ -71,6 +72,8 @@ class Cell:
     recovered_after: np.ndarray
     arm: np.ndarray
     items: np.ndarray
+    """runs x canary types: the item (canary id, twins folded in) offered for each type, from
+    the runs table's ``item_<T>`` (``""`` where the table has no such column: one item)."""
     visible: np.ndarray
 
     @classmethod
@@ -104,17 +107,17 @@ class Cell:
             first_pick=np.column_stack([rate(metrics.first_pick_rate(t)) for t in CANARY_TYPES]),
             recovered_after=np.column_stack([rate(metrics.recovery_after_call_rate(t)) for t in CANARY_TYPES]),
             arm=f.get_column("arm").cast(pl.String).fill_null("").to_numpy().astype(str),
-            items=np.column_stack([f.get_column(f"item_{t}").cast(pl.String).fill_null("").to_numpy().astype(str)
-                                   for t in CANARY_TYPES]),
+            items=_items(f),
             visible=np.column_stack([f.get_column(f"selection_visible_{t}").cast(pl.Float64).fill_null(np.nan).to_numpy()
                                      .astype(float) for t in CANARY_TYPES]),
         )
 
-    def sample(self, values: np.ndarray, mask: np.ndarray | None = None) -> Sample:
-        """The runs where ``values`` is defined (finite) and ``mask`` holds."""
+    def sample(self, values: np.ndarray, mask: np.ndarray | None = None, item: int | None = None) -> Sample:
+        """The runs where ``values`` is defined (finite) and ``mask`` holds; ``item`` (a type's
+        column) attaches the items the runs were offered for that type."""
         v = np.asarray(values, dtype=float)
         keep = np.isfinite(v) if mask is None else (mask & np.isfinite(v))
-        return Sample(v[keep], self.tasks[keep], self.pairs[keep])
+        return Sample(v[keep], self.tasks[keep], self.pairs[keep], None if item is None else self.items[keep, item])
 
     def where(self, mask: np.ndarray) -> Cell:
         return Cell(**{k: getattr(self, k)[mask] for k in self.__dataclass_fields__})
@@ -128,20 +131,20 @@ class Cell:
 
     def trap_sample(self, j: int) -> Sample:
         """Type ``j``: runs where it was offered and that made at least one tool call."""
-        return self.sample(self.trap[:, j])
+        return self.sample(self.trap[:, j], item=j)
 
     def control_sample(self, j: int) -> Sample:
         """Type ``j``'s control: runs where it was offered and that made at least one tool
         call; the value is whether the control was called (the trap rate's counterpart)."""
-        return self.sample(self.control[:, j])
+        return self.sample(self.control[:, j], item=j)
 
     def first_pick_sample(self, j: int, mask: np.ndarray | None = None) -> Sample:
         """Type ``j``'s first pick: runs with a first call into its families (and ``mask``)."""
-        return self.sample(self.first_pick[:, j], mask)
+        return self.sample(self.first_pick[:, j], mask, item=j)
 
     def recovered_after_sample(self, j: int, mask: np.ndarray | None = None) -> Sample:
         """Runs that called one of type ``j``'s stand-ins: whether they then called its real tool."""
-        return self.sample(self.recovered_after[:, j], mask)
+        return self.sample(self.recovered_after[:, j], mask, item=j)
 
     def trap_any_sample(self) -> Sample:
         """Runs offered at least one canary and that made a tool call: trapped or not."""
@@ -164,6 +167,13 @@ def _empty_cell() -> Cell:
         trap=types, trap_any=z, control=types, first_pick=types, recovered_after=types, arm=z.astype(str),
         items=types.astype(str), visible=types,
     )
+
+
+def _items(f: pl.DataFrame) -> np.ndarray:
+    """runs x types: ``item_<T>`` as item labels (:func:`item_key`), ``""`` without the column."""
+    cols = [item_key(f.get_column(f"item_{t}").cast(pl.String).to_numpy()) if f"item_{t}" in f.columns
+            else np.full(f.height, "", dtype=str) for t in CANARY_TYPES]
+    return np.column_stack(cols).astype(str) if cols else np.zeros((f.height, 0), dtype=str)
 
 
 @dataclass

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from ..types import CANARY_TYPES
-from ._bootstrap import cluster_robust_contrasts as _cr_contrasts
 from ._bootstrap import derive_rng, finite
 from ._cells import N_TYPES, Cell, Study
+from ._crossed import FEW_CLUSTERS
 from ._rates import TrapDraws
 from ._tests import (
     chi2_independence,
@@ -97,6 +97,7 @@ def spearman_test(st: Study, c: str, models: list[str], label: tuple[str, ...], 
     tasks = np.concatenate(ts) if ts else np.zeros(0, str)
     entry: dict[str, Any] = {"rho": None, "p": None, "p_bootstrap": None, "lo": None, "hi": None, "n": int(x.size),
                              "clusters": int(np.unique(tasks).size), "reason": None}
+    entry["few_clusters"] = entry["clusters"] < FEW_CLUSTERS
     if x.size < 3:
         entry["reason"] = "fewer than three runs with both csr and a verdict"
     elif np.unique(x).size < 2 or np.unique(y).size < 2:
@@ -225,10 +226,10 @@ def contrasts(st: Study, c: str, td: TrapDraws) -> dict[str, Any]:
         if not pairs:
             continue
         idx = {m: i for i, m in enumerate(have)}
-        sums, counts = st.boot.cluster_sums([td.samples[(c, m, j)] for m in have])
-        cr = _cr_contrasts(sums, counts, [(idx[a], idx[b]) for a, b in pairs])
         assert td.draws is not None
-        diffs = td.draws.take([td.column[(c, m, j)] for m in have]).differences([(idx[a], idx[b]) for a, b in pairs])
+        ipairs = [(idx[a], idx[b]) for a, b in pairs]
+        diffs = td.draws.take([td.column[(c, m, j)] for m in have]).differences(ipairs)
+        cr = st.boot.wald([td.samples[(c, m, j)] for m in have], ipairs, diffs)
         lo_all, hi_all = diffs.intervals(st.config.alpha)
         for k, (a, b) in enumerate(pairs):
             sa, sb = td.samples[(c, a, j)], td.samples[(c, b, j)]
@@ -237,7 +238,7 @@ def contrasts(st: Study, c: str, td: TrapDraws) -> dict[str, Any]:
             rows.append({
                 "type": t, "model_a": a, "model_b": b, "a": ra, "b": rb, "delta": finite(cr["delta"][k]), "lo": lo, "hi": hi,
                 "se": finite(cr["se"][k]), "p": finite(cr["p"][k]), "cohens_h": cohens_h(ra, rb), "a_n": sa.n, "b_n": sb.n,
-                "clusters": int(cr["clusters"][k]),
+                "clusters": int(cr["clusters"][k]), "df": finite(cr["df"][k]), "few_clusters": bool(cr["clusters"][k] < FEW_CLUSTERS),
             })
     tested = [r for r in rows if r["p"] is not None]
     adj = holm([r["p"] for r in tested])

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..types import CONDITIONS, POOLS
-from ._bootstrap import BootstrapUnit
+from ._bootstrap import BOOTSTRAP_UNITS, BootstrapUnit
 
 #: Bounds shared with resources/params.schema.yaml (checked again here for the CLI and API).
 MIN_RESAMPLES = 100
@@ -18,6 +18,11 @@ MAX_ALPHA = 0.5
 #: Groups described (tables, figures) but left out of every test and Holm family by default:
 #: they calibrate the instrument, they are not models under test.
 INSTRUMENT_GROUPS: tuple[str, ...] = ("reference", "planted")
+#: The families ``stats.primary`` may declare (README, "Primary and secondary"):
+#: ``control_effect`` (its diagnoses' tests) and ``trap_rate`` (per-type trap rates above the
+#: equivalence margin), ``position_effect`` and ``ablation`` (per-type subtle - standard).
+PRIMARY_FAMILIES: tuple[str, ...] = ("control_effect", "trap_rate", "position_effect", "ablation")
+DEFAULT_PRIMARY: tuple[str, ...] = ("control_effect", "trap_rate")
 
 
 @dataclass(frozen=True)
@@ -25,12 +30,15 @@ class StatsConfig:
     """Options of :func:`compute_all` (the ``stats`` section of params.yaml).
 
     ``resamples`` bootstrap resamples (100..100,000; the API also accepts fewer, down to 1,
-    for quick tests); ``bootstrap_unit`` ``task`` (whole tasks, default) or ``run`` (the
-    paper's run-level intervals); ``test_groups`` the model groups that enter the tests and
-    Holm families (None: every group except ``reference`` and ``planted``);
-    ``equivalence_margin`` the margin of the control effect's equivalence tests (in (0, 1),
-    default 0.10) and ``min_clusters`` the fewest tasks with a first pick on both sides a
-    control-effect diagnosis needs (default 10; README, "Reading control_effect").
+    for quick tests); ``bootstrap_unit`` ``task_x_item`` (tasks and canary items crossed,
+    small-sample cluster-robust t intervals; default), ``task`` (the task bootstrap, BCa) or
+    ``run`` (the paper's run-level intervals); ``test_groups`` the model groups that enter the
+    tests and Holm families (None: every group except ``reference`` and ``planted``);
+    ``primary`` the declared primary families (Holm across model x type within each);
+    ``equivalence_margin`` the margin of every equivalence test (TOST: the control effect's
+    diagnoses, the ablation's "unchanged"; in (0, 0.5], default 0.10) and ``min_clusters`` the
+    fewest tasks with a first pick on both sides a control-effect diagnosis needs (default 10;
+    README, "Reading control_effect").
     """
 
     resamples: int = 10_000
@@ -39,8 +47,9 @@ class StatsConfig:
     group_averages: dict[str, list[str]] | None = None
     primary_pool: str = "standard"
     ablation_condition: str = "declared"
-    bootstrap_unit: BootstrapUnit = "task"
+    bootstrap_unit: BootstrapUnit = "task_x_item"
     test_groups: tuple[str, ...] | None = None
+    primary: tuple[str, ...] = DEFAULT_PRIMARY
     equivalence_margin: float = 0.10
     min_clusters: int = 10
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -57,10 +66,14 @@ class StatsConfig:
             raise InputError(src, "primary_pool", f"must be one of {list(POOLS)}")
         if self.ablation_condition not in CONDITIONS:
             raise InputError(src, "ablation_condition", f"must be one of {list(CONDITIONS)}")
-        if self.bootstrap_unit not in ("task", "run"):
-            raise InputError(src, "bootstrap_unit", f"must be 'task' or 'run', got {self.bootstrap_unit!r}")
-        if not 0.0 < self.equivalence_margin < 1.0:
-            raise InputError(src, "equivalence_margin", f"must be in (0, 1), got {self.equivalence_margin}")
+        if self.bootstrap_unit not in BOOTSTRAP_UNITS:
+            raise InputError(src, "bootstrap_unit", f"must be one of {list(BOOTSTRAP_UNITS)}, got {self.bootstrap_unit!r}")
+        object.__setattr__(self, "primary", tuple(str(f) for f in self.primary))
+        unknown = [f for f in self.primary if f not in PRIMARY_FAMILIES]
+        if unknown:
+            raise InputError(src, "primary", f"unknown family {unknown[0]!r}; expected some of {list(PRIMARY_FAMILIES)}")
+        if not 0.0 < float(self.equivalence_margin) <= 0.5:
+            raise InputError(src, "equivalence_margin", f"must be in (0, 0.5], got {self.equivalence_margin}")
         if isinstance(self.min_clusters, bool) or not isinstance(self.min_clusters, int) or self.min_clusters < 2:
             raise InputError(src, "min_clusters", f"must be an integer of at least 2, got {self.min_clusters!r}")
         if self.test_groups is not None:
@@ -80,6 +93,7 @@ class StatsConfig:
         resamples = m.pop("bootstrap_resamples", m.pop("resamples", 10_000))
         ga = m.pop("group_averages", None)
         tg = m.pop("test_groups", None)
+        primary = m.pop("primary", None)
         kwargs: dict[str, Any] = {
             "resamples": int(resamples),
             "seed": int(m.pop("seed", 20261130)),
@@ -87,8 +101,9 @@ class StatsConfig:
             "group_averages": {str(k): [str(g) for g in v] for k, v in ga.items()} if ga else None,
             "primary_pool": str(m.pop("primary_pool", "standard")),
             "ablation_condition": str(m.pop("ablation_condition", "declared")),
-            "bootstrap_unit": str(m.pop("bootstrap_unit", "task")),
+            "bootstrap_unit": str(m.pop("bootstrap_unit", "task_x_item")),
             "test_groups": tuple(str(g) for g in tg) if tg is not None else None,
+            "primary": tuple(str(f) for f in primary) if primary is not None else DEFAULT_PRIMARY,
             "equivalence_margin": float(m.pop("equivalence_margin", 0.10)),
             "min_clusters": m.pop("min_clusters", 10),
         }

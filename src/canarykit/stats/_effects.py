@@ -44,6 +44,7 @@ from ._bootstrap import Sample, paired_deltas
 from ._cells import N_TYPES, Cell, Study
 from ._equivalence import RECOVERY_OUTCOME, SELECTION_OUTCOME, diagnose, equivalence_tests
 from ._tests import holm
+from ._wald import cluster_robust_rate
 
 POSITION_CONDITIONS: tuple[str, ...] = ("declared", "mirrored")
 
@@ -59,14 +60,8 @@ def _holm_in_place(entries: list[dict[str, Any]], alpha: float) -> None:
 
 def _on_tasks(smp: Sample, tasks: np.ndarray) -> Sample:
     keep = np.isin(smp.tasks, tasks)
-    return Sample(smp.values[keep], smp.tasks[keep], None if smp.pairs is None else smp.pairs[keep])
-
-
-def _clusters_of(st: Study, smp: Sample) -> tuple[np.ndarray, np.ndarray]:
-    """A sample's values and cluster labels for the one-sided rate tests: its tasks, or its
-    runs with the run unit (as every other test of the study)."""
-    labels = smp.tasks if st.boot.unit == "task" else np.arange(smp.n).astype(str)
-    return smp.values, labels
+    return Sample(smp.values[keep], smp.tasks[keep], None if smp.pairs is None else smp.pairs[keep],
+                  None if smp.items is None else smp.items[keep])
 
 
 def _sides(st: Study, m: str, j: int) -> tuple[str, Sample, Sample, Sample, Sample]:
@@ -110,7 +105,8 @@ def control_effect(st: Study) -> dict[str, Any]:
         (c_lo, c_hi), (k_lo, k_hi) = rates[2 * i], rates[2 * i + 1]
         e: dict[str, Any] = {
             "outcome": outcome, "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"],
-            "p": d["p"], "se": d["se"], "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n),
+            "p": d["p"], "se": d["se"], "df": d.get("df"), "few_clusters": d.get("few_clusters"),
+            "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n),
             "n_canary": a.n, "n_control": b.n, "clusters": int(np.unique(a.tasks).size), "cohens_h": d["cohens_h"],
             "canary_lo": c_lo, "canary_hi": c_hi, "control_lo": k_lo, "control_hi": k_hi, "margin": margin,
             "tost_p": None, "canary_below_p": None, "control_below_p": None, "control_above_p": None,
@@ -118,7 +114,8 @@ def control_effect(st: Study) -> dict[str, Any]:
                                                     ("hi", "hi"), ("p", "p"))},
         }
         if outcome == SELECTION_OUTCOME and a.n and b.n:
-            e.update(equivalence_tests({**e, "clusters": d["clusters"]}, _clusters_of(st, a), _clusters_of(st, b), margin))
+            e.update(equivalence_tests({**e, "df": d.get("df"), "skew": d.get("skew")}, cluster_robust_rate(st.boot, a),
+                                       cluster_robust_rate(st.boot, b), margin))
         out.setdefault(m, {})[t] = e
     tested = set(st.tested)
     for family in (True, False):  # models under test x types; the instruments likewise, on their own

@@ -7,22 +7,22 @@ difference, so "the defect makes no difference" (``blind``) and "it takes neithe
 (``not drawn``) are claims of equivalence, tested against a margin
 (``stats.equivalence_margin``, default 0.10):
 
-- **TOST** (two one-sided tests) of ``|delta| < margin``: the cluster-robust t statistics
-  ``(delta + margin) / se`` (upper tail) and ``(delta - margin) / se`` (lower tail) with
-  ``clusters - 1`` degrees of freedom; ``tost_p`` is the larger of the two one-sided p
-  values (:func:`tost_p`);
+- **TOST** (two one-sided tests) of ``|delta| < margin``: the paired difference's own
+  cluster-robust t (the study's standard error, degrees of freedom and skewness correction:
+  with ``stats.bootstrap_unit: task_x_item`` two-way CR2 over tasks and canary items with
+  Bell-McCaffrey df, :mod:`._crossed`); ``tost_p`` is the larger of the two one-sided p
+  values (:func:`~._crossed.tost_p`);
 - **one-sided rate tests** of one side's rate against the margin (:func:`rate_below_p`,
-  :func:`rate_above_p`): the rate's cluster-robust standard error (linearised ratio mean,
-  CR1, ``clusters - 1`` degrees of freedom). A rate that is exactly 0 has no spread to
+  :func:`rate_above_p`) on the rate's cluster-robust t
+  (:func:`~._wald.cluster_robust_rate`). A rate that is exactly 0 has no spread to
   estimate a standard error from; its exact one-sided upper bound over ``C`` clusters is
   ``1 - alpha^(1/C)`` (no cluster of C drew it: (1 - p)^C >= alpha for every p below the
   bound), so its p value against the margin is ``(1 - margin)^C``: below alpha exactly
   when that bound is below the margin (29 tasks at the defaults).
 
-Why a hand-written TOST: statsmodels' ``ttost_paired``/``ttost_ind`` assume independent
-observations (or one pair per unit); ours are ratio means of clustered runs whose standard
-error is the cluster-robust one of the rest of the study (:mod:`._bootstrap`), so the two
-one-sided t tests are written on that standard error, in a few lines.
+Why not statsmodels' ``ttost_paired``/``ttost_ind``: they assume independent observations
+(or one pair per unit); ours are ratio means of clustered runs, so the one-sided tests are
+taken on the study's cluster-robust standard errors.
 
 :func:`diagnose` applies the rule of design section 4 (README, "Reading control_effect"),
 the first row that applies:
@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import scipy.stats as sps
+from ._crossed import t_p_value, tost_p
+from ._intervals import finite
 
 #: The diagnosis words, in reading order.
 DIAGNOSES: tuple[str, ...] = ("lured", "sensitive", "blind", "not drawn", "inconclusive", "n/a")
@@ -62,60 +62,26 @@ SELECTION_OUTCOME = "first_pick"
 RECOVERY_OUTCOME = "recovery_after_call"
 
 
-def rate_se(values: np.ndarray, clusters: np.ndarray) -> tuple[float | None, float | None, int]:
-    """``(rate, se, C)``: the mean of ``values`` (a ratio of per-cluster sums), its
-    cluster-robust standard error (linearised, CR1: ``C / (C - 1) * sum_g e_g^2`` with
-    ``e_g = (s_g - rate * n_g) / N``) and the number of clusters ``C``; se None below 2."""
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        return None, None, 0
-    labels, codes = np.unique(np.asarray(clusters), return_inverse=True)
-    c = int(labels.size)
-    s = np.bincount(codes, weights=v, minlength=c)
-    n = np.bincount(codes, minlength=c).astype(float)
-    total = float(n.sum())
-    rate = float(s.sum() / total)
-    if c < 2:
-        return rate, None, c
-    e = (s - rate * n) / total
-    return rate, float(np.sqrt(c / (c - 1.0) * np.sum(e**2))), c
-
-
-def rate_below_p(rate: float | None, se: float | None, clusters: int, margin: float) -> float | None:
-    """One-sided p of "the rate is below ``margin``" (H0: rate >= margin). A rate of exactly
-    0 over C clusters: ``(1 - margin)^C`` (its exact upper bound, ``1 - alpha^(1/C)``, is
-    below the margin exactly when this is below alpha)."""
+def rate_below_p(rate: float | None, se: float | None, df: float | None, clusters: int, margin: float,
+                 skew: float = 0.0) -> float | None:
+    """One-sided p of "the rate is below ``margin``" (H0: rate >= margin), the study's
+    cluster-robust t (``se``, ``df`` and ``skew`` from :func:`~._wald.cluster_robust_rate`).
+    A rate of exactly 0 over C clusters: ``(1 - margin)^C`` (its exact upper bound,
+    ``1 - alpha^(1/C)``, is below the margin exactly when this is below alpha)."""
     if rate is None or clusters < 1:
         return None
     if rate == 0.0:
         return float((1.0 - margin) ** clusters)
-    if se is None:
+    if se is None or df is None:
         return None
-    if se == 0.0:
-        return 0.0 if rate < margin else 1.0
-    return float(sps.t.cdf((rate - margin) / se, clusters - 1))
+    return finite(t_p_value(rate, se, df, margin, "less", skew))
 
 
-def rate_above_p(rate: float | None, se: float | None, clusters: int, margin: float) -> float | None:
+def rate_above_p(rate: float | None, se: float | None, df: float | None, margin: float, skew: float = 0.0) -> float | None:
     """One-sided p of "the rate is above ``margin``" (H0: rate <= margin)."""
-    if rate is None or se is None or clusters < 2:
+    if rate is None or se is None or df is None:
         return None
-    if se == 0.0:
-        return 0.0 if rate > margin else 1.0
-    return float(sps.t.sf((rate - margin) / se, clusters - 1))
-
-
-def tost_p(delta: float | None, se: float | None, clusters: int, margin: float) -> float | None:
-    """TOST p of ``|delta| < margin``: the larger of the one-sided p values of
-    ``delta > -margin`` and ``delta < margin`` (cluster-robust t, ``clusters - 1`` df)."""
-    if delta is None or se is None or clusters < 2:
-        return None
-    if se == 0.0:
-        return 0.0 if abs(delta) < margin else 1.0
-    df = clusters - 1
-    p_lower = sps.t.sf((delta + margin) / se, df)
-    p_upper = sps.t.cdf((delta - margin) / se, df)
-    return float(max(p_lower, p_upper))
+    return finite(t_p_value(rate, se, df, margin, "greater", skew))
 
 
 def _lt(p: Any, alpha: float) -> bool:
@@ -141,16 +107,22 @@ def diagnose(entry: Mapping[str, Any], alpha: float, min_clusters: int) -> str:
     return "inconclusive"
 
 
-def equivalence_tests(
-    entry: Mapping[str, Any], canary: tuple[np.ndarray, np.ndarray], control: tuple[np.ndarray, np.ndarray], margin: float
-) -> dict[str, Any]:
+def equivalence_tests(entry: Mapping[str, Any], canary: Mapping[str, Any], control: Mapping[str, Any],
+                      margin: float) -> dict[str, Any]:
     """``tost_p``, ``canary_below_p``, ``control_below_p`` and ``control_above_p`` of an
-    entry (its ``delta``, ``se`` and ``clusters``) and the two sides' ``(values, clusters)``."""
-    c_rate, c_se, c_n = rate_se(*canary)
-    k_rate, k_se, k_n = rate_se(*control)
+    entry (its paired ``delta``, ``se``, ``df``, ``skew``) and the two sides' rates
+    (:func:`~._wald.cluster_robust_rate`: ``estimate``, ``se``, ``df``, ``skew``, ``clusters``)."""
+    delta, se, df = entry.get("delta"), entry.get("se"), entry.get("df")
+    tost = None if delta is None or se is None or df is None else finite(tost_p(delta, se, df, margin, entry.get("skew") or 0.0))
+
+    def below(r: Mapping[str, Any]) -> float | None:
+        return rate_below_p(r.get("estimate"), r.get("se"), r.get("df"), int(r.get("clusters") or 0), margin,
+                            r.get("skew") or 0.0)
+
     return {
-        "tost_p": tost_p(entry.get("delta"), entry.get("se"), int(entry.get("clusters") or 0), margin),
-        "canary_below_p": rate_below_p(c_rate, c_se, c_n, margin),
-        "control_below_p": rate_below_p(k_rate, k_se, k_n, margin),
-        "control_above_p": rate_above_p(k_rate, k_se, k_n, margin),
+        "tost_p": tost,
+        "canary_below_p": below(canary),
+        "control_below_p": below(control),
+        "control_above_p": rate_above_p(control.get("estimate"), control.get("se"), control.get("df"), margin,
+                                        control.get("skew") or 0.0),
     }

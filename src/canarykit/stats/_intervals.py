@@ -10,13 +10,19 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from scipy import special
 
-#: ``bca`` (bias-corrected and accelerated, the task unit) or ``percentile`` (the run unit).
-IntervalMethod = Literal["bca", "percentile"]
+#: ``task_x_item`` (default): tasks and canary items as crossed random factors, small-sample
+#: cluster-robust t intervals (:mod:`._crossed`); ``task``: the task bootstrap, BCa;
+#: ``run``: the paper's run-level bootstrap, percentile.
+BootstrapUnit = Literal["task", "task_x_item", "run"]
+
+#: ``bca`` (bias-corrected and accelerated, the task unit), ``percentile`` (the run unit) or
+#: ``cr2_t`` (the ``task_x_item`` unit's cluster-robust t intervals, :mod:`._crossed`).
+IntervalMethod = Literal["bca", "percentile", "cr2_t"]
 
 #: Elements (int64 indices) drawn per bootstrap chunk: bounds memory at about 64 MB per chunk.
 CHUNK_ELEMENTS = 4_000_000
@@ -180,6 +186,27 @@ def bootstrap_p(
     return np.where(n > 0, p, np.nan)
 
 
+class Estimates(Protocol):
+    """What every estimate set of a resampler offers: bootstrap :class:`Draws` or the
+    ``task_x_item`` unit's :class:`~._crossed.Linearized` estimates."""
+
+    @property
+    def estimate(self) -> np.ndarray: ...
+
+    @property
+    def k(self) -> int: ...
+
+    def take(self, cols: Sequence[int]) -> Estimates: ...
+
+    def differences(self, pairs: Sequence[tuple[int, int]]) -> Estimates: ...
+
+    def combine(self, weights: np.ndarray) -> Estimates: ...
+
+    def intervals(self, alpha: float) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def p_values(self, null: float = 0.0) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class Draws:
     """The bootstrap of ``K`` estimates: their values, draws and (task unit) jackknife.
@@ -209,6 +236,13 @@ class Draws:
         ib = np.array([b for _, b in pairs], dtype=int)
         jk = None if self.jackknife is None else self.jackknife[:, ia] - self.jackknife[:, ib]
         return Draws(self.estimate[ia] - self.estimate[ib], self.values[:, ia] - self.values[:, ib], jk, self.method)
+
+    def combine(self, weights: np.ndarray) -> Draws:
+        """Rows of ``weights`` ``(K', K)`` times the columns (a group mean, a difference of
+        means): draws, estimate and jackknife alike (all are linear in the columns)."""
+        w = np.asarray(weights, dtype=float)
+        jk = None if self.jackknife is None else self.jackknife @ w.T
+        return Draws(w @ self.estimate, self.values @ w.T, jk, self.method)
 
     @staticmethod
     def concat(parts: Sequence[Draws]) -> Draws:

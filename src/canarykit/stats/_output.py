@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,18 @@ FIGURE_DATA_FILES: dict[str, str] = {
 }
 
 #: Table name -> files written next to stats.json (besides the figure data).
-TABLE_FILES: tuple[str, ...] = ("table1", "table2", "table3", "table_stability", "table_controls")
+TABLE_FILES: tuple[str, ...] = ("table1", "table2", "table3", "table_stability", "table_controls", "table_items",
+                                "table_judge_sensitivity")
+
+_ITEMS_SCHEMA: dict[str, Any] = {
+    "model": pl.String, "group": pl.String, "type": pl.String, "item": pl.String, "variant": pl.Int64,
+    "condition": pl.String, "rate": pl.Float64, "n": pl.Int64, "trapped": pl.Int64, "tasks": pl.Int64,
+}
+_SENSITIVITY_SCHEMA: dict[str, Any] = {
+    "condition": pl.String, "model": pl.String, "group": pl.String, "judge": pl.String, "tsr": pl.Float64,
+    "tsr_lo": pl.Float64, "tsr_hi": pl.Float64, "n": pl.Int64, "tsr_delta": pl.Float64, "tsr_delta_lo": pl.Float64,
+    "tsr_delta_hi": pl.Float64,
+}
 
 _CONTROLS_SCHEMA: dict[str, Any] = {
     "model": pl.String, "group": pl.String, "type": pl.String, "diagnosis": pl.String, "outcome": pl.String,
@@ -113,16 +125,49 @@ def _table_controls(result: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_CONTROLS_SCHEMA, orient="row")
 
 
+def _table_items(result: dict[str, Any]) -> pl.DataFrame:
+    """One row per (model, type, item) of ``items``: which canary sentence (and which twin) traps."""
+    groups = result.get("model_groups", {})
+    rows = [
+        {"model": m, "group": groups.get(m), "type": t, "item": item, **{k: e.get(k) for k in ("variant", "condition", "rate",
+                                                                                               "n", "trapped", "tasks")}}
+        for m, by_type in result.get("items", {}).items() for t, per in by_type.items() for item, e in per.items()
+    ]
+    return pl.DataFrame(rows, schema=_ITEMS_SCHEMA, orient="row")
+
+
+def _table_judge_sensitivity(result: dict[str, Any]) -> pl.DataFrame:
+    """Per condition and model, tsr and its delta under the primary judge and, beneath, the cross judge."""
+    groups = result.get("model_groups", {})
+    sens = result.get("judge_sensitivity", {})
+    blocks = [("primary", result.get("tsr_ci", {}), result.get("tsr_delta", {}))]
+    if sens.get("available"):
+        blocks.append(("cross", sens.get("tsr_ci", {}), sens.get("tsr_delta", {})))
+    rows = []
+    for c in result.get("tsr_ci", {}):
+        for m in result["tsr_ci"][c]:
+            for judge, ci, delta in blocks:
+                e, d = ci.get(c, {}).get(m, {}), delta.get(c, {}).get(m, {})
+                rows.append({"condition": c, "model": m, "group": groups.get(m), "judge": judge, "tsr": e.get("tsr"),
+                             "tsr_lo": e.get("lo"), "tsr_hi": e.get("hi"), "n": e.get("n"), "tsr_delta": d.get("delta"),
+                             "tsr_delta_lo": d.get("lo"), "tsr_delta_hi": d.get("hi")})
+    return pl.DataFrame(rows, schema=_SENSITIVITY_SCHEMA, orient="row")
+
+
 def tables(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
-    """Tables 1-3, the stability table and the controls table as polars frames (Table 1:
-    declared, Table 2: declared trap rates, Table 3: full, table_stability: findings per
-    seed, table_controls: the control effect per model and type)."""
+    """Tables 1-3, the stability table, the controls table, the per-item table and the judge
+    sensitivity table as polars frames (Table 1: declared, Table 2: declared trap rates,
+    Table 3: full, table_stability: findings per seed, table_controls: the control effect per
+    model and type, table_items: each canary item's rate, table_judge_sensitivity: tsr under
+    each judge)."""
     return {
         "table1": _table13(result, "declared"),
         "table2": _table2(result, "declared"),
         "table3": _table13(result, "full"),
         "table_stability": _table_stability(result),
         "table_controls": _table_controls(result),
+        "table_items": _table_items(result),
+        "table_judge_sensitivity": _table_judge_sensitivity(result),
     }
 
 
@@ -199,6 +244,19 @@ def _markdown_controls(df: pl.DataFrame, caption: str, level: str = "95%") -> st
     return _markdown(header, rows, caption) + "\n" + legend + "\n"
 
 
+def _markdown_items(df: pl.DataFrame, caption: str) -> str:
+    rows = [[r["model"], r["type"], r["item"], str(r["variant"]), r["condition"], _fmt(r["rate"]), str(r["n"]), str(r["tasks"])]
+            for r in df.to_dicts()]
+    return _markdown(["Model", "Type", "Item", "Variant", "Condition", "Rate", "Runs", "Tasks"], rows, caption)
+
+
+def _markdown_sensitivity(df: pl.DataFrame, caption: str, level: str = "95%") -> str:
+    rows = [[r["condition"], r["model"], r["judge"], _with_ci(r["tsr"], r["tsr_lo"], r["tsr_hi"]), "" if r["n"] is None else str(r["n"]),
+             _with_ci(r["tsr_delta"], r["tsr_delta_lo"], r["tsr_delta_hi"]) if r["condition"] != "baseline" else ""]
+            for r in df.to_dicts()]
+    return _markdown(["Condition", "Model", "Judge", f"tsr [{level} CI]", "Judged", f"tsr delta [{level} CI]"], rows, caption)
+
+
 def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
     """The tidy data behind each figure, keyed like :data:`FIGURE_DATA_FILES`."""
     groups: dict[str, str] = result.get("model_groups", {})
@@ -268,8 +326,9 @@ def _captions(result: dict[str, Any]) -> dict[str, str]:
     level = _level(result)
     margin = result.get("meta", {}).get("equivalence_margin", 0.10)
     min_clusters = result.get("meta", {}).get("min_clusters", 10)
-    how = ("BCa bootstrap, resampling whole tasks" if unit == "task"
-           else "percentile bootstrap resampling runs (the paper's run-level intervals)")
+    how = {"task": "BCa bootstrap, resampling whole tasks",
+           "task_x_item": "cluster-robust t, tasks and canary items as crossed random factors (CR2, Bell-McCaffrey df)"}.get(
+        unit, "percentile bootstrap resampling runs (the paper's run-level intervals)")
     common = (f"{level} CIs: {how}; tsr excludes runs truncated by the turn limit; Rec. = recovery rate (n trapped runs); "
               "Runs = runs analysed, Failed = backend-error runs (excluded), Zero-call = runs without a tool call (no csr)")
     return {
@@ -288,6 +347,12 @@ def _captions(result: dict[str, Any]) -> dict[str, str]:
                           f"margin {margin}; at least {min_clusters} tasks. Whole run: the trap rate with canaries and "
                           "the call rate of twins (the paper's, secondary). The diagnosis (first row that applies: "
                           "n/a, inconclusive below the task minimum, lured, sensitive, blind, not drawn, inconclusive):",
+        "table_items": "Per canary item (the canary id: its tool and wording variant, @v<i>): the trap rate of the runs "
+                       "offered it (declared), and its twin's call rate (control:<id>, control condition); Runs = runs "
+                       "offered the item that called a tool, Tasks = distinct tasks among them",
+        "table_judge_sensitivity": f"tsr and the tsr delta (baseline - condition) under the primary judge and under the "
+                                   f"cross judge (judge.cross), the same runs and {level} CIs ({how}); a finding that holds "
+                                   "under one judge only is a finding about the judge",
     }
 
 
@@ -312,6 +377,10 @@ def write_outputs(result: dict[str, Any], out_dir: str | Path) -> list[Path]:
             md = _markdown_stability(frame, captions[name])
         elif name == "table_controls":
             md = _markdown_controls(frame, captions[name], _level(result))
+        elif name == "table_items":
+            md = _markdown_items(frame, captions[name])
+        elif name == "table_judge_sensitivity":
+            md = _markdown_sensitivity(frame, captions[name], _level(result))
         else:
             md = _markdown13(frame, captions[name], _level(result))
         put(f"{name}.md", md)
@@ -330,19 +399,31 @@ def stats_command(
     group_averages: dict[str, list[str]] | None = None,
     primary_pool: str = "standard",
     ablation_condition: str = "declared",
-    bootstrap_unit: str = "task",
+    bootstrap_unit: str = "task_x_item",
     test_groups: list[str] | None = None,
     equivalence_margin: float = 0.10,
     min_clusters: int = 10,
+    config: StatsConfig | None = None,
 ) -> int:
-    """``canarykit stats RUNS -o DIR``: read, validate, compute, write. Returns exit status 0."""
-    config = StatsConfig(
-        resamples=resamples, seed=seed, alpha=alpha, group_averages=group_averages, primary_pool=primary_pool,
-        ablation_condition=ablation_condition, bootstrap_unit=bootstrap_unit,  # type: ignore[arg-type]
-        test_groups=tuple(test_groups) if test_groups is not None else None,
-        equivalence_margin=equivalence_margin, min_clusters=min_clusters,
-    )
+    """``canarykit stats RUNS -o DIR``: read, validate, compute, write; print the console notes
+    (:func:`console_notes`) to stderr. ``config`` (e.g. from params.yaml) wins over the
+    keyword settings. Returns exit status 0."""
+    if config is None:
+        config = StatsConfig(
+            resamples=resamples, seed=seed, alpha=alpha, group_averages=group_averages, primary_pool=primary_pool,
+            ablation_condition=ablation_condition, bootstrap_unit=bootstrap_unit,  # type: ignore[arg-type]
+            test_groups=tuple(test_groups) if test_groups is not None else None,
+            equivalence_margin=equivalence_margin, min_clusters=min_clusters,
+        )
     df = load_runs(runs_path)
     result = compute_all(df, config, source=str(runs_path), validate=False)
     write_outputs(result, out_dir)
+    for line in console_notes(result):
+        print(line, file=sys.stderr)
     return 0
+
+
+def console_notes(result: dict[str, Any]) -> list[str]:
+    """What the console says once about a study's statistics (the few-clusters note)."""
+    note = result.get("meta", {}).get("few_clusters_note")
+    return [f"stats: {note}"] if note else []

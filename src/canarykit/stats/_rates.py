@@ -9,8 +9,22 @@ from typing import Any
 import numpy as np
 
 from ..types import CANARY_TYPES
-from ._bootstrap import Draws, Sample, finite, rate_draws
+from ._bootstrap import Estimates, Sample, finite, rate_draws
 from ._cells import N_TYPES, Study
+from ._crossed import FEW_CLUSTERS
+
+
+def few(s: Sample) -> bool:
+    """Whether the rate rests on fewer than :data:`~._crossed.FEW_CLUSTERS` tasks."""
+    return bool(s.clusters < FEW_CLUSTERS)
+
+
+def n_items(s: Sample) -> int | None:
+    """Distinct canary items behind a per-type rate (None when the runs table names none)."""
+    if s.items is None:
+        return None
+    named = np.unique(s.items[s.items != ""])
+    return int(named.size) or None
 
 
 def csr_ci(st: Study) -> dict[str, Any]:
@@ -23,6 +37,7 @@ def csr_ci(st: Study) -> dict[str, Any]:
         out[c][m] = {
             "csr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_zero_call": k["zero_call"],
             "n_runs": k["runs"], "n_failed": k["failed"], "n_truncated": k["truncated"], "clusters": s.clusters,
+            "few_clusters": few(s),
         }
     return out
 
@@ -38,7 +53,7 @@ def tsr_blocks(st: Study) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any
         cell = st.cell(c, m)
         t = cell.tsr_sample(truncated_as_failure=True).mean()
         ci[c][m] = {"tsr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_truncated": int(cell.truncated.sum()),
-                    "tsr_truncated_as_failure": t, "clusters": s.clusters}
+                    "tsr_truncated_as_failure": t, "clusters": s.clusters, "few_clusters": few(s)}
         headline[c][m] = s.mean()
         taf[c][m] = t
     return ci, headline, taf
@@ -51,7 +66,7 @@ class TrapDraws:
 
     samples: dict[tuple[str, str, int], Sample]
     column: dict[tuple[str, str, int], int]
-    draws: Draws | None
+    draws: Estimates | None
 
 
 def trap_rates(st: Study) -> tuple[dict[str, Any], dict[str, Any], TrapDraws]:
@@ -81,6 +96,7 @@ def trap_rates(st: Study) -> tuple[dict[str, Any], dict[str, Any], TrapDraws]:
                 entry: dict[str, Any] = {
                     "rate": s.mean(), "lo": None, "hi": None, "n": s.n, "trapped": int(s.values.sum()),
                     "n_zero_call": int((offered & (cell.calls == 0)).sum()), "clusters": s.clusters,
+                    "items": n_items(s), "few_clusters": few(s),
                 }
                 if (c, m, j) in td.column:
                     i = td.column[(c, m, j)]
@@ -96,5 +112,5 @@ def recovery_ci(st: Study) -> dict[str, Any]:
     cis = st.intervals([(("recovery", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
     out: dict[str, Any] = {c: {} for c in st.conds}
     for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
-        out[c][m] = {"rate": s.mean(), "n": s.n, "lo": lo, "hi": hi, "clusters": s.clusters}
+        out[c][m] = {"rate": s.mean(), "n": s.n, "lo": lo, "hi": hi, "clusters": s.clusters, "few_clusters": few(s)}
     return out

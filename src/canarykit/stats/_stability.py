@@ -7,9 +7,10 @@ runs of one seed at a time (a seed permutes the tool order; the tasks are the sa
   (models under test), the lower-csr model stays lower (per-seed value: csr(b) - csr(a) > 0);
 - ``csr_ranking``: the whole ranking (per-seed value: Kendall's tau-b against the pooled
   csr; survives when it is 1, the same order);
-- ``contrast`` (family ``contrasts``, task-clustered) and ``fisher`` (family ``fisher_holm``,
-  the paper's): every Holm-significant pairwise contrast keeps its sign (per-seed value: the
-  difference of the two trap rates);
+- ``contrast`` (family ``contrasts``, task-clustered): every Holm-significant pairwise
+  contrast keeps its sign (per-seed value: the difference of the two trap rates). The
+  paper's Fisher tests assume independent runs: they are in the ``replication`` block and
+  never feed this table;
 - ``tsr_delta``: each model's tsr delta keeps its sign (per-seed value: the seed's delta).
 
 A finding *survives* when its per-seed value has the pooled sign in every seed (and is
@@ -107,7 +108,7 @@ def stability(st: Study, result: dict[str, Any]) -> dict[str, Any]:
             findings.append(_finding("csr_ranking", c, None, f"csr ranking {c}: " + " < ".join(models), 1.0, ps, n))
 
     for c in st.conds:
-        for family, kind in (("contrasts", "contrast"), ("fisher_holm", "fisher")):
+        for family, kind in (("contrasts", "contrast"),):
             for row in result[family][c]["contrasts"]:
                 if not row.get("significant"):
                     continue

@@ -37,12 +37,15 @@ from ._comparisons import (
     with_family_reason,
 )
 from ._config import StatsConfig
+from ._crossed import FEW_CLUSTERS
 from ._deltas import ablation, tsr_delta
 from ._descriptives import csr_by_difficulty, recovery_outcome, trap_rate_averages
 from ._effects import control_effect, position_balance, position_effect
-from ._families import families
+from ._families import REPLICATION_NOTE, families, primary
+from ._items import item_rates
 from ._load import validate_runs
 from ._rates import TrapDraws, csr_ci, recovery_ci, trap_rates, tsr_blocks
+from ._sensitivity import judge_sensitivity
 from ._stability import stability
 
 
@@ -91,12 +94,16 @@ def _compute_all(
     r["csr_by_difficulty"] = csr_by_difficulty(st)
     r["recovery_outcome"] = recovery_outcome(st)
     r["trap_rate_averages"] = {c: trap_rate_averages(r["trap_rates"][c], st.groups, config.group_averages) for c in st.conds}
+    r["items"] = item_rates(st)
     r["stability"] = stability(st, r)
     r["families"] = families(st, r)
+    r["primary"] = primary(st, r)
     r["model_groups"] = st.groups
     r["excluded_error_runs"] = int(df.get_column("error").sum())
-    r["meta"] = _meta(df, st)
     clock.lap("descriptives_stability")
+    r["judge_sensitivity"] = judge_sensitivity(df, st, r["tsr"])
+    clock.lap("judge_sensitivity")
+    r["meta"] = _meta(df, st, r)
     out = _clean(r)
     clock.lap("json_cleanup")
     return out
@@ -117,9 +124,12 @@ def _comparisons(st: Study, r: dict[str, Any], td: TrapDraws, clock: _Clock) -> 
     """The tests across models, per condition, into ``r`` (each with the reason it cannot run
     when too few models are under test)."""
     fam = with_family_reason
-    r["chi2"] = {c: fam(st, c, chi2_test(st, c)) for c in st.conds}
-    r["kruskal"] = {c: fam(st, c, kruskal_test(st, c)) for c in st.conds}
-    r["fisher_holm"] = {c: fam(st, c, fisher_holm_test(st, c)) for c in st.conds}
+    r["replication"] = {
+        "note": REPLICATION_NOTE, "assumes": "independent runs",
+        "chi2": {c: fam(st, c, chi2_test(st, c)) for c in st.conds},
+        "kruskal": {c: fam(st, c, kruskal_test(st, c)) for c in st.conds},
+        "fisher_holm": {c: fam(st, c, fisher_holm_test(st, c)) for c in st.conds},
+    }
     clock.lap("paper_tests")
     r["friedman"] = {c: fam(st, c, friedman_test(st, c)) for c in st.conds}
     r["contrasts"] = {c: fam(st, c, contrasts(st, c, td)) for c in st.conds}
@@ -129,23 +139,48 @@ def _comparisons(st: Study, r: dict[str, Any], td: TrapDraws, clock: _Clock) -> 
     r["trap_permutation"] = {c: fam(st, c, trap_permutation_test(st, c)) for c in st.conds}
     r["trap_test"] = {c: fam(st, c, trap_test(r["gee_trap"][c], r["trap_permutation"][c], st.tested_in(c))) for c in st.conds}
     clock.lap("trap_permutation")
-    r["spearman"] = {c: fam(st, c, spearman_test(st, c, st.tested_in(c), ("spearman", c)), need=1) for c in st.conds}
+    r["replication"]["spearman"] = {c: fam(st, c, spearman_test(st, c, st.tested_in(c), ("spearman", c)), need=1)
+                                    for c in st.conds}
     r["spearman_by_model"] = {c: spearman_by_model(st, c) for c in st.conds}
     clock.lap("spearman")
     r["association"] = {c: fam(st, c, association_test(st, c), need=1) for c in st.conds}
     clock.lap("association_gee")
 
 
-def _meta(df: pl.DataFrame, st: Study) -> dict[str, Any]:
+def _few_rows(obj: Any) -> int:
+    """How many entries of a result carry ``few_clusters: true``."""
+    if isinstance(obj, dict):
+        return int(obj.get("few_clusters") is True) + sum(_few_rows(v) for v in obj.values())
+    if isinstance(obj, list):
+        return sum(_few_rows(v) for v in obj)
+    return 0
+
+
+def few_clusters_note(n_rows: int, n_tasks: int, unit: str) -> str | None:
+    """The one line the console and the report print when estimates rest on few tasks."""
+    if n_rows == 0:
+        return None
+    how = ("their intervals are small-sample cluster-robust t intervals (CR2 with Bell-McCaffrey degrees of freedom), "
+           "honest but wide" if unit == "task_x_item" else
+           "bootstrap intervals undercover with so few tasks: stats.bootstrap_unit: task_x_item keeps them honest")
+    return (f"{n_rows} estimates rest on fewer than {FEW_CLUSTERS} tasks ({n_tasks} in the study; few_clusters: true): "
+            f"{how}")
+
+
+def _meta(df: pl.DataFrame, st: Study, r: dict[str, Any]) -> dict[str, Any]:
     config = st.config
     ok = df.filter(~pl.col("error"))
+    n_tasks = int(ok.get_column("task_id").n_unique())
+    few = _few_rows(r)
     return {
         "resamples": config.resamples, "seed": config.seed, "alpha": config.alpha, "bootstrap_unit": config.bootstrap_unit,
-        "interval_method": st.boot.interval_method,
-        "equivalence_margin": config.equivalence_margin, "min_clusters": config.min_clusters,
+        "interval_method": st.boot.interval_method, "equivalence_margin": config.equivalence_margin,
+        "min_clusters": config.min_clusters,
+        "primary": list(config.primary), "few_clusters_threshold": FEW_CLUSTERS, "few_clusters_rows": few,
+        "few_clusters_note": few_clusters_note(few, n_tasks, config.bootstrap_unit),
         "primary_pool": config.primary_pool, "ablation_condition": config.ablation_condition,
         "n_runs": ok.height, "n_runs_primary": ok.filter(pl.col("pool") == config.primary_pool).height,
-        "n_tasks": int(ok.get_column("task_id").n_unique()), "seeds": st.seeds, "conditions": st.conds,
+        "n_tasks": n_tasks, "seeds": st.seeds, "conditions": st.conds,
         "models": sorted(st.groups), "canary_types": list(CANARY_TYPES),
         "test_groups": list(config.test_groups) if config.test_groups is not None else None,
         "tested_models": st.tested, "untested_models": sorted(m for m in st.groups if m not in set(st.tested)),
