@@ -14,6 +14,7 @@ from fakes.reference_server import ReferenceAgentServer
 from fakes.study import make_study, no_fsync
 
 from canarykit.agents import run_grid
+from canarykit.assembly import load_assemblies
 from canarykit.records import read_record
 
 AGENTS: dict[str, dict[str, Any]] = {
@@ -27,12 +28,12 @@ AGENTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _calls(store: Path, index: Path) -> dict[tuple[str, str, str, int, str], list[tuple[str, Any]]]:
+def _calls(store: Path, index: Path) -> dict[tuple[str, str, str, int, str, str], list[tuple[str, Any]]]:
     out = {}
     for row in pl.read_parquet(index).iter_rows(named=True):
         rec = read_record(store / row["run_id"][:2] / f"{row['run_id']}.json")
         assert rec.status == "completed", (row["model"], rec.task_id, rec.status)
-        key = (row["model"].removeprefix("http:"), row["condition"], row["pool"], int(row["seed"]), row["task_id"])
+        key = (row["model"].removeprefix("http:"), row["condition"], row["pool"], int(row["seed"]), row["task_id"], row["arm"])
         out[key] = [(e.name, e.arguments) for e in rec.events if e.kind == "tool_call"]
     return out
 
@@ -50,7 +51,8 @@ def test_the_same_policies_behind_an_api_base_make_the_same_calls(tmp_path: Path
         for label, models in (("ref", reference), ("http", hosted)):
             summary = run_grid(models, tasks_path, pools, [0], {"max_turns": 12, "concurrency": 4}, tmp_path / label / "store",
                                tmp_path / label / "index.parquet", tmp_path / label / "summary.json", progress=False)
-            assert summary.failed == 0 and summary.total == len(AGENTS) * len(tasks) * (len(conditions) + 1)
+            lists = sum(len(load_assemblies(cfg["assembly"])) for cfg in pools.values())  # a control list per offered type
+            assert summary.failed == 0 and summary.total == len(AGENTS) * lists
             ran[label] = _calls(tmp_path / label / "store", tmp_path / label / "index.parquet")
         assert len(server.requests) >= summary.total  # every hosted run talked to the server
         assert {body["model"] for body, _ in server.requests} == set(AGENTS)

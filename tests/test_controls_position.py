@@ -231,7 +231,7 @@ def test_control_hash_covers_behaviour_and_round_trips(built: dict, tmp_path: Pa
     assert back.tool_list_hash == a.tool_list_hash and back.offered == a.offered
     gran = [k for k, r in a.controls.items() if r["type"] == "granularity_trap"]
     for k in gran:
-        assert back.controls[k]["behaviour"]["args"] == a.controls[k]["behaviour"]["args"]
+        assert back.controls[k]["behaviour"] == a.controls[k]["behaviour"]
 
 
 def test_control_condition_needs_controls(pool: Any) -> None:

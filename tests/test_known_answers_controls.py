@@ -116,7 +116,8 @@ def test_the_controls_table_and_figure(study: tuple[pl.DataFrame, dict[str, Any]
     written = stats.write_outputs(study[1], tmp_path)
     table = pl.read_csv(tmp_path / "table_controls.csv")
     assert table.height == 7 * len(CANARY_TYPES) and {"canary", "control", "delta", "lo", "hi", "n", "diagnosis"} <= set(table.columns)
-    assert (tmp_path / "table_controls.md") in written and "| lured | first pick |" in (tmp_path / "table_controls.md").read_text()
+    md = (tmp_path / "table_controls.md").read_text()
+    assert (tmp_path / "table_controls.md") in written and "| blind | first pick |" in md and "| sensitive | first pick |" in md
     paths = figures.make_figures(study[1], tmp_path / "fig", formats=("svg",))
     svg = next(p for p in paths if p.stem == "fig10").read_text()
     assert "no data" not in svg and "Figure 10" in svg
