@@ -299,6 +299,33 @@ def check_runs_type_columns(df: pl.DataFrame, source: str) -> None:
         raise InputError(source, ",".join(key), f"duplicate run key {first}")
 
 
+class DoseRunsTable(pa.DataFrameModel):
+    """The dose study's runs (``dose_runs.parquet``; :mod:`canarykit.stats._dose`): one row per
+    (model, task, seed, kind, dose). ``kind``: a canary type or ``distractor``; ``dose``: k, the
+    look-alikes of the task's first needed real tool; ``first_pick``: the run's first call into
+    that tool's family went to a look-alike (null: no call into the family)."""
+
+    model: str
+    task_id: str
+    seed: int = pa.Field(ge=0)
+    kind: str = pa.Field(isin=[*_TYPES, "distractor"])
+    dose: int = pa.Field(ge=0, le=8)
+    first_pick: bool = pa.Field(nullable=True)
+    trapped: bool
+    success: bool = pa.Field(nullable=True)
+    truncated: bool
+    error: bool
+
+    class Config:
+        strict = False
+        coerce = True
+
+    @pa.dataframe_check
+    def no_look_alike_at_dose_zero(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        """A list without look-alikes cannot be trapped."""
+        return data.lazyframe.select((pl.col("dose") > 0) | (~pl.col("trapped") & (pl.col("first_pick").is_null() | ~pl.col("first_pick"))))
+
+
 def validate(df: pl.DataFrame, model: type[pa.DataFrameModel], source: str | Path) -> pl.DataFrame:
     """Validate ``df`` lazily; on failure raise :class:`InputError` naming the source and fields.
 

@@ -414,3 +414,56 @@ def clustered_studies(
         tsr_declared=mean_s * (1.0 - harm * lured_task_prob),
     )
     return df, truth
+
+
+def synthetic_dose_runs(
+    agents: Sequence[str],
+    *,
+    tasks: int = 24,
+    seeds: Sequence[int] = (0, 1, 2),
+    levels: Sequence[int] = (0, 1, 2, 4, 8),
+    take_prob: float = 0.5,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """A dose runs table (:class:`canarykit.schemas.DoseRunsTable`) of the known-answer agents.
+
+    ``uniform``: the first pick goes to one of the k + 1 tools of the family uniformly, so to a
+    look-alike with probability k / (k + 1), whatever the kind (**planted**).
+    ``planted:<T>``: blind to T, sees through the other types: with probability ``take_prob``
+    it takes a look-alike when one it cannot tell from the real tool is offered (T's canaries
+    and the neutral distractors), never another type's (**planted**: the rate is
+    ``take_prob`` from k = 1 on for T and ``distractor``, 0 elsewhere).
+    Draws are independent across kinds (no common random numbers), so a zero contrast has
+    to hold by its interval, not by construction. A trapped run fails (``success`` false)
+    with probability one half; no run is truncated or fails.
+    """
+    from .stats._dose import DOSE_KINDS
+
+    rng = np.random.default_rng(seed)
+    cols: dict[str, list[Any]] = {c: [] for c in ("model", "task_id", "seed", "kind", "dose", "first_pick", "trapped",
+                                                  "success", "truncated", "error")}
+    for agent in agents:
+        for t in range(tasks):
+            for s in seeds:
+                for kind in DOSE_KINDS:
+                    for k in levels:
+                        if agent == "uniform":
+                            p = k / (k + 1)
+                        elif agent.startswith("planted:"):
+                            p = take_prob if k > 0 and kind in (agent.removeprefix("planted:"), "distractor") else 0.0
+                        else:
+                            raise ValueError(f"unknown known-answer agent {agent!r}")
+                        pick = bool(rng.random() < p)
+                        cols["model"].append(agent)
+                        cols["task_id"].append(f"t-{t:03d}")
+                        cols["seed"].append(int(s))
+                        cols["kind"].append(kind)
+                        cols["dose"].append(int(k))
+                        cols["first_pick"].append(pick)
+                        cols["trapped"].append(pick)
+                        cols["success"].append(not (pick and rng.random() < 0.5))
+                        cols["truncated"].append(False)
+                        cols["error"].append(False)
+    return pl.DataFrame(cols, schema={"model": pl.String, "task_id": pl.String, "seed": pl.Int64, "kind": pl.String,
+                                      "dose": pl.Int64, "first_pick": pl.Boolean, "trapped": pl.Boolean,
+                                      "success": pl.Boolean, "truncated": pl.Boolean, "error": pl.Boolean})

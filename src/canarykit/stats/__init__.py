@@ -106,6 +106,7 @@ from ._config import (
 from ._crossed import FEW_CLUSTERS, hall, hall_inverse, t_p_value, tost_p
 from ._deltas import equivalence, verdict
 from ._descriptives import DECLARED_FULL, POOLED
+from ._dose import DISTRACTOR, DOSE_KINDS, DOSE_LEVELS, dose_markdown, dose_response, dose_table
 from ._effects import control_effect, position_balance, position_effect
 from ._equivalence import (
     DIAGNOSES,
@@ -142,6 +143,7 @@ from ._tests import (
 )
 
 __all__ = [
+    "DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_markdown", "dose_response", "dose_table",
     "BOOTSTRAP_UNITS",
     "CHUNK_ELEMENTS",
     "DEFAULT_PRIMARY",

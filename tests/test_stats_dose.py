@@ -1,0 +1,107 @@
+"""The dose-response statistics (issue 21): the known-answer curves of the ``uniform`` and
+``planted:<type>`` agents on synthetic dose runs, the logistic fit against statsmodels, and
+the table. Synthetic tables only: each test takes well under a second."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import statsmodels.api as sm
+
+from canarykit.schemas import DoseRunsTable, validate
+from canarykit.stats import DOSE_KINDS, dose_markdown, dose_response, dose_table
+from canarykit.stats._dose import holm, logit_fit
+from canarykit.synthetic import synthetic_dose_runs
+from canarykit.types import CANARY_TYPES
+
+LEVELS = (0, 1, 2, 4, 8)
+
+
+@pytest.fixture(scope="module")
+def result() -> dict:
+    runs = synthetic_dose_runs(["uniform", "planted:temporal_decoy"], tasks=24, seed=7)
+    validate(runs, DoseRunsTable, "synthetic dose runs")
+    return dose_response(runs)
+
+
+def _misses(block: dict) -> list[tuple[str, int]]:
+    return [(kind, k) for kind in DOSE_KINDS
+            for k, lo, hi in zip(block[kind]["levels"], block[kind]["lo"], block[kind]["hi"], strict=True)
+            if not lo <= k / (k + 1) <= hi]
+
+
+def test_uniform_agent_every_level_interval_holds_k_over_k_plus_one() -> None:
+    """35 intervals (7 kinds x 5 levels): at a family-wise 95% (Bonferroni) every one holds
+    k / (k + 1); at the nominal 95% a few may miss, as 95% intervals do (P(> 5 of 35) < 1%)."""
+    runs = synthetic_dose_runs(["uniform"], tasks=24, seed=7)
+    cells = len(DOSE_KINDS) * len(LEVELS)
+    assert _misses(dose_response(runs, alpha=0.05 / cells)["uniform"]) == []
+    block = dose_response(runs)["uniform"]
+    assert len(_misses(block)) <= 5
+    for kind in DOSE_KINDS:
+        assert block[kind]["levels"] == list(LEVELS) and block[kind]["n"] == [24 * 3] * len(LEVELS)
+        assert block[kind]["rate"][0] == 0.0 and block[kind]["lo"][0] == block[kind]["hi"][0] == 0.0
+        assert block[kind]["slope_lo"] > 0  # the curve rises
+
+
+def test_uniform_agent_typed_slopes_equal_the_distractor_slope(result: dict) -> None:
+    for t in CANARY_TYPES:
+        vs = result["uniform"][t]["vs_distractor"]
+        assert vs["lo"] <= 0.0 <= vs["hi"], (t, vs)
+        assert vs["p_holm"] > 0.05
+
+
+def test_planted_agent_own_type_like_distractor_other_types_below(result: dict) -> None:
+    block = result["planted:temporal_decoy"]
+    own = block["temporal_decoy"]["vs_distractor"]
+    assert own["lo"] <= 0.0 <= own["hi"]
+    assert block["distractor"]["slope_lo"] > 0
+    for t in CANARY_TYPES:
+        if t == "temporal_decoy":
+            continue
+        assert block[t]["rate"] == [0.0] * len(LEVELS)
+        assert block[t]["slope"] == 0.0  # an all-zero curve is flat, not an unfitted separation
+        vs = block[t]["vs_distractor"]
+        assert vs["hi"] < 0 and vs["p_holm"] < 0.05, (t, vs)
+
+
+def test_other_outcomes_per_level(result: dict) -> None:
+    b = result["uniform"]["distractor"]["outcomes"]
+    assert b["truncated"]["rate"] == [0.0] * len(LEVELS)
+    assert b["trapped"]["rate"] == result["uniform"]["distractor"]["rate"]  # one pick per synthetic run
+    tsr = b["tsr"]
+    assert tsr["rate"][0] == 1.0 and tsr["rate"][-1] < tsr["rate"][1]  # a trapped run fails half the time
+
+
+def test_fit_without_prior_is_statsmodels_cluster_robust_glm() -> None:
+    rng = np.random.default_rng(3)
+    tasks = np.repeat(np.arange(15), 40)
+    x = np.log2(rng.choice([1, 2, 4, 8], size=tasks.size) + 1.0)
+    y = (rng.random(tasks.size) < 1 / (1 + np.exp(-(-1.0 + 0.8 * x + 0.3 * rng.normal(size=15)[tasks])))).astype(float)
+    fit = logit_fit(x, y, tasks, 15, prior=0.0)
+    ref = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial()).fit(cov_type="cluster", cov_kwds={"groups": tasks})
+    assert np.allclose(fit.coef, ref.params, atol=1e-6)
+    g, n = 15, tasks.size
+    cov = g / (g - 1) * (n - 1) / (n - 2) * fit.bread @ (fit.scores.T @ fit.scores) @ fit.bread
+    assert np.allclose(cov, ref.cov_params(), rtol=1e-5)
+
+
+def test_holm_adjusts_in_order_and_keeps_missing() -> None:
+    assert holm([0.01, None, 0.04, 0.03]) == pytest.approx([0.03, None, 0.06, 0.06])
+
+
+def test_table_and_markdown_have_a_row_per_level() -> None:
+    runs = synthetic_dose_runs(["uniform"], tasks=6, seeds=(0,), seed=1)
+    table = dose_table(dose_response(runs))
+    assert table.height == len(DOSE_KINDS) * len(LEVELS)
+    assert table.filter(pl.col("kind") == "distractor")["delta_slope"].is_null().all()
+    md = dose_markdown(table)
+    assert "| uniform | distractor | 0.00 |" in md and "k=8" in md
+
+
+def test_a_trapped_run_at_dose_zero_breaks_the_contract() -> None:
+    runs = synthetic_dose_runs(["uniform"], tasks=2, seeds=(0,), seed=1)
+    bad = runs.with_columns(trapped=pl.when(pl.col("dose") == 0).then(True).otherwise(pl.col("trapped")))
+    with pytest.raises(Exception, match="no_look_alike_at_dose_zero"):
+        validate(bad, DoseRunsTable, "bad.parquet")
