@@ -49,6 +49,11 @@ PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "
 CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored")
 #: The paper's canary-density conditions.
 PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
+#: The dose condition (issue 21): the untyped look-alike kind (neutral near-duplicates of the
+#: real tool), the kinds of a dose curve and the default look-alike counts (``study.dose``).
+DISTRACTOR: Final = "distractor"
+DOSE_KINDS: Final[tuple[str, ...]] = (*CANARY_TYPES, DISTRACTOR)
+DOSE_LEVELS: Final[tuple[int, ...]] = (0, 1, 2, 4, 8)
 POOLS: Final[tuple[str, ...]] = ("standard", "subtle")
 DIFFICULTIES: Final[tuple[str, ...]] = ("easy", "medium", "hard")
 

@@ -45,14 +45,9 @@ import numpy as np
 import polars as pl
 from scipy import stats as sps
 
-from ..types import CANARY_TYPES
+from ..types import CANARY_TYPES, DISTRACTOR, DOSE_KINDS, DOSE_LEVELS
 
-#: The untyped kind: neutral near-duplicates of the real tool (the peers' curve, the baseline).
-DISTRACTOR: Final = "distractor"
-#: The dose kinds, in display order.
-DOSE_KINDS: Final[tuple[str, ...]] = (*CANARY_TYPES, DISTRACTOR)
-#: Default look-alike counts (``study.dose.levels``).
-DOSE_LEVELS: Final[tuple[int, ...]] = (0, 1, 2, 4, 8)
+__all__ = ["DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_markdown", "dose_response", "dose_table"]
 #: Pseudo-observations per level: this many successes and as many failures (module docstring).
 PRIOR: Final = 0.5
 
