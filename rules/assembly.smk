@@ -9,6 +9,7 @@ rule assemble:
         out("assembly/{pool}/seed-{seed}.parquet"),
     params:
         conditions=pool_conditions,
+        dose=pool_dose,
         limit_tasks=config["study"]["limit_tasks"],
     log:
         out("logs/assemble/{pool}-{seed}.log"),

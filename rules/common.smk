@@ -80,6 +80,8 @@ MODEL_OF = {s: n for n, s in SLUGS.items()}
 STATEFUL = stateful_environment(config["environment"])
 AGENT_JOBS = {(j.slug, j.name): j for j in agent_jobs(config["models"], GRID, SEEDS, config["environment"])}
 N_TASKS = len(select_tasks(_TASKS, config["study"]["limit_tasks"]))
+#: whether the study runs the dose condition (its curves: stats.json dose_response, table_dose, figure 11)
+DOSE = any("dose" in conds for conds in GRID.values())
 JUDGES = [role for role in ("primary", "cross") if config["judge"].get(role)]
 
 
@@ -159,6 +161,18 @@ def pool_control_suffixes(wildcards):
 
 def pool_conditions(wildcards):
     return GRID.get(wildcards.pool, [])
+
+
+def dose_stats_inputs(wildcards):
+    """The dose curves' extra inputs of the stats rule: the per-call table (the first pick into
+    the first needed tool's family) and the task suite (which tool that is); none without dose."""
+    return {"calls": out("judge/calls.parquet"), "tasks": config["study"]["tasks"]} if DOSE else {}
+
+
+def pool_dose(wildcards):
+    """study.dose when the pool runs the dose condition, else None (its pool file and
+    assemblies are then those of a study without it)."""
+    return config["study"]["dose"] if "dose" in GRID.get(wildcards.pool, []) else None
 
 
 def job_model(wildcards):

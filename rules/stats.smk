@@ -7,10 +7,13 @@ def reported(path, category, name):
 # Every statistic, the tables (rules/stages.yaml `outputs.tables`) and the figure data.
 rule stats:
     input:
+        unpack(dose_stats_inputs),
         runs=rules.runs_table.output.runs,
         code=code("stats"),
     output:
         **{t: reported(out(f"{t}.csv"), "Tables", t) for t in TABLES},
+        **({"table_dose": reported(out("table_dose.csv"), "Tables", "table_dose"),
+            "table_dose_md": out("table_dose.md"), "dose_curve": out("dose_curve.csv")} if DOSE else {}),
         markdown=[out(f"{t}.md") for t in TABLES],
         stats=report(out("stats.json"), category="Tests and intervals", caption="../report/stats.rst"),
         figure_data=[out(f"{name}.csv") for name in FIGURE_DATA],
@@ -18,6 +21,7 @@ rule stats:
         stats=config["stats"],
         primary_pool=config["canaries"]["pool"],
         ablation_condition=config["ablation"]["condition"],
+        dose=config["study"]["dose"] if DOSE else None,
     resources:
         mem_mb=3000,
         runtime=30,

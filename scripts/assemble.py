@@ -1,7 +1,10 @@
 """Assemble the offered tool list of every (condition, task) for one pool and one seed."""
 
+import sys
+
 from canarykit.assembly import build_assemblies, write_assemblies
 from canarykit.canaries import canary_table, load_pool_document
+from canarykit.dose import DOSE_CONDITION, dose_assemblies, skipped_lines
 from canarykit.environments import tools_of
 from canarykit.jsonio import read_json_input
 from canarykit.tasks import load_tasks, select_tasks, tasks_table
@@ -15,10 +18,17 @@ def main(smk):
     tasks = select_tasks(tasks, smk.params.limit_tasks)  # study.limit_tasks: a smoke study
     doc = load_pool_document(smk.input.canaries)
     canary_table(doc["canaries"], smk.input.canaries)
+    seeds = [int(smk.wildcards.seed)]
+    conditions = [c for c in smk.params.conditions if c != DOSE_CONDITION]
     assemblies = build_assemblies(
-        tasks, tools, doc["canaries"], smk.wildcards.pool, smk.params.conditions, [int(smk.wildcards.seed)],
-        doc["controls"], source=smk.input.canaries,
-    )
+        tasks, tools, doc["canaries"], smk.wildcards.pool, conditions, seeds, doc["controls"], source=smk.input.canaries,
+    ) if conditions else []
+    if DOSE_CONDITION in smk.params.conditions:
+        dose, skipped = dose_assemblies(tasks, tools, doc.get("dose", []), smk.wildcards.pool, seeds,
+                                        levels=smk.params.dose["levels"], kinds=smk.params.dose["kinds"])
+        assemblies += dose
+        for line in skipped_lines(skipped, smk.wildcards.pool):
+            print(line, file=sys.stderr)
     write_assemblies(assemblies, smk.output[0])
 
 

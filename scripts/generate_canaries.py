@@ -3,8 +3,17 @@ results/tools.json, checking granularity cases against the task suite."""
 
 import sys
 
-from canarykit.canaries import canary_table, ingest_tools, study_pool, summary_lines, write_pool
-from canarykit.jsonio import read_json_input
+from canarykit.canaries import (
+    builtin_executor,
+    canary_table,
+    ingest_tools,
+    study_pool,
+    suite_from_tasks,
+    summary_lines,
+    write_pool,
+)
+from canarykit.dose import dose_records
+from canarykit.jsonio import read_json_input, write_json
 from canarykit.tasks import load_tasks
 from canarykit.workflow import run_script
 
@@ -33,7 +42,17 @@ def main(smk):
     )
     canary_table(pool.canaries, smk.output[0])  # the CanariesTable contract
     canary_table(pool.controls, smk.output[0])
-    write_pool(pool, smk.output[0])
+    if smk.params.dose:  # the dose condition's look-alikes, beside the pool's own canaries
+        dose = dose_records(
+            tools.tools, [t.correct_tools[0] for t in tasks if t.correct_tools], smk.wildcards.pool,
+            k=max(smk.params.dose["levels"]), kinds=smk.params.dose["kinds"], fit=smk.params.fit,
+            suffixes=smk.params.suffixes, special_cases=smk.params.special_cases,
+            suite=suite_from_tasks(tasks, smk.input.tasks, builtin_executor(tools.tools)),
+        )
+        write_json(smk.output[0], {**pool.document(), "dose": dose})
+        print(f"generate: pool {smk.wildcards.pool}: {len(dose)} dose look-alikes", file=sys.stderr)
+    else:
+        write_pool(pool, smk.output[0])
     for line in summary_lines(pool, smk.output[0]):
         print(line, file=sys.stderr)
 

@@ -9,7 +9,7 @@ import pytest
 
 from canarykit import tools
 from canarykit.assembly import canary_first
-from canarykit.dose import dose_arm, dose_assemblies, parse_dose_arm
+from canarykit.dose import DOSE_ID_PREFIX, dose_arm, dose_assemblies, dose_records, parse_dose_arm
 from canarykit.errors import InputError
 from canarykit.tasks import load_tasks
 from canarykit.types import DOSE_KINDS, DOSE_LEVELS
@@ -21,7 +21,18 @@ REAL = tools.mcp_definitions()
 @pytest.fixture(scope="module")
 def built():
     tasks = [t for t in load_tasks(ROOT / "data" / "tasks.json") if t.correct_tools[0] == "get_forecast"][:2]
-    return tasks, *dose_assemblies(tasks, REAL, "standard", [0, 1])
+    records = dose_records(REAL, [t.correct_tools[0] for t in tasks], "standard")
+    return tasks, *dose_assemblies(tasks, REAL, records, "standard", [0, 1])
+
+
+def test_records_are_the_bank_and_the_distractors_under_their_own_ids() -> None:
+    records = dose_records(REAL, ["get_forecast", "get_forecast"], "standard", kinds=("capability_mirage", "distractor"))
+    assert [r["id"] for r in records if r["type"] == "distractor"] == [
+        f"{DOSE_ID_PREFIX}distractor:get_forecast@{i}" for i in range(1, 9)]
+    mirage = [r for r in records if r["type"] == "capability_mirage"]
+    assert [r["variant"] for r in mirage] == list(range(1, 9))
+    assert mirage[1]["id"] == f"{DOSE_ID_PREFIX}capability_mirage:get_forecast@v2"
+    assert len({r["name"] for r in records if r["type"] == "capability_mirage"}) == 8
 
 
 def test_each_list_offers_k_look_alikes_of_the_first_needed_tool_on_one_side(built) -> None:
@@ -68,4 +79,6 @@ def test_bad_arms_and_kinds_are_refused() -> None:
     with pytest.raises(InputError, match="arm: expected <kind>@<k>"):
         parse_dose_arm("stale@2", "runs.parquet")
     with pytest.raises(InputError, match="study.dose.kinds"):
-        dose_assemblies(load_tasks(ROOT / "data" / "tasks.json")[:1], REAL, "standard", [0], kinds=("stale",))
+        dose_records(REAL, ["get_forecast"], "standard", kinds=("stale",))
+    with pytest.raises(InputError, match="study.dose.kinds"):
+        dose_assemblies(load_tasks(ROOT / "data" / "tasks.json")[:1], REAL, [], "standard", [0], kinds=("stale",))

@@ -9,9 +9,10 @@ import polars as pl
 import pytest
 import statsmodels.api as sm
 
+from canarykit.errors import InputError
 from canarykit.schemas import DoseRunsTable, validate
-from canarykit.stats import DOSE_KINDS, dose_markdown, dose_response, dose_table
-from canarykit.stats._dose import holm, logit_fit
+from canarykit.stats import DOSE_KINDS, dose_markdown, dose_response, dose_runs, dose_table
+from canarykit.stats._dose import _holm, logit_fit
 from canarykit.synthetic import synthetic_dose_runs
 from canarykit.types import CANARY_TYPES
 
@@ -88,7 +89,7 @@ def test_fit_without_prior_is_statsmodels_cluster_robust_glm() -> None:
 
 
 def test_holm_adjusts_in_order_and_keeps_missing() -> None:
-    assert holm([0.01, None, 0.04, 0.03]) == pytest.approx([0.03, None, 0.06, 0.06])
+    assert _holm([0.01, None, 0.04, 0.03]) == pytest.approx([0.03, None, 0.06, 0.06])
 
 
 def test_table_and_markdown_have_a_row_per_level() -> None:
@@ -105,3 +106,33 @@ def test_a_trapped_run_at_dose_zero_breaks_the_contract() -> None:
     bad = runs.with_columns(trapped=pl.when(pl.col("dose") == 0).then(True).otherwise(pl.col("trapped")))
     with pytest.raises(Exception, match="no_look_alike_at_dose_zero"):
         validate(bad, DoseRunsTable, "bad.parquet")
+
+
+def test_a_type_with_missing_levels_is_compared_on_its_own_cells() -> None:
+    """The bank fills a granularity trap at k <= 1 only on most tools: its slope spans fewer
+    levels, so the distractor slope it is compared with must span the same ones."""
+    runs = synthetic_dose_runs(["uniform"], tasks=30, seed=11)
+    thin = runs.filter((pl.col("kind") != "granularity_trap") | (pl.col("dose") <= 1))
+    vs = dose_response(thin)["uniform"]["granularity_trap"]["vs_distractor"]
+    assert vs["lo"] <= 0.0 <= vs["hi"], vs
+    full = dose_response(thin)["uniform"]["distractor"]["slope"]
+    assert abs(vs["delta_slope"]) < abs(dose_response(thin)["uniform"]["granularity_trap"]["slope"] - full)
+
+
+def test_dose_runs_read_kind_dose_and_first_pick_from_runs_and_calls() -> None:
+    runs = pl.DataFrame({
+        "run_id": ["r1", "r2", "r3", "r4"], "model": ["m"] * 4, "condition": ["dose", "dose", "dose", "declared"],
+        "seed": [0, 0, 1, 0], "task_id": ["t1", "t1", "t1", "t1"], "arm": ["distractor@2", "semantic_decoy@0", "distractor@1", ""],
+        "trapped": [True, False, False, False], "success": [True, None, True, True], "truncated": [False, False, True, False],
+        "error": [False, False, False, False],
+    })
+    calls = pl.DataFrame({
+        "run_id": ["r1", "r1", "r2", "r3", "r3"], "call_idx": [1, 0, 0, 0, 1],
+        "name": ["get_weather", "get_weather_alt", "web_search", "web_search", "get_weather"],
+        "cls": ["real", "canary", "real", "real", "real"], "shadows": [None, "get_weather", None, None, None],
+    })
+    got = dose_runs(runs, calls, {"t1": "get_weather"})
+    assert got.select("kind", "dose", "first_pick").rows() == [
+        ("distractor", 2, True), ("semantic_decoy", 0, None), ("distractor", 1, False)]  # by seed, then kind
+    with pytest.raises(InputError, match="arm: a dose run's arm must read <kind>@<k>"):
+        dose_runs(runs.with_columns(arm=pl.lit("stale@2")), calls, {"t1": "get_weather"}, "runs.parquet")

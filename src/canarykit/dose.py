@@ -52,12 +52,17 @@ def parse_dose_arm(arm: str, source: str = "runs") -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A (task, kind, k) cell the bank could not fill: how many look-alikes it had."""
+    """A (task, kind, k) cell the records cannot fill: how many look-alikes there are."""
 
     task_id: str
     kind: str
     k: int
     available: int
+
+
+#: Prefix of a dose look-alike's id: its records live beside the pool's own canaries (the
+#: pool file's ``dose`` list) and must never share an id with one of them.
+DOSE_ID_PREFIX: Final = "dose:"
 
 
 def look_alikes(tool: Mapping[str, Any], kind: str, k: int, taken: Sequence[str], **bank: Any) -> list[dict[str, Any]]:
@@ -67,6 +72,33 @@ def look_alikes(tool: Mapping[str, Any], kind: str, k: int, taken: Sequence[str]
     if kind not in CANARY_TYPES:
         raise InputError("params.yaml", "study.dose.kinds", f"expected kinds among {list(DOSE_KINDS)}, got {kind!r}")
     return bank_canaries(tool, kind, k, taken=taken, **bank)
+
+
+def dose_records(
+    real_tools: Sequence[Mapping[str, Any]],
+    targets: Sequence[str],
+    pool: str,
+    *,
+    k: int = max(DOSE_LEVELS),
+    kinds: Sequence[str] = DOSE_KINDS,
+    **bank: Any,
+) -> list[dict[str, Any]]:
+    """The look-alikes the dose lists draw from: for each tool of ``targets`` (the tasks'
+    first needed real tools) and kind, up to ``k`` of them, in bank order (``variant`` 1, 2,
+    ...), ids prefixed with :data:`DOSE_ID_PREFIX`, ``type`` the kind (``distractor`` for
+    the neutral ones). ``bank``: :func:`~canarykit.canaries.bank_canaries`' keywords
+    (``suffixes``, ``suite``, ``special_cases``, ``fit``)."""
+    by_name = {str(t["name"]): t for t in real_tools}
+    names = list(by_name)
+    out: list[dict[str, Any]] = []
+    for target in dict.fromkeys(str(t) for t in targets):
+        if target not in by_name:
+            raise InputError("tasks", "correct_tools", f"{target!r} is not a real tool of the environment")
+        for kind in kinds:
+            for i, rec in enumerate(look_alikes(by_name[target], kind, k, names, pool=pool, **bank) if k else [], start=1):
+                out.append({**rec, "id": DOSE_ID_PREFIX + str(rec["id"]), "type": kind, "shadows": target,
+                            "variant": i, "pool": pool})
+    return out
 
 
 def dose_list(task: TaskLike, seed: int, kind: str, k: int, real_tools: Sequence[Mapping[str, Any]], pool: str,
@@ -80,7 +112,7 @@ def dose_list(task: TaskLike, seed: int, kind: str, k: int, real_tools: Sequence
     target = str(task.correct_tools[0])
     keys = []
     for rec in stand_ins:
-        d, off = _stand_in({**rec, "type": rec.get("type", rec.get("kind"))}, twin=False)
+        d, off = _stand_in(rec, twin=False)
         entries[f"canary:{rec['id']}"] = (d, off)
         keys.append(f"canary:{rec['id']}")
     order = _order(list(entries), seed, task.id, {f"real:{target}": keys}, canary_first(seed, task.id))
@@ -92,34 +124,48 @@ def dose_list(task: TaskLike, seed: int, kind: str, k: int, real_tools: Sequence
 def dose_assemblies(
     tasks: Sequence[TaskLike],
     real_tools: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]],
     pool: str,
     seeds: Sequence[int],
     *,
     levels: Sequence[int] = DOSE_LEVELS,
     kinds: Sequence[str] = DOSE_KINDS,
-    **bank: Any,
 ) -> tuple[list[Assembly], list[Skipped]]:
-    """Every dose list of one pool, in (seed, task, kind, k) order, and the cells skipped.
-    ``bank``: :func:`~canarykit.canaries.bank_canaries`' keywords (``suffixes``, ``suite``,
-    ``special_cases``, ``fit``); ``pool`` is passed on too."""
-    by_name = {str(t["name"]): t for t in real_tools}
-    names = list(by_name)
+    """Every dose list of one pool, in (seed, task, kind, k) order, from ``records``
+    (:func:`dose_records`; the pool file's ``dose`` list), and the cells skipped."""
+    names = {str(t["name"]) for t in real_tools}
+    by_cell: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for rec in records:
+        by_cell.setdefault((str(rec["shadows"]), str(rec["type"])), []).append(rec)
+    for recs in by_cell.values():
+        recs.sort(key=lambda r: int(r.get("variant", 1)))
+    for kind in kinds:
+        if kind not in DOSE_KINDS:
+            raise InputError("params.yaml", "study.dose.kinds", f"expected kinds among {list(DOSE_KINDS)}, got {kind!r}")
     built: list[Assembly] = []
     skipped: list[Skipped] = []
-    top = max(levels, default=0)
     for task in tasks:
-        if not task.correct_tools or str(task.correct_tools[0]) not in by_name:
+        if not task.correct_tools or str(task.correct_tools[0]) not in names:
             raise InputError("tasks", f"{task.id}.correct_tools", "the dose condition needs the task's first needed real tool")
-        tool = by_name[str(task.correct_tools[0])]
-        # the largest k once per kind: the lower levels are its first k (bank entries 1..k)
-        pools = {kind: look_alikes(tool, kind, top, names, pool=pool, **bank) if top else [] for kind in kinds}
+        target = str(task.correct_tools[0])
         for seed in seeds:
             for kind in kinds:
+                have_all = by_cell.get((target, kind), [])
                 for k in levels:
-                    have = pools[kind][:k]
-                    if len(have) < k:
+                    if len(have_all) < k:
                         if seed == seeds[0]:
-                            skipped.append(Skipped(str(task.id), kind, int(k), len(have)))
+                            skipped.append(Skipped(str(task.id), kind, int(k), len(have_all)))
                         continue
-                    built.append(dose_list(task, int(seed), kind, int(k), real_tools, pool, have))
+                    built.append(dose_list(task, int(seed), kind, int(k), real_tools, pool, have_all[:k]))
     return built, skipped
+
+
+def skipped_lines(skipped: Sequence[Skipped], pool: str) -> list[str]:
+    """Log lines: the (kind, k) cells some tasks are not offered, with how many tasks."""
+    per: dict[tuple[str, int], list[Skipped]] = {}
+    for s in skipped:
+        per.setdefault((s.kind, s.k), []).append(s)
+    return [f"assemble: pool {pool}, dose: {kind} at k={k} not offered to {len(v)} tasks (their tool has "
+            f"{min(x.available for x in v)} to {max(x.available for x in v)} such look-alikes): "
+            + ", ".join(x.task_id for x in v[:5]) + (", ..." if len(v) > 5 else "")
+            for (kind, k), v in sorted(per.items())]

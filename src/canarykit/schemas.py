@@ -81,7 +81,7 @@ class AssemblyTable(pa.DataFrameModel):
     position: int = pa.Field(ge=0)
     tool_name: str
     canary_id: str = pa.Field(nullable=True)
-    canary_type: str = pa.Field(nullable=True, isin=_TYPES)
+    canary_type: str = pa.Field(nullable=True, isin=[*_TYPES, "distractor"])
     shadows: str = pa.Field(nullable=True)
     tool_list_hash: str = pa.Field(str_length={"min_value": 16})
     #: A matched-surface control in its canary's slot (condition ``control`` only): its id,
@@ -227,7 +227,7 @@ class CallsTable(pa.DataFrameModel):
     status: str = pa.Field(isin=list(CALL_STATUSES))
     cls: str = pa.Field(isin=list(CALL_CLASSES))
     canary_id: str = pa.Field(nullable=True)
-    canary_type: str = pa.Field(nullable=True, isin=_TYPES)
+    canary_type: str = pa.Field(nullable=True, isin=[*_TYPES, "distractor"])
     shadows: str = pa.Field(nullable=True)
     control_id: Optional[str] = pa.Field(nullable=True)  # noqa: UP045
     control_type: Optional[str] = pa.Field(nullable=True, isin=_TYPES)  # noqa: UP045

@@ -46,7 +46,9 @@ PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "
 #: canary's weakness from its lure (issue 11): ``control`` (the ``declared`` lists with every
 #: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
 #: ``declared`` lists with each canary and the real tool it shadows trading places).
-CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored")
+#: ``dose`` (issue 21): per kind (a canary type or ``distractor``) and k, the real tools and k
+#: look-alikes of the task's first needed tool (:mod:`canarykit.dose`).
+CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored", "dose")
 #: The paper's canary-density conditions.
 PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
 #: The dose condition (issue 21): the untyped look-alike kind (neutral near-duplicates of the

@@ -40,11 +40,12 @@ Group = list[Planned]
 
 
 def _load_pool_records(path: str | Path) -> dict[str, Mapping[str, Any]]:
-    """The pool's canaries and controls by id."""
+    """The pool's canaries and controls by id, and the dose condition's look-alikes (the
+    pool file's ``dose`` list, :func:`canarykit.dose.dose_records`)."""
     from ..canaries import load_pool_document
 
     doc = load_pool_document(path)
-    return {str(c["id"]): c for c in [*doc["canaries"], *doc["controls"]]}
+    return {str(c["id"]): c for c in [*doc["canaries"], *doc["controls"], *doc.get("dose", [])]}
 
 
 def plan_grid(

@@ -106,7 +106,17 @@ from ._config import (
 from ._crossed import FEW_CLUSTERS, hall, hall_inverse, t_p_value, tost_p
 from ._deltas import equivalence, verdict
 from ._descriptives import DECLARED_FULL, POOLED
-from ._dose import DISTRACTOR, DOSE_KINDS, DOSE_LEVELS, dose_markdown, dose_response, dose_table
+from ._dose import (
+    DISTRACTOR,
+    DOSE_KINDS,
+    DOSE_LEVELS,
+    dose_curve,
+    dose_markdown,
+    dose_response,
+    dose_runs,
+    dose_table,
+    write_dose_outputs,
+)
 from ._effects import control_effect, position_balance, position_effect
 from ._equivalence import (
     DIAGNOSES,
@@ -143,7 +153,8 @@ from ._tests import (
 )
 
 __all__ = [
-    "DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_markdown", "dose_response", "dose_table",
+    "DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_curve", "dose_markdown", "dose_response", "dose_runs", "dose_table",
+    "write_dose_outputs",
     "BOOTSTRAP_UNITS",
     "CHUNK_ELEMENTS",
     "DEFAULT_PRIMARY",

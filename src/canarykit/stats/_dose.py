@@ -18,7 +18,10 @@ Per (model, kind), :func:`dose_response` gives
   with a cluster-robust (by task) sandwich covariance and a t interval with G - 1 degrees of
   freedom;
 - per canary type T, ``vs_distractor``: T's slope minus the distractor slope of the same
-  model, paired by (task, seed) through one sandwich over both fits (the scores of a task's
+  model on the same (task, seed, k) cells (a type whose bank cannot fill every level, a
+  granularity trap on a tool with few natural cases, is compared over the cells it has: the
+  logistic curve is only a summary, and its slope depends on the levels it spans), paired
+  by (task, seed) through one sandwich over both fits (the scores of a task's
   T runs and distractor runs share its cluster, so the covariance of the two slopes enters
   the variance of the difference), Holm-adjusted across the types of one model.
 
@@ -39,29 +42,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 from scipy import stats as sps
 
+from ..errors import InputError
 from ..types import CANARY_TYPES, DISTRACTOR, DOSE_KINDS, DOSE_LEVELS
+from ._tests import holm
 
-__all__ = ["DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_markdown", "dose_response", "dose_table"]
+__all__ = ["DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_curve", "dose_markdown", "dose_response", "dose_runs", "dose_table",
+           "write_dose_outputs"]
 #: Pseudo-observations per level: this many successes and as many failures (module docstring).
 PRIOR: Final = 0.5
 
 
-def holm(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Holm-adjusted p-values (``None`` stays ``None`` and is not counted)."""
+def _holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values (:func:`._tests.holm`) over the defined ones; None stays None."""
     idx = [i for i, p in enumerate(pvalues) if p is not None and np.isfinite(p)]
-    order = sorted(idx, key=lambda i: float(pvalues[i]))  # type: ignore[arg-type]
+    adjusted = holm([float(pvalues[i]) for i in idx])  # type: ignore[arg-type]
     out: list[float | None] = [None] * len(pvalues)
-    running = 0.0
-    for rank, i in enumerate(order):
-        adj = min(1.0, (len(order) - rank) * float(pvalues[i]))  # type: ignore[arg-type]
-        running = max(running, adj)
-        out[i] = running
+    for i, p in zip(idx, adjusted, strict=True):
+        out[i] = float(p)
     return out
 
 
@@ -210,10 +214,18 @@ def dose_response(runs: pl.DataFrame, *, levels: Sequence[int] | None = None, al
                 continue
             fits[kind] = _fit(rows, clusters)
             block[kind] = {**_level_block(rows, lv, alpha), **_slope(fits[kind], g, alpha)}
-        base = fits.get(DISTRACTOR)
-        typed = [t for t in CANARY_TYPES if fits.get(t) is not None and base is not None]
-        deltas = {t: _delta(fits[t], base, g, alpha) for t in typed}  # type: ignore[arg-type]
-        for t, p in zip(typed, holm([deltas[t].pop("p") for t in typed]), strict=True):
+        base_rows = _rows(mine, model, DISTRACTOR)
+        typed = [t for t in CANARY_TYPES if fits.get(t) is not None and fits.get(DISTRACTOR) is not None]
+        deltas: dict[str, dict[str, Any]] = {}
+        for t in typed:
+            # the distractor curve on the type's own (task, seed, k) cells: a type the bank
+            # cannot fill at some levels (granularity) is compared over the levels it has
+            cells = _rows(mine, model, t).select("task_id", "seed", "dose").unique()
+            base = _fit(base_rows.join(cells, on=["task_id", "seed", "dose"]), clusters)
+            if base is not None:
+                deltas[t] = _delta(fits[t], base, g, alpha)  # type: ignore[arg-type]
+        typed = [t for t in typed if t in deltas]
+        for t, p in zip(typed, _holm([deltas[t].pop("p") for t in typed]), strict=True):
             block[t]["vs_distractor"] = {**deltas[t], "p_holm": p}
         out[model] = block
     return out
@@ -266,3 +278,57 @@ def dose_markdown(table: pl.DataFrame) -> str:
                "slope on log2(k + 1), task-clustered; minus distractor: the type's slope minus the untyped curve's, "
                "paired by (task, seed), Holm across types within a model.")
     return caption + "\n\n" + "\n".join(lines) + "\n"
+
+
+def dose_runs(runs: pl.DataFrame, calls: pl.DataFrame, targets: Mapping[str, str], source: str = "runs") -> pl.DataFrame:
+    """The dose runs of a study's per-run table, as :class:`~canarykit.schemas.DoseRunsTable`.
+
+    ``calls``: the per-call table (``run_id``, ``call_idx``, ``name``, ``cls``, ``shadows``);
+    ``targets``: task id -> the task's first needed real tool. ``kind`` and ``dose`` come from
+    the run's arm (``<kind>@<k>``); ``first_pick`` is whether the run's first call into the
+    target's family (the target itself, or a look-alike shadowing it; an unknown name is
+    not in it) went to a look-alike, null when it made none."""
+    from ..schemas import DoseRunsTable, validate
+
+    d = runs.filter(pl.col("condition") == "dose")
+    parts = pl.col("arm").str.split_exact("@", 1)
+    d = d.with_columns(kind=parts.struct.field("field_0"), dose=parts.struct.field("field_1").cast(pl.Int64, strict=False))
+    bad = d.filter(pl.col("dose").is_null() | ~pl.col("kind").is_in(list(DOSE_KINDS)))
+    if bad.height:
+        raise InputError(source, "arm", f"a dose run's arm must read <kind>@<k>, got {bad['arm'][0]!r}")
+    tgt = pl.DataFrame({"task_id": list(targets), "target": list(targets.values())}, schema={"task_id": pl.String, "target": pl.String})
+    fam = (
+        calls.join(d.select("run_id", "task_id"), on="run_id").join(tgt, on="task_id", how="left")
+        .filter(((pl.col("cls") == "real") & (pl.col("name") == pl.col("target")))
+                | ((pl.col("cls") == "canary") & (pl.col("shadows") == pl.col("target"))))
+        .sort("run_id", "call_idx").group_by("run_id").agg(first_pick=(pl.col("cls").first() == "canary"))
+    )
+    out = d.join(fam, on="run_id", how="left").with_columns(
+        first_pick=pl.when(pl.col("error")).then(None).otherwise(pl.col("first_pick")),
+        truncated=pl.col("truncated") if "truncated" in d.columns else pl.lit(False),
+    ).select("model", "task_id", "seed", "kind", "dose", "first_pick", "trapped", "success", "truncated", "error")
+    return validate(out.sort("model", "task_id", "seed", "kind", "dose"), DoseRunsTable, source)
+
+
+def dose_curve(result: Mapping[str, Any]) -> pl.DataFrame:
+    """The figure's data (``dose_curve.csv``, DVC's plot of the curves): one row per (model,
+    kind, level) with the first-pick rate and its interval."""
+    rows = [{"model": m, "kind": kind, "k": int(k), "rate": b["rate"][i], "lo": b["lo"][i], "hi": b["hi"][i],
+             "n": int(b["n"][i])}
+            for m, kinds in result.items() for kind, b in kinds.items() for i, k in enumerate(b["levels"])]
+    return pl.DataFrame(rows, schema={"model": pl.String, "kind": pl.String, "k": pl.Int64, "rate": pl.Float64,
+                                      "lo": pl.Float64, "hi": pl.Float64, "n": pl.Int64})
+
+
+def write_dose_outputs(result: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
+    """``table_dose.csv``/``.md`` and ``dose_curve.csv`` under ``out_dir``."""
+    from ..jsonio import atomic_write_text
+
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    table = dose_table(result)
+    paths = [d / "table_dose.csv", d / "table_dose.md", d / "dose_curve.csv"]
+    table.write_csv(paths[0])
+    atomic_write_text(paths[1], dose_markdown(table))
+    dose_curve(result).write_csv(paths[2])
+    return paths
