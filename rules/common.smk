@@ -117,6 +117,7 @@ ALL_TARGETS = [
     *METRICS,
     out("plots/vega-offline.html"),
     *[out(f"figures/{f}.{fmt}") for f in FIGURES for fmt in config["figures"]["formats"]],
+    *([out("table_dose.csv"), *[out(f"figures/fig11.{fmt}") for fmt in config["figures"]["formats"]]] if DOSE else []),
     out("report.html"),
 ]
 

@@ -12,8 +12,10 @@ rule stats:
         code=code("stats"),
     output:
         **{t: reported(out(f"{t}.csv"), "Tables", t) for t in TABLES},
-        **({"table_dose": reported(out("table_dose.csv"), "Tables", "table_dose"),
-            "table_dose_md": out("table_dose.md"), "dose_curve": out("dose_curve.csv")} if DOSE else {}),
+        # the dose curves' table, only in a study that runs the dose condition (docs/dose.md)
+        **({"table_dose": reported(out("table_dose.csv"), "Tables", "table_dose"), "table_dose_md": out("table_dose.md")}
+           if DOSE else {}),
+        dose_metrics=out("dose_metrics.json"),
         markdown=[out(f"{t}.md") for t in TABLES],
         stats=report(out("stats.json"), category="Tests and intervals", caption="../report/stats.rst"),
         figure_data=[out(f"{name}.csv") for name in FIGURE_DATA],
@@ -38,7 +40,8 @@ rule figures:
         stats=rules.stats.output.stats,
         code=code("figures"),
     output:
-        [reported(out(f"figures/{fig}.{fmt}"), "Figures", fig) for fig in FIGURES for fmt in config["figures"]["formats"]],
+        [reported(out(f"figures/{fig}.{fmt}"), "Figures", fig)
+         for fig in [*FIGURES, *(["fig11"] if DOSE else [])] for fmt in config["figures"]["formats"]],
     params:
         formats=config["figures"]["formats"],
     resources:

@@ -5,18 +5,16 @@ from pathlib import Path
 
 import polars as pl
 
-from canarykit.jsonio import read_json_input, write_json
 from canarykit.stats import (
     StatsConfig,
     compute_all,
     console_notes,
     dose_response,
     dose_runs,
+    first_tools,
     load_runs,
-    write_dose_outputs,
     write_outputs,
 )
-from canarykit.tasks import load_tasks
 from canarykit.workflow import run_script
 
 
@@ -30,14 +28,10 @@ def main(smk):
     dose = df.filter(pl.col("condition") == "dose")
     # Tables, stats.json and the figure data all go beside stats.json.
     result = compute_all(df.filter(pl.col("condition") != "dose"), config, source=smk.input.runs, validate=False)
-    out_dir = Path(smk.output.stats).parent
-    write_outputs(result, out_dir)
-    if smk.params.dose:  # the dose curves (docs/dose.md), added to stats.json
-        targets = {t.id: t.correct_tools[0] for t in load_tasks(smk.input.tasks) if t.correct_tools}
-        runs = dose_runs(dose, pl.read_parquet(smk.input.calls), targets, smk.input.runs)
+    if smk.params.dose:  # the dose curves (docs/dose.md): stats.json dose_response, table_dose, figure 11
+        runs = dose_runs(dose, pl.read_parquet(smk.input.calls), first_tools(smk.input.tasks), smk.input.runs)
         result["dose_response"] = dose_response(runs, levels=smk.params.dose["levels"], alpha=config.alpha)
-        write_json(smk.output.stats, {**read_json_input(smk.output.stats, "stats.json"), "dose_response": result["dose_response"]})
-        write_dose_outputs(result["dose_response"], out_dir)
+    write_outputs(result, Path(smk.output.stats).parent)
     for line in console_notes(result):
         print(line, file=sys.stderr)
 

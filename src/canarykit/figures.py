@@ -357,10 +357,47 @@ FIGURES: dict[str, Callable[[Mapping[str, pl.DataFrame]], Any]] = {
 }
 
 
+def fig11(fd: Mapping[str, pl.DataFrame]) -> Any:
+    """The dose curves (issue 21): first-pick rate against k, a facet per kind, a line per
+    model, its interval as a band."""
+    title = "Figure 11: how each weakness grows as look-alikes multiply"
+    d = fd["fig11"].filter(pl.col("rate").is_not_null())
+    if d.is_empty():
+        return _empty(title, "Needs dose runs (study.conditions: [dose])")
+    kinds = [k for k in stats.DOSE_KINDS if k in set(d["kind"].to_list())]
+    d = d.with_columns(kind_label=pl.col("kind").replace_strict({**TYPE_LABELS, "distractor": "distractor (untyped)"},
+                                                                  default=pl.col("kind")),
+                       x=(pl.col("k") + 1).log(2))
+    models = sorted(d["model"].unique().to_list())
+    color = alt.Color("model:N", title="Model", sort=models,
+                      scale=alt.Scale(domain=models, range=list(OKABE_ITO[: max(len(models), 1)]) * (len(models) // 8 + 1)))
+    levels = sorted(d["k"].unique().to_list())
+    x = alt.X("x:Q", title="look-alikes k (log scale)",
+              axis=alt.Axis(values=[math.log2(k + 1) for k in levels], labelExpr="round(pow(2, datum.value) - 1)"))
+    base = alt.Chart().encode(x=x, color=color)
+    band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title="first-pick trap rate", scale=alt.Scale(domain=[0, 1])),
+                                               y2="hi:Q")
+    line = base.mark_line(point=True).encode(
+        y="rate:Q", tooltip=["model", "kind", "k:Q", alt.Tooltip("rate:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"),
+                             alt.Tooltip("hi:Q", format=".3f"), "n:Q"])
+    return alt.layer(band, line, data=d).properties(width=200, height=170).facet(
+        facet=alt.Facet("kind_label:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold"),
+                        sort=[d.filter(pl.col("kind") == k)["kind_label"][0] for k in kinds]),
+        columns=4,
+    ).properties(title=alt.Title(title, subtitle=[
+        "first-pick trap rate (the first call into the needed tool's family went to a look-alike) against the number k of "
+        "look-alikes of one kind", "bands: task-clustered intervals; a type rising faster than the untyped distractor "
+        "panel is a weakness that grows beyond plain crowding (stats.json dose_response.<model>.<type>.vs_distractor)"]))
+
+
 def build_charts(result: Mapping[str, Any]) -> dict[str, Any]:
-    """Every figure as a configured Altair chart, keyed ``fig2`` ... ``fig10``."""
+    """Every figure as a configured Altair chart, keyed ``fig2`` ... ``fig10``, and ``fig11``
+    (the dose curves) when the study ran the dose condition (``dose_response``)."""
     fd = stats.figure_data(dict(result))
-    return {name: _finish(fn(fd)) for name, fn in FIGURES.items()}
+    charts = {name: _finish(fn(fd)) for name, fn in FIGURES.items()}
+    if result.get("dose_response"):
+        charts["fig11"] = _finish(fig11(fd))
+    return charts
 
 
 def render(chart: Any, path_stem: Path, formats: Sequence[str] = FORMATS) -> list[Path]:

@@ -40,7 +40,7 @@ import yaml
 
 from .errors import InputError
 from .jsonio import atomic_write_text, read_json_input
-from .stats import DIAGNOSES, DIAGNOSIS_READINGS, INSTRUMENT_GROUPS
+from .stats import DIAGNOSES, DIAGNOSIS_READINGS, INSTRUMENT_GROUPS, dose_table
 from .stats._output import TABLE_FILES, _captions
 from .traceview import DEFAULT_SAMPLING, TraceSampling, sample_traces, traces
 from .types import CANARY_TYPES
@@ -64,11 +64,8 @@ TEMPLATE = "report.html.j2"
 
 #: Readable names of the canary types, plural (what an agent "falls for").
 TYPE_PLURALS: dict[str, str] = {
-    "semantic_decoy": "semantic decoys",
-    "parameter_trap": "parameter traps",
-    "capability_mirage": "capability mirages",
-    "prerequisite_blindness": "prerequisite-blindness canaries",
-    "temporal_decoy": "temporal decoys",
+    "semantic_decoy": "semantic decoys", "parameter_trap": "parameter traps", "capability_mirage": "capability mirages",
+    "prerequisite_blindness": "prerequisite-blindness canaries", "temporal_decoy": "temporal decoys",
     "granularity_trap": "granularity traps",
 }
 
@@ -568,6 +565,8 @@ def build_report(
         "params": param_rows,
         "models": models_cfg,
         "readings": CONTROL_READINGS,
+        # the dose curves (docs/dose.md): their table, when the study ran the dose condition
+        "dose": html_table(dose_table(result["dose_response"]), "table_dose", "Dose response") if result.get("dose_response") else None,
         "css": _resource("report.css"),
         "script": script_safe(_resource("report.js")),
         "vega": vega_bundle() if javascript else "",

@@ -112,10 +112,11 @@ from ._dose import (
     DOSE_LEVELS,
     dose_curve,
     dose_markdown,
+    dose_metrics,
     dose_response,
     dose_runs,
     dose_table,
-    write_dose_outputs,
+    first_tools,
 )
 from ._effects import control_effect, position_balance, position_effect
 from ._equivalence import (
@@ -154,7 +155,7 @@ from ._tests import (
 
 __all__ = [
     "DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_curve", "dose_markdown", "dose_response", "dose_runs", "dose_table",
-    "write_dose_outputs",
+    "dose_metrics", "first_tools",
     "BOOTSTRAP_UNITS",
     "CHUNK_ELEMENTS",
     "DEFAULT_PRIMARY",

@@ -54,7 +54,7 @@ from ..types import CANARY_TYPES, DISTRACTOR, DOSE_KINDS, DOSE_LEVELS
 from ._tests import holm
 
 __all__ = ["DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_curve", "dose_markdown", "dose_response", "dose_runs", "dose_table",
-           "write_dose_outputs"]
+           "dose_metrics", "first_tools"]
 #: Pseudo-observations per level: this many successes and as many failures (module docstring).
 PRIOR: Final = 0.5
 
@@ -280,6 +280,20 @@ def dose_markdown(table: pl.DataFrame) -> str:
     return caption + "\n\n" + "\n".join(lines) + "\n"
 
 
+def first_tools(tasks_path: str | Path) -> dict[str, str]:
+    """Task id -> the task's first needed real tool (``correct_tools[0]``), read from the task
+    suite's JSON as is (the suite was validated when the study ran; the statistics do not
+    depend on the tools or the agents)."""
+    from ..jsonio import read_json_input
+
+    doc = read_json_input(tasks_path, "task suite")
+    items = doc.get("tasks") if isinstance(doc, dict) else doc
+    if not isinstance(items, list):
+        raise InputError(str(tasks_path), "tasks", "expected a list of tasks")
+    return {str(t["id"]): str(t["correct_tools"][0]) for t in items
+            if isinstance(t, dict) and isinstance(t.get("correct_tools"), list) and t["correct_tools"]}
+
+
 def dose_runs(runs: pl.DataFrame, calls: pl.DataFrame, targets: Mapping[str, str], source: str = "runs") -> pl.DataFrame:
     """The dose runs of a study's per-run table, as :class:`~canarykit.schemas.DoseRunsTable`.
 
@@ -320,15 +334,20 @@ def dose_curve(result: Mapping[str, Any]) -> pl.DataFrame:
                                       "lo": pl.Float64, "hi": pl.Float64, "n": pl.Int64})
 
 
-def write_dose_outputs(result: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
-    """``table_dose.csv``/``.md`` and ``dose_curve.csv`` under ``out_dir``."""
-    from ..jsonio import atomic_write_text
+def dose_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The DVC metrics of the curves (``dose_metrics.json``): per model and kind the slope
+    with its interval and the first-pick rate at each level (``k0``, ``k1``, ...), per type
+    its slope minus the distractor slope; rounded to 6 digits so ``dvc metrics diff`` reads."""
+    def r(x: Any) -> float | None:
+        return None if x is None or not np.isfinite(x) else round(float(x), 6)
 
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    table = dose_table(result)
-    paths = [d / "table_dose.csv", d / "table_dose.md", d / "dose_curve.csv"]
-    table.write_csv(paths[0])
-    atomic_write_text(paths[1], dose_markdown(table))
-    dose_curve(result).write_csv(paths[2])
-    return paths
+    out: dict[str, Any] = {}
+    for model, kinds in result.items():
+        for kind, b in kinds.items():
+            entry = {"slope": r(b["slope"]), "slope_lo": r(b["slope_lo"]), "slope_hi": r(b["slope_hi"]),
+                     **{f"k{k}": r(v) for k, v in zip(b["levels"], b["rate"], strict=True)}}
+            if "vs_distractor" in b:
+                entry["minus_distractor"] = r(b["vs_distractor"]["delta_slope"])
+                entry["p_holm"] = r(b["vs_distractor"]["p_holm"])
+            out.setdefault(model, {})[kind] = entry
+    return out

@@ -13,6 +13,7 @@ from ..jsonio import atomic_write_text, write_json
 from ..types import CANARY_TYPES, POOLS
 from ._config import StatsConfig
 from ._descriptives import DECLARED_FULL, POOLED
+from ._dose import dose_curve, dose_markdown, dose_metrics, dose_table
 from ._equivalence import DIAGNOSES, DIAGNOSIS_READINGS
 from ._load import load_runs
 from ._study import compute_all
@@ -27,7 +28,10 @@ FIGURE_DATA_FILES: dict[str, str] = {
     "fig8": "fig8_ablation.csv",
     "fig9": "fig9_recovery_outcome.csv",
     "fig10": "fig10_controls.csv",
+    "fig11": "dose_curve.csv",  # the dose curves (header only in a study without the dose condition)
 }
+#: The dose curves' DVC metrics (``{}`` in a study without the dose condition), beside stats.json.
+DOSE_METRICS_FILE = "dose_metrics.json"
 
 #: Table name -> files written next to stats.json (besides the figure data).
 TABLE_FILES: tuple[str, ...] = ("table1", "table2", "table3", "table_stability", "table_controls", "table_items",
@@ -318,7 +322,8 @@ def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
         orient="row",
     )
     fig10 = _table_controls(result).with_columns(level=pl.lit(1.0 - float(result.get("meta", {}).get("alpha", 0.05))))
-    return {"fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9, "fig10": fig10}
+    return {"fig2": fig2, "fig4": fig4, "fig5": fig5, "fig6": fig6, "fig7": fig7, "fig8": fig8, "fig9": fig9, "fig10": fig10,
+            "fig11": dose_curve(result.get("dose_response") or {})}
 
 
 def _captions(result: dict[str, Any]) -> dict[str, str]:
@@ -386,6 +391,13 @@ def write_outputs(result: dict[str, Any], out_dir: str | Path) -> list[Path]:
         put(f"{name}.md", md)
     for key, frame in figure_data(result).items():
         put(FIGURE_DATA_FILES[key], frame.write_csv())
+    dose = result.get("dose_response") or {}
+    write_json(out / DOSE_METRICS_FILE, dose_metrics(dose))
+    written.append(out / DOSE_METRICS_FILE)
+    if dose:  # table_dose only in a study that ran the dose condition
+        table = dose_table(dose)
+        put("table_dose.csv", table.write_csv())
+        put("table_dose.md", dose_markdown(table))
     return written
 
 
