@@ -119,6 +119,17 @@ def test_a_type_with_missing_levels_is_compared_on_its_own_cells() -> None:
     assert abs(vs["delta_slope"]) < abs(dose_response(thin)["uniform"]["granularity_trap"]["slope"] - full)
 
 
+def test_an_all_zero_curve_is_flat_whatever_its_levels_sizes() -> None:
+    runs = synthetic_dose_runs(["planted:semantic_decoy"], tasks=20, seed=5)
+    # fewer runs at the higher levels, as when the bank thins out a granularity curve
+    thin = runs.filter((pl.col("kind") != "granularity_trap") | (pl.col("dose") <= 1)
+                       | ((pl.col("dose") == 2) & (pl.col("task_id") < "t-008")))
+    block = dose_response(thin)["planted:semantic_decoy"]["granularity_trap"]
+    assert block["n"] == [60, 60, 24, 0, 0] and block["rate"][:3] == [0.0, 0.0, 0.0]
+    assert block["slope"] == 0.0 and -0.5 < block["slope_lo"] < 0.0 < block["slope_hi"] < 0.5
+    assert block["vs_distractor"]["hi"] < 0
+
+
 def test_dose_runs_read_kind_dose_and_first_pick_from_runs_and_calls() -> None:
     runs = pl.DataFrame({
         "run_id": ["r1", "r2", "r3", "r4"], "model": ["m"] * 4, "condition": ["dose", "dose", "dose", "declared"],

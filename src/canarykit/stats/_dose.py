@@ -29,9 +29,10 @@ Per (model, kind), :func:`dose_response` gives
 (a ``planted`` agent on the types it sees through) has an all-zero curve, for which the
 logistic maximum-likelihood estimate does not exist (statsmodels warns of perfect separation
 and returns an arbitrary slope with an enormous standard error). So the fit adds, at each
-level, half a success and half a failure (a weak data-augmentation prior, in the spirit of
-Haldane's correction; negligible beside a level's tens of runs): an all-zero curve then has a
-slope of exactly 0 and a flat curve a slope of 0, while a curve that grows keeps its slope.
+level, half a success and half a failure, scaled by the level's share of the runs (a weak
+data-augmentation prior, in the spirit of Haldane's correction; negligible beside a level's
+tens of runs): an all-zero curve then has a slope of exactly 0, whatever its levels' sizes,
+while a curve that grows keeps its slope.
 The fit is a plain Newton iteration with the statsmodels cluster sandwich
 (``GLM(Binomial).fit(cov_type="cluster")``, its small-sample factor
 ``G / (G - 1) * (N - 1) / (N - p)``); without the pseudo-observations it reproduces statsmodels
@@ -103,10 +104,13 @@ def logit_fit(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_clusters: int, 
     ``codes``: each row's cluster (0..n_clusters-1) for the scores."""
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
-    levels = np.unique(xs)
+    levels, sizes = np.unique(xs, return_counts=True)
+    # a level's pseudo-observations in proportion to its runs: an all-zero curve whose levels
+    # have unequal runs (a granularity curve thins out) is then fitted flat, slope exactly 0
+    pseudo = prior * sizes / sizes.mean()
     aug_x = np.concatenate([xs, levels, levels]) if prior > 0 else xs
     aug_y = np.concatenate([ys, np.ones_like(levels), np.zeros_like(levels)]) if prior > 0 else ys
-    aug_w = np.concatenate([np.ones_like(xs), np.full(2 * levels.size, prior)]) if prior > 0 else np.ones_like(xs)
+    aug_w = np.concatenate([np.ones_like(xs), pseudo, pseudo]) if prior > 0 else np.ones_like(xs)
     design = np.column_stack([np.ones_like(aug_x), aug_x])
     beta = np.zeros(2)
     for _ in range(100):
@@ -255,7 +259,10 @@ def dose_table(result: Mapping[str, Any]) -> pl.DataFrame:
 
 
 def _cell(x: Any, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "-"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.00"
 
 
 def dose_markdown(table: pl.DataFrame) -> str:
