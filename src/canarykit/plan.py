@@ -120,13 +120,15 @@ def study_design(cfg: Mapping[str, Any]) -> Design:
     """Build every tool list of the study with the workflow's code and measure it."""
     from .agents.loop import SYSTEM_PROMPT
     from .assembly import build_assemblies
-    from .canaries import study_pool
+    from .canaries import builtin_executor, study_pool, suite_from_tasks
     from .config import run_grid, turns_needed
+    from .dose import DOSE_CONDITION, dose_assemblies, dose_records
     from .tasks import load_tasks, select_tasks
 
     notes: list[str] = []
     tools = _tools(cfg)
-    tasks: list[Any] = select_tasks(load_tasks(cfg["study"]["tasks"], tools=tools.tools), cfg["study"]["limit_tasks"])
+    suite: list[Any] = load_tasks(cfg["study"]["tasks"], tools=tools.tools)
+    tasks: list[Any] = select_tasks(suite, cfg["study"]["limit_tasks"])
     by_id = {t.id: t for t in tasks}
     can = cfg["canaries"]
     if can["generator"] != "offline":
@@ -144,7 +146,16 @@ def study_design(cfg: Mapping[str, Any]) -> Design:
         doc = study_pool(tools, tasks, pool, fit=can["fit"], suffixes=can["suffixes"][pool],
                          control_suffixes=can["control_suffixes"][pool], special_cases=can["special_cases"],
                          generator="offline", source="plan", tasks_source=cfg["study"]["tasks"])
-        lists = build_assemblies(tasks, tools.tools, doc.canaries, pool, conditions, seeds, doc.controls, log=quiet)
+        rest = [c for c in conditions if c != DOSE_CONDITION]
+        lists = build_assemblies(tasks, tools.tools, doc.canaries, pool, rest, seeds, doc.controls, log=quiet) if rest else []
+        if DOSE_CONDITION in conditions:  # the dose lists (docs/dose.md), from the look-alikes the pool file would hold
+            dose = cfg["study"]["dose"]
+            # built from the whole suite, as the workflow's pool file is (granularity cases are checked against it)
+            records = dose_records(tools.tools, [t.correct_tools[0] for t in suite if t.correct_tools], pool,
+                                   k=max(dose["levels"]), kinds=dose["kinds"], fit=can["fit"], suffixes=can["suffixes"][pool],
+                                   special_cases=can["special_cases"],
+                                   suite=suite_from_tasks(suite, cfg["study"]["tasks"], builtin_executor(tools.tools)))
+            lists += dose_assemblies(tasks, tools.tools, records, pool, seeds, levels=dose["levels"], kinds=dose["kinds"])[0]
         for a in lists:
             task = by_id[a.task_id]
             n = min(turns_needed(task), max_turns)
