@@ -72,7 +72,20 @@ def test_empty_result_never_crashes(tmp_path: Path) -> None:
 
 def test_figure_data_columns(result: dict[str, Any]) -> None:
     fd = stats.figure_data(result)
-    assert set(fd) == set(NAMES)
+    assert set(fd) == {*NAMES, "fig11"}  # fig11: the dose curves' data, drawn only in a dose study
+    assert fd["fig11"].is_empty() and "fig11" not in figures.build_charts(result)
     assert fd["fig5"].height == 8 * 6
     assert fd["fig9"].filter(pl.col("scope") == "All models (pooled)").height == 2
     assert set(fd["fig7"].get_column("condition").unique()) == {"declared", "full"}
+
+
+def test_dose_figure_has_a_panel_per_kind_and_a_line_per_model(result: dict[str, Any]) -> None:
+    from canarykit.synthetic import synthetic_dose_runs
+
+    dose = stats.dose_response(synthetic_dose_runs(["uniform", "planted:parameter_trap"], tasks=4, seeds=(0,)))
+    spec = figures.build_charts({**result, "dose_response": dose})["fig11"].to_dict()
+    assert spec["facet"]["field"] == "kind_label" and spec["columns"] == 4
+    rows = spec["datasets"][next(iter(spec["datasets"]))]
+    assert {r["kind"] for r in rows} == set(stats.DOSE_KINDS) and {r["model"] for r in rows} == {"uniform", "planted:parameter_trap"}
+    marks = {layer["mark"]["type"] for layer in spec["spec"]["layer"]}
+    assert marks == {"area", "line"}  # the interval band and the curve
