@@ -147,3 +147,17 @@ def test_dose_runs_read_kind_dose_and_first_pick_from_runs_and_calls() -> None:
         ("distractor", 2, True), ("semantic_decoy", 0, None), ("distractor", 1, False)]  # by seed, then kind
     with pytest.raises(InputError, match="arm: a dose run's arm must read <kind>@<k>"):
         dose_runs(runs.with_columns(arm=pl.lit("stale@2")), calls, {"t1": "get_weather"}, "runs.parquet")
+
+
+def test_the_study_statistics_leave_dose_runs_to_the_curves() -> None:
+    """compute_all (stats.json's other blocks) ignores dose runs: they would read as a sixth
+    condition; their statistic is dose_response."""
+    from canarykit import stats
+    from canarykit.synthetic import synthetic_runs
+
+    df = synthetic_runs(n_models=1, seeds=1, tasks=6, conditions=("baseline", "declared"), ablation=False)
+    dose = df.filter(pl.col("condition") == "declared").with_columns(condition=pl.lit("dose"))
+    cfg = stats.StatsConfig(resamples=50)
+    with_dose = stats.compute_all(pl.concat([df, dose]), cfg)
+    assert set(with_dose["counts"]) == {"baseline", "declared"}
+    assert with_dose["counts"] == stats.compute_all(df, cfg)["counts"]

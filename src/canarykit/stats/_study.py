@@ -62,7 +62,11 @@ def compute_all(
     ``cfg`` is a :class:`StatsConfig` or the ``stats`` mapping of params.yaml. The table is
     validated first unless ``validate`` is false (it already was, e.g. by :func:`load_runs`).
     When ``timings`` is given it receives the seconds spent in each part (benchmarks).
+    Runs of the ``dose`` condition are left out: their curves (``dose_response``,
+    :func:`~._dose.dose_response`) need the per-call table too, and the stats stage adds them.
     """
+    if "condition" in df.columns:
+        df = df.filter(pl.col("condition") != "dose")
     config = cfg if isinstance(cfg, StatsConfig) else StatsConfig.from_mapping(cfg)
     # One BLAS thread: the products here are small (about 10,000 x 120), and a threaded BLAS
     # on a shared machine spends more time waiting for its threads than computing (measured:
