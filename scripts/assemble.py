@@ -2,7 +2,7 @@
 
 import sys
 
-from canarykit.assembly import build_assemblies, write_assemblies
+from canarykit.assembly import build_assemblies, position_lines, write_assemblies
 from canarykit.canaries import canary_table, load_pool_document
 from canarykit.dose import DOSE_CONDITION, dose_assemblies, skipped_lines
 from canarykit.environments import tools_of
@@ -27,7 +27,7 @@ def main(smk):
         dose, skipped = dose_assemblies(tasks, tools, doc.get("dose", []), smk.wildcards.pool, seeds,
                                         levels=smk.params.dose["levels"], kinds=smk.params.dose["kinds"])
         assemblies += dose
-        for line in skipped_lines(skipped, smk.wildcards.pool):
+        for line in [*skipped_lines(skipped, smk.wildcards.pool), *position_lines(dose, smk.wildcards.pool)]:
             print(line, file=sys.stderr)
     write_assemblies(assemblies, smk.output[0])
 
