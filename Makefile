@@ -65,8 +65,10 @@ test: install
 # (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root), the
 # study report in headless Chromium (installs Debian's chromium when missing: needs root).
 # Each slow test may take up to 30 minutes on a loaded machine (the default per-test limit is 10).
+# The slow modules run on $(CORES) worker processes, a module per worker (its study fixture is
+# computed once); the Debian installs and the test servers' installs wait on file locks.
 test-slow: install-local
-	$(BIN)/python -m pytest -m slow --timeout 1800
+	$(BIN)/python -m pytest -m slow -n $(CORES) --dist loadfile --timeout 1800
 
 check: install
 	$(BIN)/ruff check src tests scripts benchmarks

@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
+from fakes.apt import apt_install
 from fakes.study import write_assembly, write_pool
 
 from canarykit import stats
@@ -457,9 +458,7 @@ def ensure_chromium() -> str:
         return exe
     if os.geteuid() != 0:
         pytest.skip("chromium is not installed and installing it (apt-get install chromium) needs root")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=900)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"], check=True, env=env, timeout=1800)
+    apt_install("chromium")
     exe = shutil.which("chromium")
     assert exe, "apt-get installed chromium but it is not on PATH"
     return exe
