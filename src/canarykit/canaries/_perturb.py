@@ -161,10 +161,20 @@ def _is_year(raw: str) -> bool:
     return len(raw) == 4 and 1900 <= int(raw) <= 2100
 
 
+#: A word that makes the four-digit number after it a year ("born 1815", "since 1642"):
+#: never perturbed, so a stale record keeps its dates in order.
+_YEAR_CUE = re.compile(r"(?:\b(?:born|died|since|until|founded|established|built|circa|year|in)|\bc\.)\s+\Z",
+                       re.IGNORECASE)
+
+
+def _is_cued_year(raw: str, before: str) -> bool:
+    return len(raw) == 4 and 1000 <= int(raw) <= 2100 and _YEAR_CUE.search(before[-20:]) is not None
+
+
 def _perturb_integers(text: str, stream: str, canary_id: str, lo: float, hi: float) -> str:
     def repl(m: re.Match[str]) -> str:
         raw = m.group(1)
-        if _is_year(raw):
+        if _is_year(raw) or _is_cued_year(raw, text[: m.start()]):
             return raw
         factor = _factor(stream, canary_id, f"int:{raw}", lo, hi)
         return str(perturb_number(int(raw), factor))
@@ -175,7 +185,7 @@ def _perturb_integers(text: str, stream: str, canary_id: str, lo: float, hi: flo
 def _round_integers(text: str) -> str:
     def repl(m: re.Match[str]) -> str:
         raw = m.group(1)
-        return raw if _is_year(raw) else str(round_significant(int(raw), 1))
+        return raw if _is_year(raw) or _is_cued_year(raw, text[: m.start()]) else str(round_significant(int(raw), 1))
 
     return _TEXT_INTEGER.sub(repl, text)
 
@@ -294,7 +304,7 @@ def snapshot_payload(
     structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
-        if _YEAR_KEY.match(key) and isinstance(value, int) and year < value <= 2029:
+        if _YEAR_KEY.match(key) and isinstance(value, int) and year < value <= 2029 and not fitted:
             return year
         if structural.match(key) or _is_echo(key, value, args):
             return value
@@ -305,8 +315,8 @@ def snapshot_payload(
             return _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
         if IDENT_TEXT_KEY.match(key):
             return text
-        moved = _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
-        return _perturb_integers(moved, "temporal", canary_id, lo, hi)
+        # the dates move with their whole record (degrade: snapshot_records), not one by one
+        return _perturb_integers(_perturb_text(text, "temporal", canary_id, lo, hi), "temporal", canary_id, lo, hi)
 
     return _walk(payload, on_number, on_text)
 
@@ -381,6 +391,80 @@ def round_times(text: str) -> str:
 def snapshot_dates(text: str, year: int = SNAPSHOT_YEAR) -> str:
     """Every date or year after the snapshot ``year`` (up to 2029) in ``text`` moved to it."""
     return _to_snapshot_dates(text, year)
+
+
+#: A year on its own in text (``Q3 2025``, ``since 2019``), not part of a date, version or number.
+_YEAR_TOKEN: Final = re.compile(r"(?<![\w.:/,-])(19\d\d|20\d\d)(?![\w:/-]|[.,]\d)")
+
+
+def _text_years(text: str) -> list[int]:
+    found = [int(m.group(1)) for m in _ISO_DATETIME.finditer(text)]
+    return found + [int(m.group(1)) for m in _YEAR_TOKEN.finditer(text)]
+
+
+def _shift_text_years(text: str, years: int) -> str:
+    def iso(m: re.Match[str]) -> str:
+        month, day = int(m.group(2)), int(m.group(3))
+        if month == 2 and day == 29:
+            day = 28
+        return f"{int(m.group(1)) - years:04d}-{month:02d}-{day:02d}" + m.group(0)[10:]
+
+    return _YEAR_TOKEN.sub(lambda m: str(int(m.group(1)) - years), _ISO_DATETIME.sub(iso, text))
+
+
+def _own_leaves(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A record's own dated leaves: its strings, the strings of its lists of strings and its
+    ``year`` fields (a nested object is a record of its own)."""
+    out: list[tuple[str, Any]] = []
+    for k, v in record.items():
+        key = str(k)
+        if isinstance(v, str) and not IDENT_TEXT_KEY.match(key):
+            out.append((key, v))
+        elif isinstance(v, list) and not IDENT_TEXT_KEY.match(key):
+            out.extend((key, x) for x in v if isinstance(x, str))
+        elif _YEAR_KEY.match(key) and isinstance(v, int) and not isinstance(v, bool):
+            out.append((key, v))
+    return out
+
+
+def _record_offset(leaves: list[tuple[str, Any]], year: int) -> int:
+    latest = max((y for _, v in leaves for y in ([v] if isinstance(v, int) else _text_years(v))), default=0)
+    return latest - year if latest > year else 0
+
+
+def snapshot_records(obj: Any, year: int = SNAPSHOT_YEAR) -> Any:
+    """A snapshot of ``year``: every record (object) that carries a date or year after ``year``
+    moved back as a whole, by the whole years that bring its latest date to ``year``, so that
+    its dates keep their order and spacing (a person is never re-dated to die before being
+    born); records dated before stay as they are. A text (or list of texts) on its own is one
+    record. Identifier fields are never re-dated."""
+    if isinstance(obj, str):
+        offset = _record_offset([("", obj)], year)
+        return _shift_text_years(obj, offset) if offset else obj
+    if isinstance(obj, list):
+        if obj and all(isinstance(x, str) for x in obj):
+            offset = _record_offset([("", x) for x in obj], year)
+            return [_shift_text_years(x, offset) for x in obj] if offset else obj
+        return [snapshot_records(x, year) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    offset = _record_offset(_own_leaves(obj), year)
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = str(k)
+        if isinstance(v, dict) or (isinstance(v, list) and not all(isinstance(x, str) for x in v)):
+            out[k] = snapshot_records(v, year)
+        elif not offset or IDENT_TEXT_KEY.match(key):
+            out[k] = v
+        elif isinstance(v, str):
+            out[k] = _shift_text_years(v, offset)
+        elif isinstance(v, list):
+            out[k] = [_shift_text_years(x, offset) for x in v]
+        elif _YEAR_KEY.match(key) and isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v - offset
+        else:
+            out[k] = v
+    return out
 
 
 def _is_prose(key: str, text: str) -> bool:
@@ -545,7 +629,7 @@ def degrade(
     if dates == "shift_back" and hours > 0:
         out = map_text(out, lambda k, t: shift_dates(t, hours))
     elif dates == "to_snapshot_year":
-        out = map_text(out, lambda k, t: snapshot_dates(t, year))
+        out = snapshot_records(out, year)
     elif dates == "round_to_hour":
         out = map_text(out, lambda k, t: round_times(t))
     if dates:
