@@ -219,6 +219,52 @@ def _arguments_error(record: Mapping[str, Any], args: Any) -> str | None:
     return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
 
 
+def _shown_names(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each quoted real name (``'city'``, ``"city"``, ``\\"city\\"``, `` `city` ``)
+    replaced by the name the control shows."""
+    for real, shown in names.items():
+        if real == shown or not real:
+            continue
+        esc = re.escape(real)
+        text = re.sub(r"(\\\"|[\"'`])" + esc + r"(\1)", lambda m, s=shown: m.group(1) + s + m.group(2), text)
+        text = re.sub(r"(?<![\w.-])" + esc + r"(?=:| is a required| \(| must)|(?<=\(at )" + esc + r"(?=[)/])",
+                      shown, text)
+    return text
+
+
+def _refusal(control: Mapping[str, Any], args: Any, problem: str, execute: Executor) -> ToolResult:
+    """A twin's refusal of arguments its own schema does not take, in the words of the real
+    tool: a READ-ONLY real tool is asked the same bad call (the twin's names mapped back, a real
+    name the agent passed directly left out, as the twin does not know it) and its refusal is
+    answered with the twin's names in it (its tool name, its parameter names). A write tool is
+    never called with bad arguments, and a real tool that does not refuse (a lenient one) is
+    never answered: both give canarykit's own words (``invalid arguments for <name>: ...``)."""
+    from ._fit import profile_tool
+
+    behaviour = control.get("behaviour")
+    renamed = behaviour.get("renamed") if isinstance(behaviour, Mapping) else None
+    renamed = dict(renamed) if isinstance(renamed, Mapping) else {}
+    shadows = str(control["shadows"])
+    if not isinstance(args, dict) or profile_tool({**control, "name": shadows}).writes:
+        return _error(problem)
+    back = {v: k for k, v in renamed.items()}
+    probe = {back.get(k, k): v for k, v in args.items() if k not in renamed or k in back}
+    answer = _execute(execute, shadows, probe)
+    if not answer.is_error:
+        return _error(problem)
+    up = control.get("upstream")
+    real_name = str(up.get("name")) if isinstance(up, Mapping) and up.get("name") else shadows
+    names = {**renamed, shadows: str(control.get("name")), real_name: str(control.get("name"))}
+    content = _shown_names(answer.content, names)
+    data = answer.data
+    if isinstance(data, dict):
+        try:
+            data = json.loads(_shown_names(json.dumps(data, ensure_ascii=False), names))
+        except ValueError:
+            data = None
+    return ToolResult(content=content, is_error=True, data=data)
+
+
 def _run_control(control: Mapping[str, Any], args: Any, execute: Executor) -> ToolResult:
     behaviour = control.get("behaviour")
     behaviour = behaviour if isinstance(behaviour, Mapping) else {}
@@ -229,7 +275,7 @@ def _run_control(control: Mapping[str, Any], args: Any, execute: Executor) -> To
     if kind == "renamed_passthrough":  # its own schema first: the real names must not slip through
         problem = _arguments_error(control, args)
         if problem is not None:
-            return _error(problem)
+            return _refusal(control, args, problem, execute)
         renamed = behaviour.get("renamed")
         back = {v: k for k, v in renamed.items()} if isinstance(renamed, Mapping) else {}
         mapped = {back.get(k, k): v for k, v in args.items()} if isinstance(args, dict) else args
