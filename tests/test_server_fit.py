@@ -24,8 +24,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from canarykit.canaries import DEFAULT_SUFFIXES, build_pool, run_canary
-from canarykit.canaries._perturb import snapshot_records
+from canarykit.canaries import DEFAULT_SUFFIXES, build_pool, run_canary, snapshot_records
 from canarykit.proxy import Proxy, ProxySettings, build_catalog, make_server
 from canarykit.types import ToolResult
 
