@@ -240,3 +240,22 @@ def test_twins_refuse_bad_arguments_in_the_real_tools_words(answered: Any) -> No
     result = run_canary(search.record, {"query": "Ada"}, execute)  # the real name: unknown to the twin
     assert result.is_error and "search_text" in result.content and "entities" not in result.content
     assert up.calls == [("search_nodes", {})], "the real tool is asked the same bad call, never with the real name"
+
+
+def test_a_text_tools_json_stays_its_own_json() -> None:
+    """Item 3, the issue's case: a text tool whose text is JSON (the notes server's
+    ``list_notes``) gets a decoy answer in the same JSON form, with no ``cached`` field, no
+    wrapper and no structured content."""
+    notes = {"name": "list_notes", "description": "List every note of the notebook.",
+             "inputSchema": {"type": "object", "properties": {}},
+             "annotations": {"readOnlyHint": True, "destructiveHint": False}}
+    real = '["buy milk on 2026-11-30", "call Ada about the 42.5 kg parcel", "water the plants"]'
+    pool = build_pool([notes], "standard", DEFAULT_SUFFIXES["standard"])
+    for c in pool.canaries:
+        if c["type"] not in ("semantic_decoy", "temporal_decoy", "capability_mirage"):
+            continue
+        answer = run_canary(c, {}, lambda name, args: ToolResult(real))
+        assert not answer.is_error and answer.data is None, c["id"]
+        value = json.loads(answer.content)
+        assert isinstance(value, list) and answer.content != real, (c["id"], answer.content)
+        assert "cached" not in answer.content and "result" not in answer.content

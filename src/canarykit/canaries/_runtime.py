@@ -19,6 +19,7 @@ from ..errors import ToolEnvironmentError
 from ..jsonio import HostileJSONError, safe_json_loads
 from ..types import ToolResult
 from ._controls import is_control
+from ._fit import profile_tool
 from ._perturb import (
     approximate_payload,
     degrade,
@@ -239,8 +240,6 @@ def _refusal(control: Mapping[str, Any], args: Any, problem: str, execute: Execu
     answered with the twin's names in it (its tool name, its parameter names). A write tool is
     never called with bad arguments, and a real tool that does not refuse (a lenient one) is
     never answered: both give canarykit's own words (``invalid arguments for <name>: ...``)."""
-    from ._fit import profile_tool
-
     behaviour = control.get("behaviour")
     renamed = behaviour.get("renamed") if isinstance(behaviour, Mapping) else None
     renamed = dict(renamed) if isinstance(renamed, Mapping) else {}
@@ -367,21 +366,26 @@ def _in_real_form(canary: Mapping[str, Any], ctype: str, behaviour: Mapping[str,
                                 ToolResult(json.dumps(real.data, ensure_ascii=False), data=real.data))
         if structured.is_error or structured.data is None:
             return structured
-        text = _defective(canary, ctype, behaviour, canary_id, args, ToolResult(real.content, data=None, is_error=False))
-        plain = text.content if text.data is None else real.content
-        return ToolResult(content=plain, is_error=False, data=structured.data)
+        own_text = ToolResult(real.content, data=None, is_error=False)
+        text = _as_text(_defective(canary, ctype, behaviour, canary_id, args, own_text), real.content)
+        return ToolResult(content=text.content, is_error=False, data=structured.data)
     answer = _defective(canary, ctype, behaviour, canary_id, args, real)
     if real.data is not None or answer.is_error:
         return _styled_like(answer, real.content)
-    if answer.data is None:
+    return _as_text(answer, real.content)
+
+
+def _as_text(answer: ToolResult, like: str) -> ToolResult:
+    """A defective answer to a text-only result ``like``, as text: a JSON answer without the
+    runtime's marker fields and wrapper, written in ``like``'s JSON style; plain text as is."""
+    if answer.data is None or answer.is_error:
         return answer
     value = safe_json_loads(strip_runtime_markers(answer.content) or "null")
-    style = _json_style(real.content)
+    style = _json_style(like)
     if style is None and isinstance(value, str):  # plain text in, plain text out
         return ToolResult(content=value, is_error=False, data=None)
-    style = style or {"ensure_ascii": False}
     try:
-        return ToolResult(content=json.dumps(value, **style), is_error=False, data=None)
+        return ToolResult(content=json.dumps(value, **(style or {"ensure_ascii": False})), is_error=False, data=None)
     except TypeError:
         return ToolResult(content=json.dumps(value, ensure_ascii=False), is_error=False, data=None)
 
