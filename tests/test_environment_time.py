@@ -166,9 +166,15 @@ def test_study_in_a_user_environment_of_mcp_server_time(tmp_path: Path, time_exe
                       how="diagonal_relaxed").select("pool", "condition", "seed", "task_id", "arm").unique().height
     assert oracle.height == lists and oracle["success"].all(), "the oracle solves every task through the real server"
     assert (oracle["csr"] == 0).all()
+    # get_current_time has stale copies; convert_time, a pure function, has none (the fit rules)
+    pool = json.loads((repo / "results/canaries/standard.json").read_text())
+    decoyed = {c["shadows"] for c in pool["canaries"] if c["type"] == "semantic_decoy"}
+    assert decoyed == {"get_current_time"}
+    needs = [t["id"] for t in TIME_TASKS["tasks"] if decoyed & {s["tool"] for s in t["plan"]}]
     planted = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("present_semantic_decoy"))
-    assert planted.height > 0 and planted["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever offered"
-    assert not planted.filter(pl.col("task_id") == "tokyo-noon")["success"].any(), "a stale conversion fails the rubric"
+    lured = planted.filter(pl.col("task_id").is_in(needs))
+    assert lured.height > 0 and lured["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever its tool is needed"
+    assert planted.filter(pl.col("task_id") == "tokyo-noon")["success"].all(), "the conversion it needs has no stale copy"
 
     # The record holds what the real server answered.
     index = pl.read_parquet(repo / "results/runs/index.parquet")
