@@ -73,7 +73,7 @@ TYPE_PLURALS: dict[str, str] = {
     "granularity_trap": "granularity traps",
 }
 
-#: The control-effect diagnoses in reading order, with what each says (README, "Reading control_effect").
+#: The control-effect diagnoses in reading order, with what each says (docs/canaries.md, "Reading control_effect").
 CONTROL_READINGS: tuple[tuple[str, str], ...] = tuple((w, DIAGNOSIS_READINGS[w]) for w in DIAGNOSES)
 
 #: The intervals of each ``stats.bootstrap_unit``, as the report names them.
