@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run resume test test-slow check bench report clean-results dvc-yaml
+.PHONY: install install-local run resume test test-slow check bench report clean-results dvc-yaml docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,12 @@ check: install
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# The documentation site (docs/, mkdocs.yml) into site/, offline: the theme loads no web fonts
+# and no plugin fetches anything; --strict fails on a broken link, anchor or nav entry.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "open site/index.html in a browser"
 
 clean-results:
 	rm -rf results .snakemake

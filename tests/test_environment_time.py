@@ -24,8 +24,9 @@ import polars as pl
 import pytest
 import yaml
 from fakes.mcp_time import time_server
-from fakes.readme import README, command, shown
+from fakes.readme import command, shown
 from fakes.readme import sh as readme_sh
+from fakes.readme import text as pages_text
 from fakes.workflow import copy_workflow, run
 from fakes.workflow import env as workflow_env
 from mcp.client.session import ClientSession
@@ -217,8 +218,8 @@ def test_tasks_naming_tools_the_environment_lacks_are_refused(tmp_path: Path, ti
 
 
 def _python_block(after: str) -> str:
-    """The README's ```python block that follows the line containing ``after``."""
-    text = README.read_text(encoding="utf-8")
+    """The docs' (README or docs/) ```python block that follows the line containing ``after``."""
+    text = pages_text()
     start = text.index("```python\n", text.index(after)) + len("```python\n")
     return text[start:text.index("```", start)]
 

@@ -59,7 +59,7 @@ Units and conventions
 - **Items and judges**: ``items`` (per canary item, ``_items``), ``judge_sensitivity``
   (tsr and its results under the cross judge, ``_sensitivity``).
 
-The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json keys").
+The ``stats.json`` keys are documented in docs/reference.md ("Outputs and the stats.json keys").
 """
 
 from ._bootstrap import (

@@ -35,7 +35,7 @@ monotone skewness correction from the clusters' third moment (:func:`hall`), cap
 (:func:`max_skew`) so that one extreme task cannot stretch the interval beyond what an
 exact bound gives; the p-values use the same pivot, so an interval at ``1 - alpha``
 excludes the null exactly when ``p < alpha``. Simulated, these intervals cover 0.945-0.966
-from 8 to 120 tasks with items crossed (README, "Few tasks, and items as a random factor").
+from 8 to 120 tasks with items crossed (docs/statistics.md, "Few tasks, and items as a random factor").
 
 An estimate whose samples are all constant (every run 0, or every run 1, over ``C_b``
 tasks) has no sampling variance to show: each sample gets the exact interval for clusters,

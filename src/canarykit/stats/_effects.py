@@ -1,6 +1,6 @@
 """Separating the weakness from the lure: the control effect and the position effect.
 
-**Control effect** (``control_effect.<model>.<type>``, README "Reading control_effect").
+**Control effect** (``control_effect.<model>.<type>``, docs/canaries.md, "Reading control_effect").
 For type T the ``declared`` run of a (task, seed) is paired with its ``control`` run of arm
 T: the same list with only T's canary swapped for its twin (the canary with the probed
 property set to its healthy value). The primary outcome is the **first pick**
