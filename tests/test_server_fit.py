@@ -259,3 +259,21 @@ def test_a_text_tools_json_stays_its_own_json() -> None:
         value = json.loads(answer.content)
         assert isinstance(value, list) and answer.content != real, (c["id"], answer.content)
         assert "cached" not in answer.content and "result" not in answer.content
+
+
+def test_the_docs_memory_server_example_prints_what_it_shows(tmp_path: Path) -> None:
+    """docs/server-fit.md's commands as printed, from a repository root: the memory server's
+    pool skips its decoys (local state) and its destructive tools' mirages, with the lines shown."""
+    from fakes.readme import command, sh
+
+    fixture = tmp_path / "tests/fixtures/mcp_servers/official.json"
+    fixture.parent.mkdir(parents=True)
+    fixture.write_text((Path(__file__).parent / "fixtures/mcp_servers/official.json").read_text())
+    example = "python -c \"import json; d = json.load(open('tests/fixtures/mcp_servers/official.json')); json.dump([t for t in d if t['server'] == 'memory'], open('memory-tools.json', 'w'))\""
+    sh(tmp_path, command(example).text)
+    proc = sh(tmp_path, command("canarykit generate-canaries memory-tools.json").text)
+    printed = proc.stdout + proc.stderr
+    assert "24 canaries" in printed
+    # the skip lines the page shows
+    assert "skipped: delete_entities: capability_mirage: destructive tool (destructiveHint true)" in printed
+    assert "skipped: read_graph: semantic_decoy: local state (openWorldHint false, and 'create_entities' writes it)" in printed
