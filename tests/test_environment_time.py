@@ -173,8 +173,13 @@ def test_study_in_a_user_environment_of_mcp_server_time(tmp_path: Path, time_exe
     assert decoyed == {"get_current_time"}
     needs = [t["id"] for t in TIME_TASKS["tasks"] if decoyed & {s["tool"] for s in t["plan"]}]
     planted = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("present_semantic_decoy"))
-    lured = planted.filter(pl.col("task_id").is_in(needs))
+    # where the decoy is the only look-alike it accepts (no twin in the list), it always takes it
+    lured = planted.filter(pl.col("task_id").is_in(needs) & (pl.col("condition") != "control"))
     assert lured.height > 0 and lured["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever its tool is needed"
+    # in its own control arm the twin stands in, and it takes the twin just the same (blind to staleness)
+    arm = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("task_id").is_in(needs)
+                      & (pl.col("arm") == "semantic_decoy"))
+    assert arm.height > 0 and arm["control_called_semantic_decoy"].all() and not arm["trapped_semantic_decoy"].any()
     assert planted.filter(pl.col("task_id") == "tokyo-noon")["success"].all(), "the conversion it needs has no stale copy"
 
     # The record holds what the real server answered.
