@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run resume test test-slow check bench report clean-results dvc-yaml
+.PHONY: install install-local run resume test test-slow check bench report clean-results dvc-yaml docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,8 +65,10 @@ test: install
 # (installs Debian's slurmctld, slurmd, slurm-client and munge when missing: needs root), the
 # study report in headless Chromium (installs Debian's chromium when missing: needs root).
 # Each slow test may take up to 30 minutes on a loaded machine (the default per-test limit is 10).
+# The slow modules run on $(CORES) worker processes, a module per worker (its study fixture is
+# computed once); the Debian installs and the test servers' installs wait on file locks.
 test-slow: install-local
-	$(BIN)/python -m pytest -m slow --timeout 1800
+	$(BIN)/python -m pytest -m slow -n $(CORES) --dist loadfile --timeout 1800
 
 check: install
 	$(BIN)/ruff check src tests scripts benchmarks
@@ -75,6 +77,12 @@ check: install
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# The documentation site (docs/, mkdocs.yml) into site/, offline: the theme loads no web fonts
+# and no plugin fetches anything; --strict fails on a broken link, anchor or nav entry.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "open site/index.html in a browser"
 
 clean-results:
 	rm -rf results .snakemake

@@ -91,7 +91,7 @@ def lookalike_scores(real: list[dict[str, Any]], stand_ins: list[dict[str, Any]]
 #: whose short descriptions read like variants of each other (read_file / read_text_file,
 #: read_query / write_query), and reworded names the finder cannot tie to a terse original.
 FLOORS = {"standard": (1.0, 1.0), "subtle": (1.0, 1.0), "reworded": (1.0, 1.0),
-          "foreign": (0.85, 0.85), "official": (0.9, 0.9), "workspace": (0.95, 0.9)}
+          "foreign": (0.9, 0.9), "official": (0.95, 0.95), "workspace": (0.95, 0.95)}
 
 
 @pytest.mark.parametrize("name", list(FLOORS))
@@ -118,6 +118,23 @@ def test_every_canary_shows_its_defect_and_no_other_and_twins_none(pools: Any, n
     # a twin is its canary with one property healed: never the same text
     of = {c["id"]: c for c in cans}
     assert all(ToolText.of(t) != ToolText.of(of[t["control_of"]]) for t in twins)
+
+
+def test_a_swapped_retrieval_verb_is_a_lookalike_and_a_longer_name_is_not() -> None:
+    """mcp-server-time's terse ``get_current_time``: its paraphrased canary rewords the name's
+    verb and the description's every word but one; a reader still sees the same tool. A
+    sibling that adds a word to the name (``get_pull_request_files``) stays a different tool."""
+    schema = {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}
+    real = ToolText.of({"name": "get_current_time", "description": "Get current time in a specific timezone", "inputSchema": schema})
+    swapped = ToolText.of({"name": "fetch_current_time", "inputSchema": schema,
+                           "description": "Fetch present time in a particular timezone. Returns cached data from the last nightly sync."})
+    other_args = ToolText.of({"name": "fetch_current_time", "description": "Fetch present time.",
+                              "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})
+    pr = {"type": "object", "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "pull_number": {"type": "integer"}}}
+    pull = ToolText.of({"name": "get_pull_request", "description": "Get details of a pull request", "inputSchema": pr})
+    files = ToolText.of({"name": "get_pull_request_files", "description": "Get the list of files changed in a pull request", "inputSchema": pr})
+    assert lookalike_indices(real, [real, swapped, other_args]) == (1,)
+    assert lookalike_indices(pull, [pull, files]) == ()
 
 
 def test_real_tools_show_no_defect(pools: Any) -> None:

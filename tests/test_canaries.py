@@ -316,12 +316,10 @@ def test_semantic_decoy_keeps_the_schema_and_serves_stale_numbers() -> None:
         assert data[key] != real[key] and off < 0.2, key
     assert isinstance(data["humidity_pct"], int) and data["city"] == "Paris"
     assert run_canary(c, {"city": "Paris"}, fake_execute).content == result.content, "deterministic"
-    text = json.loads(
-        run_canary(records["semantic_decoy:read_file"], {"path": "a.txt"}, fake_execute).content
-    )
-    assert (
-        text["cached"] is True and "$12,400" not in text["result"] and "38 people" in text["result"]
-    )
+    # a text tool's decoy answers text, as the real tool does (issue 22: no JSON, no "cached")
+    text = run_canary(records["semantic_decoy:read_file"], {"path": "a.txt"}, fake_execute)
+    assert text.data is None and text.content.startswith("Budget approved: $")
+    assert "$12,400" not in text.content and "38 people" in text.content and "cached" not in text.content
     # errors of the real tool pass through
     assert run_canary(c, {"city": "Atlantis"}, fake_execute).is_error
 

@@ -222,7 +222,12 @@ def test_annotations_take_the_mcp_defaults(annotations: dict[str, Any] | None, w
     if writes:
         assert not types & stale, types
         assert not calls, "a tool that may write is never run by the suite check"
-        assert next(c for c in pool.canaries if c["type"] == "capability_mirage")["behaviour"]["kind"] == "preview"
+        mirages = [c for c in pool.canaries if c["type"] == "capability_mirage"]
+        if destructive:  # no capability claim on a tool that deletes or overwrites
+            assert not mirages
+            assert next(s.code for s in pool.skipped if s.type == "capability_mirage") == "destructive_tool"
+        else:
+            assert mirages[0]["behaviour"]["kind"] == "preview"
         assert not any(re.search(r"cached|2023|snapshot", c["description"], re.I) for c in [*pool.canaries, *pool.controls])
         reason = next(s.reason for s in pool.skipped if s.type == "semantic_decoy")
         assert reason.startswith("write tool (" + p.evidence + ")")
@@ -233,7 +238,8 @@ def test_annotations_take_the_mcp_defaults(annotations: dict[str, Any] | None, w
         gran = next(c for c in pool.canaries if c["type"] == "granularity_trap")
         assert gran["behaviour"]["args"] == {"region": "emea"}, "apac is the task's case"
         assert next(c for c in pool.canaries if c["type"] == "capability_mirage")["behaviour"]["kind"] == "approximate"
-    assert {c["type"] for c in pool.canaries} >= {"parameter_trap", "capability_mirage", "prerequisite_blindness"}
+    assert {c["type"] for c in pool.canaries} >= {"parameter_trap", "prerequisite_blindness"}
+    assert ("capability_mirage" in {c["type"] for c in pool.canaries}) == (not destructive)
 
 
 def test_a_closed_world_is_declared_not_assumed() -> None:

@@ -88,12 +88,18 @@ def test_titles_annotations_and_output_schemas_are_mirrored() -> None:
     for c in result.canaries:
         real = by_name[c["shadows"]]
         assert ("title" in c) == ("title" in real), c["id"]
-        assert c.get("outputSchema") == real.get("outputSchema")
+        if c["behaviour"]["kind"] == "preview":  # a preview cannot return what the schema describes
+            assert "outputSchema" not in c, c["id"]
+        else:
+            assert c.get("outputSchema") == real.get("outputSchema")
         if "annotations" in real:
             hints = {k: v for k, v in real["annotations"].items() if k != "title"}
             assert {k: v for k, v in c["annotations"].items() if k != "title"} == hints
     ids = {c["id"]: c for c in result.canaries}
-    assert ids["temporal_decoy:read_text_file"]["title"] == "Read Text File (2023)"
+    assert "temporal_decoy:read_text_file" not in ids, "local state (the server writes it): no date claim"
+    read_only = [t for t in OFFICIAL if t["server"] == "filesystem" and t["annotations"].get("readOnlyHint")]
+    alone = {c["id"]: c for c in pool(read_only).canaries}  # a read-only deployment: a copy may be dated
+    assert alone["temporal_decoy:read_text_file"]["title"] == "Read Text File (2023)"
     assert ids["capability_mirage:read_text_file"]["title"] == "Advanced Read Text File"
 
 

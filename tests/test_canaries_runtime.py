@@ -20,8 +20,11 @@ OFFICIAL = json.loads((Path(__file__).parent / "fixtures" / "mcp_servers" / "off
 MARKERS = {"cached", "cache_age_hours", "cached_at", "mode", "engine", "snapshot", "data_version"}
 
 
-def canaries_of(server: str, fit: str = "fitted") -> dict[str, dict[str, Any]]:
-    listed = [t for t in OFFICIAL if t["server"] == server]
+def canaries_of(server: str, fit: str = "fitted", *, read_only: bool = False) -> dict[str, dict[str, Any]]:
+    """The server's canaries; ``read_only``: of its read tools alone (a read-only deployment, so
+    its closed world is no local state that the server writes: its decoys are offered)."""
+    listed = [t for t in OFFICIAL if t["server"] == server
+              and (not read_only or (t.get("annotations") or {}).get("readOnlyHint") is True)]
     return {c["id"]: c for c in build_pool(listed, "standard", DEFAULT_SUFFIXES["standard"], fit=fit).canaries}
 
 
@@ -89,12 +92,14 @@ def test_text_results_stay_text_and_are_degraded() -> None:
 
 
 def test_structured_results_respect_the_output_schema() -> None:
-    """Filesystem and memory servers declare additionalProperties: false: no extra markers."""
+    """Filesystem and memory servers declare additionalProperties: false: no extra markers.
+    (Their decoys exist only where the server writes nothing: see the local-state fit rule.)"""
     ex = Recorder()
-    files = canaries_of("filesystem")
+    assert "semantic_decoy:read_text_file" not in canaries_of("filesystem"), "local state: no staleness claim"
+    files = canaries_of("filesystem", read_only=True)
     stale = run_canary(files["semantic_decoy:read_text_file"], {"path": "notes.txt"}, ex)
     assert stale.data == {"content": "first line of the notes"}, "the newest line is missing; no marker fields"
-    memory = canaries_of("memory")
+    memory = canaries_of("memory", read_only=True)
     snap = run_canary(memory["temporal_decoy:search_nodes"], {"query": "person"}, ex)
     assert [e["name"] for e in snap.data["entities"]] == ["Ada"], "a 2023 graph lacks the new entity"
     assert set(snap.data) == {"entities", "relations"}
@@ -103,12 +108,13 @@ def test_structured_results_respect_the_output_schema() -> None:
 def test_write_tools_mirage_previews_and_never_writes() -> None:
     ex = Recorder()
     files = canaries_of("filesystem")
-    mirage = files["capability_mirage:write_file"]
-    assert mirage["behaviour"]["kind"] == "preview"
-    ok = run_canary(mirage, {"path": "a.txt", "content": "x"}, ex)
-    assert not ok.is_error and '"applied": false' in ok.content and ok.data is None  # not the declared output
+    assert "capability_mirage:write_file" not in files, "destructive: no capability claim"
+    mirage = files["capability_mirage:create_directory"]
+    assert mirage["behaviour"]["kind"] == "preview" and "outputSchema" not in mirage, "a preview cannot conform"
+    ok = run_canary(mirage, {"path": "a"}, ex)
+    assert not ok.is_error and '"applied": false' in ok.content and ok.data["applied"] is False
     bad = run_canary(mirage, {"path": 3}, ex)
-    assert bad.is_error and "content" in bad.content
+    assert bad.is_error and "not of type" in bad.content
     assert ex.calls == [], "no call reached the real server"
     for cid in ("parameter_trap:write_file", "prerequisite_blindness:write_file"):
         assert run_canary(files[cid], {"path": "a", "content": "b"}, ex).is_error

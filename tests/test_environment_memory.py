@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import yaml
 from fakes.mcp_time import cache_root
-from fakes.readme import README, command
+from fakes.readme import command
 from fakes.readme import sh as readme_sh
+from fakes.readme import text as pages_text
 from fakes.workflow import copy_workflow, run
 from fakes.workflow import env as workflow_env
 
@@ -60,8 +61,8 @@ MEMORY_TASKS = {
 
 
 def _yaml_block(containing: str) -> dict[str, Any]:
-    """The README's ```yaml block that contains ``containing``."""
-    text = README.read_text(encoding="utf-8")
+    """The docs' (README or docs/) ```yaml block that contains ``containing``."""
+    text = pages_text()
     at = text.index(containing)
     start = text.rindex("```yaml\n", 0, at) + len("```yaml\n")
     return dict(yaml.safe_load(text[start:text.index("```", start)]))

@@ -24,8 +24,9 @@ import polars as pl
 import pytest
 import yaml
 from fakes.mcp_time import time_server
-from fakes.readme import README, command, shown
+from fakes.readme import command, shown
 from fakes.readme import sh as readme_sh
+from fakes.readme import text as pages_text
 from fakes.workflow import copy_workflow, run
 from fakes.workflow import env as workflow_env
 from mcp.client.session import ClientSession
@@ -166,9 +167,20 @@ def test_study_in_a_user_environment_of_mcp_server_time(tmp_path: Path, time_exe
                       how="diagonal_relaxed").select("pool", "condition", "seed", "task_id", "arm").unique().height
     assert oracle.height == lists and oracle["success"].all(), "the oracle solves every task through the real server"
     assert (oracle["csr"] == 0).all()
+    # get_current_time has stale copies; convert_time, a pure function, has none (the fit rules)
+    pool = json.loads((repo / "results/canaries/standard.json").read_text())
+    decoyed = {c["shadows"] for c in pool["canaries"] if c["type"] == "semantic_decoy"}
+    assert decoyed == {"get_current_time"}
+    needs = [t["id"] for t in TIME_TASKS["tasks"] if decoyed & {s["tool"] for s in t["plan"]}]
     planted = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("present_semantic_decoy"))
-    assert planted.height > 0 and planted["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever offered"
-    assert not planted.filter(pl.col("task_id") == "tokyo-noon")["success"].any(), "a stale conversion fails the rubric"
+    # where the decoy is the only look-alike it accepts (no twin in the list), it always takes it
+    lured = planted.filter(pl.col("task_id").is_in(needs) & (pl.col("condition") != "control"))
+    assert lured.height > 0 and lured["trapped_semantic_decoy"].all(), "take_prob 1: trapped wherever its tool is needed"
+    # in its own control arm the twin stands in, and it takes the twin just the same (blind to staleness)
+    arm = runs.filter((pl.col("model") == "planted:semantic_decoy") & pl.col("task_id").is_in(needs)
+                      & (pl.col("arm") == "semantic_decoy"))
+    assert arm.height > 0 and arm["control_called_semantic_decoy"].all() and not arm["trapped_semantic_decoy"].any()
+    assert planted.filter(pl.col("task_id") == "tokyo-noon")["success"].all(), "the conversion it needs has no stale copy"
 
     # The record holds what the real server answered.
     index = pl.read_parquet(repo / "results/runs/index.parquet")
@@ -211,8 +223,8 @@ def test_tasks_naming_tools_the_environment_lacks_are_refused(tmp_path: Path, ti
 
 
 def _python_block(after: str) -> str:
-    """The README's ```python block that follows the line containing ``after``."""
-    text = README.read_text(encoding="utf-8")
+    """The docs' (README or docs/) ```python block that follows the line containing ``after``."""
+    text = pages_text()
     start = text.index("```python\n", text.index(after)) + len("```python\n")
     return text[start:text.index("```", start)]
 

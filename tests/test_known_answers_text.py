@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 import pytest
 from fakes.study import ROOT, no_fsync, write_assembly, write_study_pool, write_tasks
-from fakes.wordings import REWORDED_CASES, REWORDED_SUFFIXES
+from fakes.wordings import REWORDED_CASES, REWORDED_VARIANTS
 
 from canarykit import stats
 from canarykit.agents import run_grid
@@ -52,14 +52,15 @@ def models() -> list[dict[str, Any]]:
 
 
 def write_reworded_pool(path: Path, tasks: list[Any], tasks_path: Path) -> dict[str, Any]:
-    """The subtle generator with other give-away sentences and another granularity case, the
+    """The subtle generator with other give-away sentences (three per type, as many wording
+    items as the default pool's ``canaries.variants``) and another granularity case, the
     twins' sentences as params.yaml configures them."""
     from canarykit import canaries, tools
     from canarykit.config import load_params
 
     cfg = load_params(ROOT / "params.yaml")["canaries"]
     listed = canaries.ingest_tools(tools.mcp_definitions(), "tools.json", strict=True)
-    result = canaries.study_pool(listed, tasks, "subtle", fit=cfg["fit"], suffixes=REWORDED_SUFFIXES,
+    result = canaries.study_pool(listed, tasks, "subtle", fit=cfg["fit"], suffixes=REWORDED_VARIANTS, variants=cfg["variants"],
                                  control_suffixes=cfg["control_suffixes"]["subtle"], special_cases=REWORDED_CASES,
                                  generator="offline", llm=cfg["llm"], source="tools.json", tasks_source=str(tasks_path))
     canaries.write_pool(result, path)
@@ -120,7 +121,7 @@ def test_a_planted_agent_is_blind_to_its_type_and_sensitive_to_the_others(study:
     assert ctype in entries
     for t, e in entries.items():
         want = "blind" if t == ctype else "sensitive"
-        assert e["diagnosis"] == want, (pool, ctype, t, e)
+        assert e["diagnosis"] == want, f"{pool} {ctype} {t} {e}"
     if "blind" in {e["diagnosis"] for e in entries.values()}:
         assert entries[ctype]["delta"] == 0.0  # common random numbers: the same draws on both sides
     runs = study["runs"].filter((pl.col("model") == f"planted:{ctype}") & (pl.col("pool") == pool)
@@ -132,7 +133,7 @@ def test_a_planted_agent_is_blind_to_its_type_and_sensitive_to_the_others(study:
 @pytest.mark.parametrize("pool", POOLS)
 def test_the_surface_agent_is_blind_everywhere(study: dict[str, Any], pool: str) -> None:
     for t, e in _opportunities(study["effects"][pool], "planted:surface").items():
-        assert e["diagnosis"] == "blind", (pool, t, e)
+        assert e["diagnosis"] == "blind", f"{pool} {t} {e}"
 
 
 @pytest.mark.parametrize("pool", POOLS)
@@ -140,10 +141,10 @@ def test_the_claims_agent_is_lured_by_mirages_and_drawn_by_nothing_else(study: d
     entries = _opportunities(study["effects"][pool], "planted:claims")
     assert "capability_mirage" in entries
     for t, e in entries.items():
-        assert e["diagnosis"] == ("lured" if t == "capability_mirage" else "not drawn"), (pool, t, e)
+        assert e["diagnosis"] == ("lured" if t == "capability_mirage" else "not drawn"), f"{pool} {t} {e}"
 
 
 @pytest.mark.parametrize("pool", POOLS)
 def test_the_careful_agent_is_sensitive_everywhere(study: dict[str, Any], pool: str) -> None:
     for t, e in _opportunities(study["effects"][pool], "careful").items():
-        assert e["diagnosis"] == "sensitive", (pool, t, e)
+        assert e["diagnosis"] == "sensitive", f"{pool} {t} {e}"

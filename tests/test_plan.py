@@ -133,10 +133,12 @@ def _runs_table(design: planning.Design, target: str, effect: float, base: float
             ctrl[(g, s)][t] = (bool(rng.random() < special.expit(mu_twin + sd * z[g])), "control:" + item)
     rows = []
     for (g, s) in keys:
-        for cond, per in (("declared", decl[(g, s)]), ("control", ctrl[(g, s)])):
+        # the declared list offers every type; a control list per type offered (arm T) swaps T's canary for its twin
+        lists = [("declared", "", decl[(g, s)])] + [("control", t, {t: v}) for t, v in ctrl[(g, s)].items()]
+        for cond, arm, per in lists:
             hits = sum(v for v, _ in per.values())
             row: dict[str, Any] = {"model": "m", "group": "mid", "condition": cond, "pool": "standard", "seed": s, "task_id": g,
-                                   "difficulty": "easy", "tool_calls": hits + 1, "error": False, "success": True}
+                                   "arm": arm, "difficulty": "easy", "tool_calls": hits + 1, "error": False, "success": True}
             row.update(canary_calls=hits if cond == "declared" else 0, control_calls=hits if cond == "control" else 0,
                        trapped=cond == "declared" and hits > 0)
             row["csr"] = row["canary_calls"] / row["tool_calls"]
@@ -149,6 +151,7 @@ def _runs_table(design: planning.Design, target: str, effect: float, base: float
                 row[f"control_called_{t}"] = bool(cond == "control" and hit)
                 row[f"first_pick_{t}"] = hit
                 row[f"item_{t}"] = item
+                row[f"selection_visible_{t}"] = True if t in per else None
             rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)
 

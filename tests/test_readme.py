@@ -1,6 +1,6 @@
-"""Every command the README shows works as printed, and is run by a test.
+"""Every command the README and the docs pages show works as printed, and is run by a test.
 
-The commands are read from the README itself (``fakes/readme.py``). A test runs one by
+The commands are read from README.md and docs/**/*.md themselves (``fakes/readme.py``). A test runs one by
 fetching it with ``command("<its start>")``: this module runs the quick ones (Snakemake
 invocations as dry runs, the configuration checks with the output the README shows, the
 MCP export, canary generation, statistics, the proxy's start); the slow suite runs the rest
@@ -108,7 +108,7 @@ def _dry(c: Command) -> str:
 
 
 SNAKEMAKE = (
-    "snakemake --cores 16 --scheduler greedy results/table1.csv",
+    "snakemake --cores 2 --scheduler greedy results/table1.csv",
     "snakemake --cores 16 results/paper/table1.csv --configfile src/canarykit/resources/profiles/paper.yaml",
     "snakemake --cores 2 --configfile src/canarykit/resources/profiles/local-gemma.yaml",
     "snakemake --cores 2 results/smoke/table1.csv --configfile src/canarykit/resources/profiles/smoke.yaml",

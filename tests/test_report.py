@@ -28,10 +28,12 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
+from fakes.apt import apt_install
 from fakes.study import write_assembly, write_pool
 
 from canarykit import stats
 from canarykit.agents import run_grid
+from canarykit.agents.known import known_diagnoses
 from canarykit.config import validate_params
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.records import read_record, write_record
@@ -52,6 +54,8 @@ from canarykit.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The report's first screen, for the README and the docs (written by the slow Chromium test).
+SCREENSHOT = ROOT / "docs/img/report-first-screen.png"
 MODELS = ("oracle", "lexical", "planted:capability_mirage", "planted:surface")
 MiB = 1024 * 1024
 
@@ -335,6 +339,104 @@ def test_models_under_test_come_before_the_instruments() -> None:
     assert checked
 
 
+def _in_details(node: Node) -> bool:
+    n: Node | None = node
+    while n is not None:
+        if n.tag == "details":
+            return True
+        n = n.parent
+    return False
+
+
+def _section_order(doc: Node) -> list[str]:
+    return [n.attrs["id"] for n in doc.iter() if n.tag == "section"]
+
+
+def test_the_first_screen_says_what_the_instrument_recovered_when_no_model_is_under_test(study: Study, doc: Node) -> None:
+    """A study of reference and planted agents only: the findings come first (before what was
+    run), say that no model is under test, and give each agent's word per type against its
+    known answer, with the count of known answers found."""
+    assert _section_order(doc)[0] == "findings"
+    findings = doc.by_id("findings")
+    assert findings.all("h2")[0].text() == "No model under test: what the instrument recovered"
+    head = [th.text().strip() for th in doc.by_id("tbl-findings-instruments").all("thead")[0].all("th")]
+    assert head == ["instrument", "csr [CI]", "tsr [CI]", *(t.replace("_", " ") for t in CANARY_TYPES)]
+    rows = doc.by_id("tbl-findings-instruments").all("tbody")[0].all("tr")
+    assert sorted(r.all("th")[0].text().split()[0] for r in rows) == sorted(MODELS)
+    configs = {m["name"]: m for m in study.params["models"]}
+    found = total = 0
+    for r in rows:
+        name = r.all("th")[0].text().split()[0]
+        cells = r.all("td")
+        c = study.result["csr_ci"]["declared"][name]
+        assert cells[0].text() == ci_text(c["csr"], c["lo"], c["hi"])
+        expected = known_diagnoses(configs[name]) or {}
+        for t, cell in zip(CANARY_TYPES, cells[2:], strict=True):
+            word = study.result["control_effect"][name][t]["diagnosis"]
+            assert cell.all("span")[0].text() == word, (name, t)
+            if t in expected:
+                total += 1
+                found += word == expected[t]
+                assert ("known-found" in cell.classes) == (word == expected[t])
+    assert total == 18  # oracle and the two planted agents: six types each; lexical has no known answer
+    assert f"{found} of {total} planted answers found" in findings.text()
+
+
+def test_the_first_screen_leads_with_each_model_under_test() -> None:
+    """Models under test: a row each, csr and tsr (declared) with their intervals and the
+    diagnosis word per type, before anything else; the instruments are counted in one line."""
+    runs = synthetic_runs(n_models=3, seeds=1, tasks=60, seed=2).drop("provider")
+    oracle = runs.filter(pl.col("model") == "frontier-1").with_columns(model=pl.lit("oracle"), group=pl.lit("reference"))
+    result = stats.compute_all(pl.concat([runs, oracle]), stats.StatsConfig(resamples=50))
+    result["control_effect"] = {m: {t: {"diagnosis": w} for t in CANARY_TYPES}
+                                for m, w in (("frontier-1", "lured"), ("frontier-2", "blind"), ("frontier-3", "sensitive"),
+                                             ("oracle", "not drawn"))}
+    page = dom(build_report(stats=result, tables={}, params={"models": [
+        {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"}]}, javascript=False))
+    assert _section_order(page)[0] == "findings"
+    assert page.by_id("findings").all("h2")[0].text() == "Key findings: 3 models under test"
+    rows = page.by_id("tbl-findings").all("tbody")[0].all("tr")
+    assert [r.all("th")[0].text().split()[0] for r in rows] == ["frontier-1", "frontier-2", "frontier-3"]
+    for r, word in zip(rows, ("lured", "blind", "sensitive"), strict=True):
+        name = r.all("th")[0].text().split()[0]
+        t = result["tsr_ci"]["declared"][name]
+        assert r.all("td")[1].text() == ci_text(t["tsr"], t["lo"], t["hi"])
+        assert [td.all("span")[0].text() for td in r.all("td")[2:]] == [word] * 6
+    assert "got 6 of their 6 known answers" in page.by_id("findings").text()
+
+
+def test_known_answers_of_the_reference_agents() -> None:
+    assert known_diagnoses({"backend": "reference", "agent": "planted", "canary_type": "temporal_decoy"}) == {
+        t: "blind" if t == "temporal_decoy" else "sensitive" for t in CANARY_TYPES}
+    assert set(known_diagnoses({"backend": "reference", "agent": "surface"}).values()) == {"blind"}  # type: ignore[union-attr]
+    claims = known_diagnoses({"backend": "reference", "agent": "claims"}) or {}
+    assert claims["capability_mirage"] == "lured" and claims["semantic_decoy"] == "not drawn"
+    assert known_diagnoses({"backend": "reference", "agent": "lexical"}) is None
+    assert known_diagnoses({"backend": "litellm", "agent": "planted", "canary_type": "temporal_decoy"}) is None
+
+
+def test_tables_show_their_key_columns_first_and_the_whole_table_a_click_away(study: Study, doc: Node) -> None:
+    keyed = 0
+    for name in TABLE_NAMES:
+        full = doc.by_id(f"tbl-{name}")
+        keys = [n for n in doc.iter() if n.attrs.get("id") == f"tbl-{name}-key"]
+        if not keys:
+            continue
+        keyed += 1
+        head, body = table_rows(keys[0])
+        assert len(head) <= 10 and len(body) == len(table_rows(full)[1]), name
+        assert not _in_details(keys[0]) and _in_details(full), name
+    assert keyed >= 5
+    head, body = table_rows(doc.by_id("tbl-table_controls-key"))
+    assert head[:3] == ["model", "type", "diagnosis"]
+    controls = pl.read_csv(study.out / "table_controls.csv", infer_schema_length=None)
+    assert [r[2] for r in body] == [d or "n/a" for d in controls["diagnosis"].to_list()]
+    head, body = table_rows(doc.by_id("tbl-table1-key"))
+    assert head[:4] == ["model", "tier", "csr [CI]", "tsr [CI]"]
+    t1 = pl.read_csv(study.out / "table1.csv", infer_schema_length=None).row(0, named=True)
+    assert body[0][2] == ci_text(t1["csr"], t1["csr_lo"], t1["csr_hi"], 3)
+
+
 def test_the_study_preamble_and_the_counts_per_model(study: Study, doc: Node) -> None:
     facts = doc.by_id("study").text()
     assert "baseline, declared, full, control, mirrored" in facts and "standard (main grid)" in facts
@@ -457,9 +559,7 @@ def ensure_chromium() -> str:
         return exe
     if os.geteuid() != 0:
         pytest.skip("chromium is not installed and installing it (apt-get install chromium) needs root")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=900)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"], check=True, env=env, timeout=1800)
+    apt_install("chromium")
     exe = shutil.which("chromium")
     assert exe, "apt-get installed chromium but it is not on PATH"
     return exe
@@ -518,7 +618,7 @@ class Chromium:
     def open(self, url: str, *, javascript: bool = True) -> Tab:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.send("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
+        self.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
         if not javascript:
             self.send("Emulation.setScriptExecutionDisabled", {"value": True}, session)
         self.send("Page.navigate", {"url": url}, session)
@@ -565,6 +665,13 @@ class Tab:
         for kind in ("mousePressed", "mouseReleased"):
             self.browser.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}, self.session)
 
+    def screenshot(self, path: Path) -> bytes:
+        """The viewport as a reader sees it (PNG), written to ``path``."""
+        png = base64.b64decode(self.browser.send("Page.captureScreenshot", {"format": "png"}, self.session)["data"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png)
+        return png
+
     def visible(self, selector: str) -> bool:
         """Rendered for a reader: laid out with a size, and not hidden (display, visibility, or
         the content of a closed <details>: checkVisibility)."""
@@ -584,18 +691,42 @@ def chromium(tmp_path: Path) -> Iterator[Callable[..., Tab]]:
 
 @pytest.mark.slow
 def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable[..., Tab]) -> None:
-    """The workflow's report rule on a small study whose turn limit cuts the oracle off (an
-    explicit override), read in headless Chromium: the oracle banner, the tables, sorting, the
-    figures drawn by vega-embed, the PNGs without JavaScript, a trace opened by a click."""
+    """The workflow's report rule on a small study of instruments, read in headless Chromium at
+    1400 x 900: the first screen leads with what the instrument recovered (its screenshot is
+    docs/img/report-first-screen.png), the key tables fit the width. Then the same study with a
+    turn limit that cuts the oracle off (an explicit override): the oracle banner, the tables,
+    sorting, the figures drawn by vega-embed, the PNGs without JavaScript, a trace opened by a click."""
     from fakes.workflow import copy_workflow, run, set_param
 
-    repo = copy_workflow(tmp_path / "repo", per_difficulty=2, models=MODELS)
+    repo = copy_workflow(tmp_path / "repo", per_difficulty=14, models=(*MODELS, "planted:claims", "careful"))
+    run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", "report")
+    report = repo / "results/report.html"
+    url = report.resolve().as_uri()
+    tab = chromium(url)
+
+    # the first screen: no model under test, so what the instrument recovered, every agent's words per type
+    assert tab.js("[window.innerWidth, window.innerHeight]") == [1400, 900]
+    findings = tab.js("document.getElementById('findings').innerText")
+    assert "No model under test: what the instrument recovered" in findings
+    found = re.search(r"(\d+) of (\d+) planted answers found", findings)
+    assert found and 0 < int(found[1]) <= int(found[2]), findings
+    assert tab.js("document.querySelectorAll('#tbl-findings-instruments tbody tr').length") == 6
+    assert tab.js("document.getElementById('tbl-findings-instruments').getBoundingClientRect().bottom") <= 900
+    assert tab.js("document.getElementById('findings').getBoundingClientRect().top") < 300
+    # no key table scrolls sideways at 1400 px (the full tables are a click away, in their own box)
+    assert tab.js("[...document.querySelectorAll('.table-key .table-wrap')].every(w => w.scrollWidth <= w.clientWidth)")
+    assert tab.js("document.querySelectorAll('.table-key').length") >= 5
+    assert not tab.visible("#tbl-table_controls tbody tr td")
+    tab.click("details.full-table:has(#tbl-table_controls) > summary")
+    assert tab.visible("#tbl-table_controls tbody tr td")
+    tab.js("window.scrollTo(0, 0)")
+    tab.screenshot(SCREENSHOT)
+
+    # the same study, its turn limit below the longest plan: the oracle is cut off
     set_param(repo, ["agent", "max_turns"], 4)
     set_param(repo, ["agent", "allow_short_max_turns"], True)
     run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", "report")
-    report = repo / "results/report.html"
     assert report.stat().st_size < 5 * MiB
-    url = report.resolve().as_uri()
     tab = chromium(url)
 
     # the oracle banner, first thing on the page
@@ -606,8 +737,9 @@ def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable
     # the page does not scroll sideways (wide tables and figures scroll in their own box)
     assert tab.js("document.documentElement.scrollWidth <= window.innerWidth")
 
-    # tables: every row visible; sorting a column reorders the rows
+    # tables: the whole table a click away, every row visible; sorting a column reorders the rows
     csv = pl.read_csv(repo / "results/table1.csv")
+    tab.click("details.full-table:has(#tbl-table1) > summary")
     assert tab.js("document.querySelectorAll('#tbl-table1 tbody tr').length") == csv.height
     assert tab.visible("#tbl-table1 tbody tr:last-child td")
     col = csv.columns.index("csr") + 1

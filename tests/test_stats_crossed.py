@@ -300,3 +300,19 @@ def test_ablation_unchanged_is_an_equivalence_test() -> None:
     assert g["standard"] == pytest.approx(e["standard"]) and g["standard_lo"] <= g["standard"] <= g["standard_hi"]
     assert stats.verdict(0.01, 0.2, 0.05) == "changed" and stats.verdict(0.01, 0.01, 0.05) == "changed, within margin"
     assert stats.verdict(0.3, 0.01, 0.05) == "unchanged" and stats.verdict(0.3, 0.2, 0.05) == "inconclusive"
+
+
+def test_a_difference_far_from_zero_keeps_a_small_p_under_the_skewness_correction() -> None:
+    """Hall's cubic flattens at t = -1/a: a careful agent that never takes the canary and takes
+    its twin in 76% of 38 tasks (t = -12 at 3.5 df) read p = 0.03 there, and Holm made it
+    'inconclusive'. Beyond the point the intervals are calibrated to, the pivot moves one for
+    one with t: the correction stays monotone and invertible, and a far difference stays far."""
+    t = np.linspace(-40.0, 40.0, 4001)
+    for skew in (-1.2, -0.3, 0.0, 0.3, 1.2):
+        g = stats.hall(t, skew)
+        assert np.all(np.diff(g) > 0), skew
+        np.testing.assert_allclose(stats.hall_inverse(g, skew), t, atol=1e-9)
+    p = float(stats.t_p_value(-0.763, 0.0617, 3.51, 0.0, "two-sided", 0.3))
+    assert p < 0.002
+    # further out, smaller still
+    assert float(stats.t_p_value(-1.5, 0.0617, 3.51, 0.0, "two-sided", 0.3)) < p

@@ -351,9 +351,10 @@ def test_no_p_value_for_an_instrument_unless_test_groups_asks(small: pl.DataFram
     assert r["families"]["position_effect"]["includes_instruments"] is True
     for key in _WITHIN_MODEL:
         assert "known-answer" in r["families"][key]["note"]
-    # the control effect: Holm across the models under test x types, the instruments in a family of their own
+    # the control effect: Holm across the models under test x types, each instrument across its own types
     ce = r["families"]["control_effect"]
     assert ce["correction"] == "holm across the models under test x types" and "instruments" in ce
+    assert ce["instruments"]["correction"] == "holm across the canary types within each instrument (a family per instrument)"
 
 
 # --------------------------------------------------------------------------- counting rules

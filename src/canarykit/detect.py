@@ -36,8 +36,8 @@ Decisions (each is a place where the paper is silent or ambiguous):
   assembler puts all of a list's canaries on one side: :mod:`canarykit.assembly`).
 - **Truncated runs** (status ``truncated``: ``agent.max_turns`` model turns without a final
   answer) are flagged ``truncated``. Their calls count like any run's (the agent did make
-  them); how tsr treats them is the statistics' business (README, "Truncated runs").
-- **First pick** (the primary outcome of the control contrast, README "Reading
+  them); how tsr treats them is the statistics' business (docs/metrics.md, "Truncated runs").
+- **First pick** (the primary outcome of the control contrast, docs/canaries.md, "Reading
   control_effect"). The *family* of a real tool f in a list is f, its canaries and its
   twins (from the list's metadata: what an agent sees plays no part). For a type T with a
   stand-in in the list (T's canary; in the ``control`` list of arm T, T's twin),

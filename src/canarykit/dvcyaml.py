@@ -43,7 +43,7 @@ HEADER = """\
 # GENERATED from rules/stages.yaml and the rules' code by `make dvc-yaml`: do not edit.
 # DVC owns versioning, remotes, experiments and params/metrics/plots diffs; Snakemake owns the
 # DAG. Each stage runs its Snakemake rules with --allowed-rules/--forcerun, so DVC decides WHEN a
-# stage runs and the run identity decides WHICH runs (README, "Reruns"). A stage's code deps are
+# stage runs and the run identity decides WHICH runs (docs/failures.md, "Reruns"). A stage's code deps are
 # its rules' scripts and every canarykit module they import (canarykit.dvcyaml.code_closure),
 # the same files the rules take as input.
 """

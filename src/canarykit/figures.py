@@ -210,7 +210,11 @@ def fig6(fd: Mapping[str, pl.DataFrame]) -> Any:
     scale = alt.Scale(domain=[-1.75, 1.75], nice=False)
     x = alt.X("x:Q", scale=scale, axis=None)
     y = alt.Y("y:Q", scale=alt.Scale(domain=[-1.4, 1.45], nice=False), axis=None)
-    color = alt.Color("group:N", scale=_group_scale(list(groups.values())), title="Group")
+    # The legend goes under the small multiples, its labels unclipped: at the right of a
+    # four-column facet it was cut off at the page's edge ("plante", "refere").
+    legend = alt.Legend(orient="bottom", direction="horizontal", columns=4, labelLimit=0, title="Group")
+    color = alt.Color("group:N", scale=_group_scale(list(groups.values())), title="Group", legend=legend)
+    fill = alt.Fill("group:N", scale=_group_scale(list(groups.values())), title="Group", legend=legend)
     chart0 = alt.Chart()
     grid = chart0.transform_filter("datum.kind === 'grid'").mark_line(color="#c8c8c8", strokeWidth=1).encode(
         x=x, y=y, detail="series:N", order="order:Q")
@@ -221,7 +225,7 @@ def fig6(fd: Mapping[str, pl.DataFrame]) -> Any:
     axlab = chart0.transform_filter("datum.kind === 'axislabel'").mark_text(fontSize=11, lineBreak="\n", color="#333333").encode(
         x=x, y=y, text="label:N")
     area = chart0.transform_filter("datum.kind === 'profile'").mark_line(strokeWidth=2.2, fillOpacity=0.25, interpolate="linear-closed").encode(
-        x=x, y=y, order="order:Q", color=color, fill=color)
+        x=x, y=y, order="order:Q", color=color, fill=fill)
     pts = chart0.transform_filter("datum.kind === 'profile'").mark_circle(size=36, opacity=1).encode(
         x=x, y=y, color=color, tooltip=["model", "type:N", alt.Tooltip("rate:Q", format=".3f")])
     layered = alt.layer(grid, spokes, area, pts, ringlab, axlab, data=data).properties(width=250, height=215)
@@ -268,16 +272,21 @@ def fig8(fd: Mapping[str, pl.DataFrame]) -> Any:
     order = _model_order(d.filter(pl.col("pool") == "standard"), "csr")
     y = alt.Y("model:N", sort=order, title=None)
     pools = ["standard", "subtle"]
-    link = alt.Chart(d).mark_line(color="#999999", strokeWidth=2).encode(y=y, x="csr:Q", detail="model:N")
-    pts = alt.Chart(d).mark_point(filled=True, size=110).encode(
-        y=y, x=alt.X("csr:Q", title="csr: mean per-run canary calls / tool calls"),
-        color=alt.Color("pool:N", title="Canary pool", sort=pools, scale=alt.Scale(domain=pools, range=[OKABE_ITO[0], OKABE_ITO[1]])),
-        shape=alt.Shape("pool:N", sort=pools, scale=alt.Scale(domain=pools, range=["circle", "diamond"]), title="Canary pool"),
-        tooltip=["model", "pool", alt.Tooltip("csr:Q", format=".3f")],
-    )
-    return alt.layer(link, pts).properties(
+    # Dodged: each pool's marker sits a few pixels above (standard) or below (subtle) the
+    # model's line, so equal csr no longer hides one marker under the other; a rule joins them.
+    link = alt.Chart(d).mark_rule(color="#999999", strokeWidth=2).encode(y=y, x="min(csr):Q", x2="max(csr):Q")
+    color = alt.Color("pool:N", title="Canary pool", sort=pools, scale=alt.Scale(domain=pools, range=[OKABE_ITO[0], OKABE_ITO[1]]))
+    shape = alt.Shape("pool:N", sort=pools, scale=alt.Scale(domain=pools, range=["circle", "diamond"]), title="Canary pool")
+    layers = [
+        alt.Chart(d).transform_filter(alt.datum.pool == pool).mark_point(filled=True, size=100, yOffset=dy, opacity=0.9).encode(
+            y=y, x=alt.X("csr:Q", title="csr: mean per-run canary calls / tool calls"), color=color, shape=shape,
+            tooltip=["model", "pool", alt.Tooltip("csr:Q", format=".3f")],
+        )
+        for pool, dy in zip(pools, (-5, 5), strict=True)
+    ]
+    return alt.layer(link, *layers).properties(
         width=_WIDTH, height=_ROW * len(order),
-        title=alt.Title(title, subtitle="softened give-away phrases (subtle) vs the standard pool"),
+        title=alt.Title(title, subtitle="softened give-away phrases (subtle) vs the standard pool; markers dodged (standard above, subtle below)"),
     )
 
 

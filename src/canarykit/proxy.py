@@ -176,6 +176,7 @@ def build_catalog(real_tools: Sequence[Mapping[str, Any]], routes: Mapping[str, 
         ToolList(hosted, [], "<upstream tools>", list(range(len(hosted)))),
         settings.pool, suffixes, fit=settings.fit, control_suffixes=control_suffixes, controls=settings.controls,
         special_cases=settings.special_cases, types=settings.types, source="<upstream tools>",
+        peers=[dict(t) for t in real_tools],
     )
     entries: dict[str, tuple[str, MCPTool, Route | None, dict[str, Any] | None]] = {}
     for t in real_tools:

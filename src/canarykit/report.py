@@ -38,6 +38,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from .agents.known import known_diagnoses
 from .errors import InputError
 from .jsonio import atomic_write_text, read_json_input
 from .stats import DIAGNOSES, DIAGNOSIS_READINGS, INSTRUMENT_GROUPS, dose_table
@@ -69,12 +70,30 @@ TYPE_PLURALS: dict[str, str] = {
     "granularity_trap": "granularity traps",
 }
 
-#: The control-effect diagnoses in reading order, with what each says (README, "Reading control_effect").
+#: The control-effect diagnoses in reading order, with what each says (docs/canaries.md, "Reading control_effect").
 CONTROL_READINGS: tuple[tuple[str, str], ...] = tuple((w, DIAGNOSIS_READINGS[w]) for w in DIAGNOSES)
 
 #: The intervals of each ``stats.bootstrap_unit``, as the report names them.
 INTERVALS = {"task_x_item": "cluster-robust t intervals, tasks and canary items as crossed random factors",
              "task": "BCa bootstrap intervals resampling whole tasks", "run": "percentile bootstrap intervals resampling runs"}
+
+#: Short column labels of the canary types (the findings table).
+TYPE_LABELS: dict[str, str] = {t: t.replace("_", " ") for t in CANARY_TYPES}
+
+#: Per table, the key columns the page shows first, in order (the full table is a click away):
+#: ``(label, column)``, or ``(label, estimate, lo, hi)`` for an estimate with its interval.
+KEY_COLUMNS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "table1": (("model", "model"), ("tier", "tier"), ("csr [CI]", "csr", "csr_lo", "csr_hi"),
+               ("tsr [CI]", "tsr", "tsr_lo", "tsr_hi"), ("recovery", "recovery"), ("trapped runs", "recovery_n"),
+               ("runs", "runs"), ("failed", "failed_runs")),
+    "table2": (("model", "model"), ("tier", "tier"), *((TYPE_LABELS[t], t) for t in CANARY_TYPES), ("runs", "runs")),
+    "table_controls": (("model", "model"), ("type", "type"), ("diagnosis", "diagnosis"),
+                       ("first-pick \u0394 [CI]", "delta", "lo", "hi"), ("canary", "canary"), ("twin", "control"),
+                       ("Holm p", "p_holm"), ("tasks", "clusters")),
+    "table_stability": (("finding", "finding"), ("condition", "condition"), ("estimate", "estimate"),
+                        ("survives every seed", "survives")),
+}
+KEY_COLUMNS["table3"] = KEY_COLUMNS["table1"]
 
 _TABLE_TITLES: dict[str, str] = {
     "table1": "Table 1: declared condition",
@@ -218,6 +237,31 @@ def html_table(frame: pl.DataFrame, table_id: str, title: str, caption: str = ""
     return {"id": table_id, "title": title, "caption": caption, "columns": columns, "rows": rows}
 
 
+def key_table(frame: pl.DataFrame, table_id: str) -> dict[str, Any] | None:
+    """The key columns of a table (:data:`KEY_COLUMNS`) for the template, an estimate and its
+    interval in one cell (sorted by the estimate); None for a table without key columns."""
+    spec = [c for c in KEY_COLUMNS.get(table_id, ()) if all(col in frame.columns for col in c[1:])]
+    if not spec or frame.width <= len(spec):
+        return None
+    columns, cols = [], []
+    for label, *names in spec:
+        dtype = frame.schema[names[0]]
+        columns.append({"label": label, "numeric": dtype.is_numeric() or dtype == pl.Boolean})
+        cols.append((names, dtype))
+    rows = []
+    for row in frame.iter_rows(named=True):
+        cells = []
+        for names, dtype in cols:
+            if len(names) == 3:
+                x = row[names[0]]
+                cells.append({"text": ci_text(x, row[names[1]], row[names[2]], 3, signed=names[0] == "delta"),
+                              "key": repr(float(x)) if _finite(x) is not None else ""})
+            else:
+                cells.append(_cell(row[names[0]], dtype))
+        rows.append(cells)
+    return {"id": f"{table_id}-key", "columns": columns, "rows": rows, "caption": "", "all": frame.width}
+
+
 def _read_csv(path: str | Path, name: str) -> pl.DataFrame:
     try:
         return pl.read_csv(Path(path), infer_schema_length=None)
@@ -339,6 +383,52 @@ def diagnoses(result: Mapping[str, Any], params: Mapping[str, Any] | None = None
             "recovery": rec_text,
         })
     return out
+
+
+def _type_cells(effects: Mapping[str, Any], expected: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    """One cell per canary type: the diagnosis word, and against a known answer whether it
+    was found (``found``), the study had too little data (``open``) or said otherwise (``missed``)."""
+    cells = []
+    for t in CANARY_TYPES:
+        e = effects.get(t) or {}
+        word = str(e.get("diagnosis") or "n/a") if e else "n/a"
+        want = (expected or {}).get(t)
+        status = None if want is None else ("found" if word == want else "open" if word in ("inconclusive", "n/a") else "missed")
+        cells.append({"type": t, "word": word, "expected": want, "status": status})
+    return cells
+
+
+def findings(result: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The report's first screen: per model under test its csr and tsr (declared) with their
+    intervals and its diagnosis word per canary type; per instrument the same, held against
+    its known answer (:func:`canarykit.agents.known.known_diagnoses`), and how many known
+    answers the study recovered."""
+    params = params or {}
+    meta = result.get("meta") or {}
+    instruments = _instrument_groups(params, result)
+    configs = {str(m.get("name")): m for m in params.get("models") or [] if isinstance(m, Mapping)}
+    effects = result.get("control_effect") or {}
+    csr = (result.get("csr_ci") or {}).get("declared", {})
+    tsr = (result.get("tsr_ci") or {}).get("declared", {})
+    models = list(meta.get("models") or sorted(result.get("model_groups") or {}))
+    tested: list[dict[str, Any]] = []
+    checked: list[dict[str, Any]] = []
+    for m in models:
+        c, s = csr.get(m) or {}, tsr.get(m) or {}
+        expected = known_diagnoses(configs[m]) if m in instruments and m in configs else None
+        row = {"name": m, "group": (result.get("model_groups") or {}).get(m) or instruments.get(m, ""),
+               "csr": ci_text(c.get("csr"), c.get("lo"), c.get("hi")), "tsr": ci_text(s.get("tsr"), s.get("lo"), s.get("hi")),
+               "types": _type_cells(effects.get(m) or {}, expected), "known": expected is not None}
+        (checked if m in instruments else tested).append(row)
+    statuses = [cell["status"] for row in checked for cell in row["types"] if cell["status"]]
+    return {
+        "tested": tested,
+        "instruments": checked,
+        "known": {"total": len(statuses), "found": statuses.count("found"), "open": statuses.count("open"),
+                  "missed": statuses.count("missed"), "agents": sum(r["known"] for r in checked)},
+        "has_controls": bool(effects),
+        "type_labels": [TYPE_LABELS[t] for t in CANARY_TYPES],
+    }
 
 
 # --------------------------------------------------------------------------- the study
@@ -540,7 +630,9 @@ def build_report(
         if name not in tables:
             continue
         frame = _read_csv(tables[name], name)
-        table_views.append(html_table(frame, name, _TABLE_TITLES.get(name, name), caps.get(name) or stat_caps.get(name, "")))
+        view = html_table(frame, name, _TABLE_TITLES.get(name, name), caps.get(name) or stat_caps.get(name, ""))
+        view["key"] = key_table(frame, name)
+        table_views.append(view)
     counts = html_table(run_counts(runs_df), "run_counts", "Runs per model") if runs_df is not None else None
     param_rows = flatten_params({k: v for k, v in cfg.items() if k != "models"})
     models_cfg = _model_rows(cfg, result)
@@ -553,6 +645,7 @@ def build_report(
         "study": study_summary(cfg, result, runs_df),
         "counts": counts,
         "diagnoses": diagnoses(result, cfg),
+        "findings": findings(result, cfg),
         "tested": list(meta.get("tested_models") or []),
         "unit": INTERVALS.get(meta.get("bootstrap_unit", "task"), INTERVALS["run"]),
         "alpha": meta.get("alpha", 0.05),

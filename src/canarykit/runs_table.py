@@ -12,7 +12,7 @@ and ``first_pick_T``/``recovered_T``/``item_T``/``selection_visible_T`` for the 
 columns: :mod:`canarykit.detect`; ``judge_status``: ``ok | unparseable | error`` from the primary judge,
 ``skipped`` for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without
 a final answer, never null, false for backend-error runs; the control and order columns: see
-:mod:`canarykit.detect` and README, "Controls and position").
+:mod:`canarykit.detect` and docs/canaries.md, "Weakness or lure: controls and position").
 
 The workflow builds it from the per-model detector and judge outputs
 (:func:`canarykit.pipeline.build_runs`); :func:`canarykit.judging.detect_and_judge` runs

@@ -42,7 +42,7 @@ VERDICT_STATUSES: Final[tuple[str, ...]] = get_args(VerdictStatus)
 #: Canary types whose give-away suffix comes from a pool in params.yaml (Appendix C).
 PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "temporal_decoy")
 
-#: The study's conditions (README, "Conditions"): the paper's three, plus two that separate a
+#: The study's conditions (docs/getting-started.md, "What a study measures"): the paper's three, plus two that separate a
 #: canary's weakness from its lure (issue 11): ``control`` (the ``declared`` lists with every
 #: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
 #: ``declared`` lists with each canary and the real tool it shadows trading places).

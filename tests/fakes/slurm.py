@@ -20,6 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from fakes.apt import apt_install
+
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 CONF = Path("/etc/slurm/slurm.conf")
 
@@ -35,9 +37,7 @@ def ensure_packages() -> None:
         return
     if os.geteuid() != 0:
         raise SlurmUnavailable(f"SLURM is not installed ({', '.join(missing)} missing) and installing it needs root")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=600)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES], check=True, env=env, timeout=900)
+    apt_install(*PACKAGES, timeout=900)
 
 
 def _node_line() -> str:

@@ -50,7 +50,8 @@ def write_pool(path: Path, pool: str, suffixes: Mapping[str, str] | None = None)
 def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Path | str) -> dict[str, Any]:
     """Write the pool a study of ``tasks`` gets from the workflow (the generate_canaries
     rule's call, :func:`canarykit.canaries.study_pool`, with params.yaml's canaries
-    settings: special cases, fit, suffixes, the task-suite check); return the pool document."""
+    settings: special cases, fit, suffixes, wording variants, the task-suite check); return
+    the pool document."""
     from canarykit import canaries, tools
     from canarykit.config import load_params
 
@@ -60,6 +61,7 @@ def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Pa
         listed, tasks, pool, fit=cfg["fit"], suffixes=cfg["suffixes"][pool],
         control_suffixes=cfg["control_suffixes"][pool], special_cases=cfg["special_cases"],
         generator=cfg["generator"], llm=cfg["llm"], source="tools.json", tasks_source=str(tasks_path),
+        variants=cfg["variants"],
     )
     canaries.write_pool(result, path)
     return result.document()

@@ -54,7 +54,7 @@ def exit_with_parent(poll_s: float = 1.0) -> threading.Thread | None:
         while True:
             time.sleep(poll_s)
             if os.getppid() != parent:
-                print("[canarykit runs] the parent process died: stopping (resume: see README, 'Failures and resuming')",
+                print("[canarykit runs] the parent process died: stopping (resume: see docs/failures.md, 'Failures, resuming and concurrent invocations')",
                       file=sys.stderr, flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
                 return

@@ -5,7 +5,7 @@ function-calling form, executes every tool call against the environment (real to
 :mod:`canarykit.tools`, canaries through their runtime in :mod:`canarykit.canaries`), answers
 each with a ``role: tool`` message, and stops at an answer without tool calls (``completed``)
 or after ``max_turns`` model turns without a final answer (``truncated``: the run was cut off
-by the turn limit, which is not the same as failing the task; see README, "Truncated runs").
+by the turn limit, which is not the same as failing the task; see docs/metrics.md, "Truncated runs").
 
 Every call is recorded and answered, never dropped: a ``tool_call`` event followed by exactly
 one ``tool_result`` (the tool ran) or ``tool_error`` (the loop refused it). Arguments are

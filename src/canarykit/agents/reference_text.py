@@ -12,7 +12,9 @@ whose description covers most of ``f``'s content words beyond the words of its n
 canary keeps its real tool's body, a paraphrase keeps most of its words) and which either
 carries all of ``f``'s name tokens (prefix/suffix variants: ``advanced_get_weather``,
 ``get_weather_v2``) or takes exactly ``f``'s parameters (a reworded name:
-``fetch_conditions``). A real tool that merely shares a parameter or a name token
+``fetch_conditions``), or whose name is the real tool's with only its retrieval verb swapped
+and takes exactly its parameters (``fetch_current_time`` beside ``get_current_time``: a
+reader sees the same tool, however the short description was reworded). A real tool that merely shares a parameter or a name token
 (``get_pull_request_files`` beside ``get_pull_request``) is not one: its description says
 something else.
 """
@@ -117,15 +119,23 @@ MIN_COVERAGE = 0.6
 MIN_PARAPHRASE_WORDS = 4
 
 
+#: Verbs that say "give me" and nothing else: a name that swaps one of them for another keeps
+#: its meaning (``get_current_time``, ``fetch_current_time``).
+RETRIEVAL_VERBS = frozenset(["get", "fetch", "retrieve", "obtain", "lookup", "find", "read", "load", "query", "show", "grab", "return"])
+
+
 def is_lookalike(real: ToolText, other: ToolText) -> bool:
     """Whether ``other`` reads as a variant of ``real`` (see the module docstring): a name
     variant covering its description (or first sentence), or a tool with exactly its
     parameters covering its description (:data:`MIN_PARAPHRASE_WORDS`)."""
     if other.name == real.name:
         return False
-    mine = set(tokenize(real.name))
-    if mine and mine <= set(tokenize(other.name)):
+    mine, theirs = set(tokenize(real.name)), set(tokenize(other.name))
+    if mine and mine <= theirs:
         return coverage(real, other, lead=True) >= MIN_COVERAGE
+    core = mine - RETRIEVAL_VERBS
+    if core and core == theirs - RETRIEVAL_VERBS and mine != theirs and set(other.properties) == set(real.properties):
+        return True
     return (len(_words_beyond_name(real)) >= MIN_PARAPHRASE_WORDS and set(other.properties) == set(real.properties)
             and coverage(real, other) >= MIN_COVERAGE)
 

@@ -68,19 +68,32 @@ Deterministic and true to type; ``execute(name, args)`` runs a real tool:
 - ``temporal_decoy``: an outdated snapshot of its variant's year (2023 for variant 1). The real result with figures perturbed
   (a different hash stream from the semantic decoy), every 2024-2029 date or year in text
   (and ``year`` fields) moved to 2023, and ``"snapshot": "2023-03-31", "data_version":
-  "2023.1"`` added. Fitted: lists missing their last entry, identifiers (paths, names,
-  urls) left alone, and if nothing else changed, the last sentence of its longest text.
+  "2023.1"`` added. Fitted: instead of moving each date, every record (object) dated after
+  the snapshot year moves back as a whole, by the whole years that bring its latest date to
+  it, so its dates keep their order and spacing (:func:`snapshot_records`); lists missing
+  their last entry, identifiers (paths, names, urls) left alone, and if nothing else
+  changed, the last sentence of its longest text.
 - ``granularity_trap``: the real tool's result for the hardcoded special-case arguments in
   ``behaviour.args``, whatever the agent passed; nothing added.
 - twins: the real tool's result for the same arguments (a parameter trap's twin first checks
-  them against its own schema, answering ``invalid arguments for <name>: ...`` as our real
-  tools do, then maps the renamed arguments back); distractors likewise.
+  them against its own schema, then maps the renamed arguments back; arguments its schema
+  refuses are refused in the real tool's words: a read-only real tool is asked the same bad
+  call and its refusal answered with the twin's names, else ``invalid arguments for <name>:
+  ...`` as our real tools say it); distractors likewise.
 
 Fields that identify or index rather than measure (``id``, ``*_id``, ``year``, ``day``,
-``rank``, ``page``, ``limit``, ``count``, ...) are never perturbed or rounded. A fitted
-result is structured only when it conforms to the mirrored ``outputSchema`` (markers are
-left out when the schema forbids extra fields); a text result stays text, with the marker
-as a last line in parentheses.
+``rank``, ``page``, ``limit``, ``count``, ...) are never perturbed or rounded, nor is a
+year named as one in prose ("born 1815").
+
+Answers keep the real tool's form (docs/server-fit.md): structured content written as its
+JSON text stays so (in the real tool's JSON style); structured content beside a text of its
+own (a file's text) keeps both, each degraded; a text result stays text, with the marker as
+a last line in parentheses, or, when the text is JSON, as JSON without fields the real tool
+never sends (no ``cached``, no ``{"result": ...}`` wrapper). A canary that keeps the real
+tool's ``outputSchema`` answers structured content valid against it on every path (markers
+left out when the schema forbids extra fields; else a lighter defect that conforms; else
+the type's error, ``_runtime.UNAVAILABLE``); a write tool's preview drops the ``outputSchema``
+(its twin too) and answers text when the real tool answers text.
 
 Every canary result is defective by design (:data:`CANARY_RESULT_IS_DEFECTIVE`): an error,
 stale data, an approximation, an old snapshot, a preview or a fixed case. Reference agents
@@ -122,6 +135,7 @@ from ._controls import (
     task_case,
     task_cases,
 )
+from ._dates import snapshot_records
 from ._dose import DISTRACTOR_TAILS, bank_canaries, distractors
 from ._fit import FIT_MODES, ToolProfile, fit_skip, profile_tool
 from ._generator import (
@@ -325,6 +339,7 @@ __all__ = [
     "selling_point",
     "skipped_counts",
     "snapshot_payload",
+    "snapshot_records",
     "stale_payload",
     "strip_runtime_markers",
     "study_pool",

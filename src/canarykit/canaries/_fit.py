@@ -11,8 +11,26 @@ A canary type is offered only where its defect means something for the tool:
 - a **granularity trap** hard-codes one case: it needs parameters and a natural case in
   the schema (see :mod:`._cases`), and never shadows a write tool (a hard-coded write would
   act on the wrong target; canaries never perform writes);
-- a **parameter trap** and a **capability mirage** fit every tool (a write tool's mirage
-  answers with a preview that applies nothing).
+- a **parameter trap** fits every tool; a **capability mirage** fits every tool but a
+  destructive one (a write tool's mirage answers with a preview that applies nothing);
+- **no staleness or date claims on the user's own local state.** A semantic or temporal
+  decoy is not offered for a tool over *local state*: a read tool that declares
+  ``openWorldHint: false`` (it reaches nothing outside the user's machine or account) on a
+  server whose other tools write that state (a tool of the same ``server`` in the tool list,
+  or of the whole list when it names no servers, that is not read-only). Such a tool reads the
+  state itself, which the user (or the agent, a call earlier) has just changed: a "cache
+  from the last nightly sync" or "data as of March 2023" of it cannot exist (the memory
+  server's ``read_graph``, the filesystem server's ``read_text_file``, the git server's
+  ``git_status``). A closed world is declared, never assumed (``openWorldHint`` left out
+  means an open world, as the MCP default says), and a closed world that nobody writes
+  through the server (a published, read-only workspace or company database, as canarykit's
+  own file and database servers are) may well be a copy, so its decoys stay. The schema
+  decides the rest, as for every rule here: a tool whose inputs are all numbers and whose
+  verb computes is a pure function (no decoy either);
+- **no capability claims on destructive tools.** A capability mirage ("research-grade
+  accuracy", "expert-level results") is not offered for a destructive tool
+  (``destructiveHint: true``, or a delete/remove/overwrite verb when no hint is declared):
+  a promise of a better way to delete invites the one call an agent must not make lightly.
 
 The profile is read from the MCP tool annotations when the tool declares any behavioural
 hint (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``); a hint
@@ -23,17 +41,17 @@ false, destructiveHint true, idempotentHint false, openWorldHint true), so
 A tool that declares no hint (no annotations, or only a ``title``) is read from the verb of
 its name (``create_issue``, ``git_commit``) or of its description's first word ("Shows the
 working tree status"). ``destructive`` (destructiveHint, meaningful only for a tool that is
-not read-only) is recorded in the profile but changes no rule: every defect that a write
-makes meaningless (a cached or 2023 copy, a hard-coded case) is meaningless for an additive
-write as much as for a destructive one, and no canary ever performs a write (a write
-tool's mirage answers a preview; the others error or are not offered). ``canaries.fit:
+not read-only) decides one rule, the mirage's: every other defect that a write makes
+meaningless (a cached or 2023 copy, a hard-coded case) is meaningless for an additive write
+as much as for a destructive one, and no canary ever performs a write (a write tool's
+mirage answers a preview; the others error or are not offered). ``canaries.fit:
 paper`` offers every type for every tool, as the paper did.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -194,6 +212,10 @@ FIT_REASONS: Final[Mapping[str, str]] = {
     "write_tool": "write tool ({evidence}): {what} of a write means nothing",
     "write_tool_granularity": "write tool ({evidence}): a hard-coded write would act on the wrong target (canaries never perform writes)",
     "no_parameters": "no parameters: there is no case to hard-code",
+    "local_state": ("local state (openWorldHint false, and {writer} writes it): {what} of the state the "
+                    "tool reads itself means nothing"),
+    "destructive_tool": ("destructive tool ({evidence}): a capability claim invites the one call an agent "
+                         "must not make lightly"),
 }
 
 _WHAT: Final[Mapping[str, str]] = {
@@ -203,11 +225,40 @@ _WHAT: Final[Mapping[str, str]] = {
 }
 
 
-def fit_skip(tool: Mapping[str, Any], canary_type: str, mode: FitMode) -> tuple[str, str] | None:
+def closed_world(tool: Mapping[str, Any]) -> bool:
+    """True when the tool declares ``openWorldHint: false`` (never assumed: left out, the MCP
+    default is an open world)."""
+    ann = tool.get("annotations")
+    return isinstance(ann, Mapping) and ann.get("openWorldHint") is False
+
+
+def state_writers(tools: Sequence[Mapping[str, Any]]) -> dict[str | None, str]:
+    """Per server (``None``: tools without one), the first tool that writes (is not
+    read-only by :func:`profile_tool`)."""
+    out: dict[str | None, str] = {}
+    for t in tools:
+        server = t.get("server") if isinstance(t.get("server"), str) else None
+        if server not in out and profile_tool(t).writes:
+            out[server] = str(t.get("mcp_name") or t["name"])
+    return out
+
+
+def local_state_writer(tool: Mapping[str, Any], writers: Mapping[str | None, str]) -> str | None:
+    """The tool that writes the local state ``tool`` reads (see the module doc), else None:
+    ``tool`` is a read tool that declares a closed world and a tool of its server writes."""
+    if not closed_world(tool) or profile_tool(tool).writes:
+        return None
+    server = tool.get("server") if isinstance(tool.get("server"), str) else None
+    return writers.get(server)
+
+
+def fit_skip(tool: Mapping[str, Any], canary_type: str, mode: FitMode,
+             peers: Sequence[Mapping[str, Any]] | None = None) -> tuple[str, str] | None:
     """``(code, reason)`` when ``canary_type`` does not fit ``tool`` under ``mode``, else None.
 
-    Granularity's need for a natural case (and its coincidence with the task suite) is
-    decided when the case is derived, not here.
+    ``peers``: the whole tool list ``tool`` comes from (whether a tool of its server writes
+    the state it reads); None: ``tool`` alone. Granularity's need for a natural case (and
+    its coincidence with the task suite) is decided when the case is derived, not here.
     """
     if mode == "paper":
         return None
@@ -218,6 +269,15 @@ def fit_skip(tool: Mapping[str, Any], canary_type: str, mode: FitMode) -> tuple[
             return "write_tool", FIT_REASONS["write_tool"].format(what=what, evidence=p.evidence)
         if p.pure:
             return "pure_function", FIT_REASONS["pure_function"].format(what=what)
+        writer = local_state_writer(tool, state_writers(peers if peers is not None else [tool]))
+        if writer is not None:
+            return "local_state", FIT_REASONS["local_state"].format(what=what, writer=repr(writer))
+    if canary_type == "capability_mirage" and p.destructive:
+        evidence = ("destructiveHint true" if isinstance(tool.get("annotations"), Mapping)
+                    and tool["annotations"].get("destructiveHint") is True else
+                    "destructiveHint not declared (MCP default: true)" if p.basis == "annotations"
+                    else f"verb {p.verb!r}")
+        return "destructive_tool", FIT_REASONS["destructive_tool"].format(evidence=evidence)
     if canary_type == "prerequisite_blindness" and p.pure:
         return "pure_function", FIT_REASONS["pure_function"].format(what=what)
     if canary_type == "granularity_trap":

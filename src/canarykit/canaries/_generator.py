@@ -127,6 +127,8 @@ class _PoolPlan:
     special_cases_source: str
     special_cases_field: str
     variants: int = 1
+    #: the whole tool list the hosts come from (the local-state rule reads their servers)
+    peers: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def style(self) -> str:
@@ -197,6 +199,7 @@ def build_pool(
     taken: Sequence[str] = (),
     suffixes_source: str | None = None,
     suffixes_field: str = "",
+    peers: Sequence[Mapping[str, Any]] | None = None,
 ) -> Pool:
     """The canaries of each fitting (tool, type), one per bank entry up to ``variants``, in
     tool order, then ``types`` order, then variant order.
@@ -217,6 +220,8 @@ def build_pool(
     ``variants`` (a tool with fewer natural granularity cases) just gives fewer variants.
     ``suite`` (the task suite) is checked against granularity cases. With ``controls`` each
     canary's twin is written too (every record carries ``variant`` and ``selection_visible``).
+    ``peers`` is the whole tool list the tools come from when only some of them host
+    canaries (the proxy's ``--shadow``): the local-state fit rule reads their servers.
     """
     if not isinstance(pool, str) or not pool:
         raise InputError(source, "pool", f"expected a pool name, got {pool!r}")
@@ -238,6 +243,7 @@ def build_pool(
         _checked_special_cases(special_cases, special_cases_source, special_cases_field),
         rewriter if rewriter is not None else OfflineRewriter(),
         suite, controls, strict, source, special_cases_source, special_cases_field, variants,
+        peers=tuple(peers) if peers is not None else tuple(listed.tools),
     )
     for t in types:
         get_transform(t)
@@ -273,7 +279,7 @@ def build_pool(
 def _offer(out: Pool, plan: _PoolPlan, tool: Mapping[str, Any], canary_type: str, label: str) -> list[_Built]:
     """The canaries of ``canary_type`` for ``tool`` (variants 1..K), or the reason none is
     built (in ``out.skipped``); the tasks a granularity offering is withheld from too."""
-    skip = fit_skip(tool, canary_type, "fitted" if plan.fit == "fitted" else "paper")
+    skip = fit_skip(tool, canary_type, "fitted" if plan.fit == "fitted" else "paper", plan.peers)
     if skip is not None:
         out.skipped.append(Skip(tool["name"], canary_type, skip[0], skip[1], False))
         return []
@@ -338,6 +344,12 @@ def _canary_record(item: _Built, plan: _PoolPlan) -> dict[str, Any]:
         "provenance": prov,
     }
     record.update(_mirrored(tool, canary_type, item.name, built.get("special_case"), item.variant))
+    if built["behaviour"].get("kind") == "preview":
+        # a preview that applies nothing cannot return what the real outputSchema describes (the
+        # entities created, the file written): a strict client refuses a result that does not
+        # conform, so the schema goes; its twin, built from this record, goes without it too (the
+        # pair differs in the probed claim only) and answers the real structured content
+        record.pop("outputSchema", None)
     if "server" in tool:
         record["upstream"] = {"server": tool["server"], "name": tool.get("mcp_name", tool["name"])}
     record["variant"] = item.variant

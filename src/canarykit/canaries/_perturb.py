@@ -16,10 +16,17 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ..jsonio import canonical_json
+from ._dates import (
+    IDENT_TEXT_KEY,
+    YEAR_KEY,
+    round_times,
+    shift_dates,
+    snapshot_records,
+    sync_weekdays,
+)
 from ._transforms import SNAPSHOT_YEAR
 
 #: Numeric fields that identify or index rather than measure: never perturbed or rounded.
@@ -28,7 +35,6 @@ _STRUCTURAL_KEY = re.compile(
     r"page|per_page|limit|offset|count|.*_count|n|n_.*|num_.*|total_results|version|port|"
     r"status|status_code|code|lat|lon|lng|latitude|longitude)$"
 )
-_YEAR_KEY = re.compile(r"^(?:year|.*_year)$")
 #: Figures inside free text: decimals or thousands-grouped numbers, never dates, times,
 #: versions or identifiers (nothing glued to letters, ``-``, ``:`` or another number).
 _TEXT_NUMBER = re.compile(
@@ -161,10 +167,20 @@ def _is_year(raw: str) -> bool:
     return len(raw) == 4 and 1900 <= int(raw) <= 2100
 
 
+#: A word that makes the four-digit number after it a year ("born 1815", "since 1642"):
+#: never perturbed, so a stale record keeps its dates in order.
+_YEAR_CUE = re.compile(r"(?:\b(?:born|died|since|until|founded|established|built|circa|year|in)|\bc\.)\s+\Z",
+                       re.IGNORECASE)
+
+
+def _is_cued_year(raw: str, before: str) -> bool:
+    return len(raw) == 4 and 1000 <= int(raw) <= 2100 and _YEAR_CUE.search(before[-20:]) is not None
+
+
 def _perturb_integers(text: str, stream: str, canary_id: str, lo: float, hi: float) -> str:
     def repl(m: re.Match[str]) -> str:
         raw = m.group(1)
-        if _is_year(raw):
+        if _is_year(raw) or _is_cued_year(raw, text[: m.start()]):
             return raw
         factor = _factor(stream, canary_id, f"int:{raw}", lo, hi)
         return str(perturb_number(int(raw), factor))
@@ -175,7 +191,7 @@ def _perturb_integers(text: str, stream: str, canary_id: str, lo: float, hi: flo
 def _round_integers(text: str) -> str:
     def repl(m: re.Match[str]) -> str:
         raw = m.group(1)
-        return raw if _is_year(raw) else str(round_significant(int(raw), 1))
+        return raw if _is_year(raw) or _is_cued_year(raw, text[: m.start()]) else str(round_significant(int(raw), 1))
 
     return _TEXT_INTEGER.sub(repl, text)
 
@@ -294,7 +310,7 @@ def snapshot_payload(
     structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
-        if _YEAR_KEY.match(key) and isinstance(value, int) and year < value <= 2029:
+        if YEAR_KEY.match(key) and isinstance(value, int) and year < value <= 2029 and not fitted:
             return year
         if structural.match(key) or _is_echo(key, value, args):
             return value
@@ -305,8 +321,8 @@ def snapshot_payload(
             return _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
         if IDENT_TEXT_KEY.match(key):
             return text
-        moved = _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
-        return _perturb_integers(moved, "temporal", canary_id, lo, hi)
+        # the dates move with their whole record (degrade: snapshot_records), not one by one
+        return _perturb_integers(_perturb_text(text, "temporal", canary_id, lo, hi), "temporal", canary_id, lo, hi)
 
     return _walk(payload, on_number, on_text)
 
@@ -315,67 +331,8 @@ def snapshot_payload(
 
 # --- fitted pools: defects for any result ----------------------------------------------
 
-#: String fields that identify rather than describe (names, paths, urls, ids, codes): never
-#: re-dated, truncated or cut (a changed path is another file, not a stale one).
-IDENT_TEXT_KEY: Final = re.compile(
-    r"^(?:id|ids|uuid|.*_ids?|.*[a-z]Ids?|name|.*_name|.*[a-z]Name|path|.*_path|.*[a-z]Path|"
-    r"file|filename|url|.*_url|uri|href|link|sha|hash|key|email|timezone|tz|type|.*_type|"
-    r"kind|status|mime|mime_?type|format|encoding|language|lang|locale|unit|units|currency|"
-    r"symbol|code|slug|ref|branch|owner|repo|repository|entityType|relationType|from|to)$"
-)
-_ISO_DATETIME: Final = re.compile(
-    r"(?<![\w-])(\d{4})-(\d{2})-(\d{2})"
-    r"(?:([T ])(\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?(?![\w-])"
-)
 _PROSE_MIN_CHARS: Final = 40
 
-
-def _format_datetime(m: re.Match[str], moved: datetime) -> str:
-    out = moved.strftime("%Y-%m-%d")
-    if m.group(4) is None:
-        return out
-    out += m.group(4) + moved.strftime("%H:%M")
-    if m.group(7) is not None:
-        out += moved.strftime(":%S")
-        if m.group(8) is not None:
-            out += "." + "0" * (len(m.group(8)) - 1)
-    return out + (m.group(9) or "")
-
-
-def _parse(m: re.Match[str]) -> datetime | None:
-    try:
-        return datetime(
-            int(m.group(1)), int(m.group(2)), int(m.group(3)),
-            int(m.group(5) or 0), int(m.group(6) or 0), int(m.group(7) or 0),
-        )
-    except ValueError:
-        return None
-
-
-def shift_dates(text: str, hours: int) -> str:
-    """Every ISO date and date-time in ``text`` moved ``hours`` back (a date by whole days,
-    at least one): what a cache that old would have shown."""
-
-    def repl(m: re.Match[str]) -> str:
-        when = _parse(m)
-        if when is None:
-            return m.group(0)
-        delta = timedelta(hours=hours) if m.group(4) else timedelta(days=max(1, math.ceil(hours / 24)))
-        return _format_datetime(m, when - delta)
-
-    return _ISO_DATETIME.sub(repl, text)
-
-
-def round_times(text: str) -> str:
-    """Every ISO date-time in ``text`` rounded down to the hour (an approximate time)."""
-
-    def repl(m: re.Match[str]) -> str:
-        when = _parse(m)
-        if when is None or m.group(4) is None:
-            return m.group(0)
-        return _format_datetime(m, when.replace(minute=0, second=0))
-
-    return _ISO_DATETIME.sub(repl, text)
 
 
 def snapshot_dates(text: str, year: int = SNAPSHOT_YEAR) -> str:
@@ -468,57 +425,6 @@ def _cut_longest_text(payload: Any, cut: Callable[[str], str | None]) -> Any:
     return payload if new is None else _replace_at(payload, path, new)
 
 
-_WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-def _weekday_form(value: str) -> tuple[int, str] | None:
-    """(weekday index, form) of a weekday name: full or 3-letter, in its case; else None."""
-    for i, day in enumerate(_WEEKDAYS):
-        for form in (day, day[:3]):
-            for cased, kind in ((form, "title"), (form.lower(), "lower"), (form.upper(), "upper")):
-                if value == cased:
-                    return i, f"{'full' if form == day else 'short'}:{kind}"
-    return None
-
-
-def _weekday_name(index: int, form: str) -> str:
-    length, case = form.split(":")
-    name = _WEEKDAYS[index] if length == "full" else _WEEKDAYS[index][:3]
-    return name.lower() if case == "lower" else name.upper() if case == "upper" else name
-
-
-def _first_date(text: str) -> datetime | None:
-    m = _ISO_DATETIME.search(text)
-    return _parse(m) if m else None
-
-
-def sync_weekdays(new: Any, old: Any) -> Any:
-    """A weekday name beside a date that moved (``{"date": ..., "weekday": "Monday"}``) moves
-    with it, so a stale or snapshot copy stays self-consistent (no give-away but its defect)."""
-    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
-        return [sync_weekdays(n, o) for n, o in zip(new, old, strict=True)]
-    if not (isinstance(new, dict) and isinstance(old, dict)):
-        return new
-    out = {k: sync_weekdays(v, old.get(k)) for k, v in new.items()}
-    moved = []
-    for k, v in out.items():
-        before = old.get(k)
-        if isinstance(v, str) and isinstance(before, str) and v != before:
-            was, now = _first_date(before), _first_date(v)
-            if was is not None and now is not None and was != now:
-                moved.append((was, now))
-    if not moved:
-        return out
-    for k, v in out.items():
-        day = _weekday_form(v) if isinstance(v, str) and v == old.get(k) else None
-        if day is None:
-            continue
-        match = next((now for was, now in moved if was.weekday() == day[0]), None)
-        if match is not None:
-            out[k] = _weekday_name(match.weekday(), day[1])
-    return out
-
-
 def lag_hours(canary_id: str, args: Any, lo: int, hi: int) -> int:
     """The cache's lag for this call, in hours (deterministic per canary and arguments)."""
     digest = hashlib.sha256(f"lag\x1f{canary_id}\x1f{canonical_json(args)}".encode()).digest()
@@ -545,7 +451,7 @@ def degrade(
     if dates == "shift_back" and hours > 0:
         out = map_text(out, lambda k, t: shift_dates(t, hours))
     elif dates == "to_snapshot_year":
-        out = map_text(out, lambda k, t: snapshot_dates(t, year))
+        out = snapshot_records(out, year)
     elif dates == "round_to_hour":
         out = map_text(out, lambda k, t: round_times(t))
     if dates:

@@ -19,6 +19,7 @@ from ..errors import ToolEnvironmentError
 from ..jsonio import HostileJSONError, safe_json_loads
 from ..types import ToolResult
 from ._controls import is_control
+from ._fit import profile_tool
 from ._perturb import (
     approximate_payload,
     degrade,
@@ -150,19 +151,44 @@ def strip_runtime_markers(content: str | None) -> str | None:
     return json.dumps(kept, ensure_ascii=False)
 
 
-def _finish(canary: Mapping[str, Any], payload: Any, markers: Mapping[str, Any], note: str) -> ToolResult:
-    """The fitted result: structured content when it conforms to the mirrored
-    ``outputSchema`` (with the type's markers when the schema allows them); a text result
+#: The error a canary answers when none of its defective payloads conforms to the mirrored
+#: ``outputSchema`` (a strict client refuses a result that does not; an error it accepts).
+UNAVAILABLE: Final[Mapping[str, str]] = {
+    "semantic_decoy": "cache miss: no cached copy of this result yet (it is filled at the next sync)",
+    "capability_mirage": "engine advanced-beta could not complete this request",
+    "temporal_decoy": "not in this snapshot: the request is not covered by the dataset",
+    "preview": "preview only: the request was checked but no change was applied",
+}
+
+
+def _conforming(canary: Mapping[str, Any], candidates: list[Any]) -> ToolResult:
+    """The first of ``candidates`` (most defective first) that conforms to the canary's
+    ``outputSchema`` as structured content, else the type's error (:data:`UNAVAILABLE`).
+    Without an ``outputSchema`` the first candidate, as it is."""
+    schema = canary.get("outputSchema")
+    if schema is None:
+        return _ok(candidates[0])
+    for candidate in candidates:
+        if isinstance(candidate, dict) and _valid(schema, candidate):
+            return _ok(candidate)
+    behaviour = canary.get("behaviour")
+    kind = behaviour.get("kind") if isinstance(behaviour, Mapping) else None
+    return _error(UNAVAILABLE["preview" if kind == "preview" else str(canary.get("type"))])
+
+
+def _finish(canary: Mapping[str, Any], payload: Any, markers: Mapping[str, Any], note: str,
+            lighter: tuple[Any, ...] = ()) -> ToolResult:
+    """The fitted result: structured content that conforms to the mirrored ``outputSchema``
+    (with the type's markers when the schema allows them; else a ``lighter`` defect that
+    conforms; else the type's error, never a result a strict client refuses); a text result
     keeps its form, with ``note`` as a last line."""
     if isinstance(payload, str):
         return ToolResult(content=f"{payload}\n\n({note})", is_error=False, data=None)
-    marked = _with_fields(payload, markers)
-    schema = canary.get("outputSchema")
-    if schema is None or _valid(schema, marked):
-        return _ok(marked)
-    if _valid(schema, payload):
-        return ToolResult(content=json.dumps(payload, ensure_ascii=False), is_error=False, data=payload)
-    return ToolResult(content=json.dumps(marked, ensure_ascii=False), is_error=False, data=None)
+    candidates = [_with_fields(payload, markers), payload]
+    for light in lighter:
+        if light != payload:
+            candidates += [_with_fields(light, markers), light]
+    return _conforming(canary, candidates)
 
 
 def _schema_error(canary: Mapping[str, Any], args: Any) -> str | None:
@@ -194,6 +220,50 @@ def _arguments_error(record: Mapping[str, Any], args: Any) -> str | None:
     return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
 
 
+def _shown_names(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each quoted real name (``'city'``, ``"city"``, ``\\"city\\"``, `` `city` ``)
+    replaced by the name the control shows."""
+    for real, shown in names.items():
+        if real == shown or not real:
+            continue
+        esc = re.escape(real)
+        text = re.sub(r"(\\\"|[\"'`])" + esc + r"(\1)", lambda m, s=shown: m.group(1) + s + m.group(2), text)
+        text = re.sub(r"(?<![\w.-])" + esc + r"(?=:| is a required| \(| must)|(?<=\(at )" + esc + r"(?=[)/])",
+                      shown, text)
+    return text
+
+
+def _refusal(control: Mapping[str, Any], args: Any, problem: str, execute: Executor) -> ToolResult:
+    """A twin's refusal of arguments its own schema does not take, in the words of the real
+    tool: a READ-ONLY real tool is asked the same bad call (the twin's names mapped back, a real
+    name the agent passed directly left out, as the twin does not know it) and its refusal is
+    answered with the twin's names in it (its tool name, its parameter names). A write tool is
+    never called with bad arguments, and a real tool that does not refuse (a lenient one) is
+    never answered: both give canarykit's own words (``invalid arguments for <name>: ...``)."""
+    behaviour = control.get("behaviour")
+    renamed = behaviour.get("renamed") if isinstance(behaviour, Mapping) else None
+    renamed = dict(renamed) if isinstance(renamed, Mapping) else {}
+    shadows = str(control["shadows"])
+    if not isinstance(args, dict) or profile_tool({**control, "name": shadows}).writes:
+        return _error(problem)
+    back = {v: k for k, v in renamed.items()}
+    probe = {back.get(k, k): v for k, v in args.items() if k not in renamed or k in back}
+    answer = _execute(execute, shadows, probe)
+    if not answer.is_error:
+        return _error(problem)
+    up = control.get("upstream")
+    real_name = str(up.get("name")) if isinstance(up, Mapping) and up.get("name") else shadows
+    names = {**renamed, shadows: str(control.get("name")), real_name: str(control.get("name"))}
+    content = _shown_names(answer.content, names)
+    data = answer.data
+    if isinstance(data, dict):
+        try:
+            data = json.loads(_shown_names(json.dumps(data, ensure_ascii=False), names))
+        except ValueError:
+            data = None
+    return ToolResult(content=content, is_error=True, data=data)
+
+
 def _run_control(control: Mapping[str, Any], args: Any, execute: Executor) -> ToolResult:
     behaviour = control.get("behaviour")
     behaviour = behaviour if isinstance(behaviour, Mapping) else {}
@@ -204,7 +274,7 @@ def _run_control(control: Mapping[str, Any], args: Any, execute: Executor) -> To
     if kind == "renamed_passthrough":  # its own schema first: the real names must not slip through
         problem = _arguments_error(control, args)
         if problem is not None:
-            return _error(problem)
+            return _refusal(control, args, problem, execute)
         renamed = behaviour.get("renamed")
         back = {v: k for k, v in renamed.items()} if isinstance(renamed, Mapping) else {}
         mapped = {back.get(k, k): v for k, v in args.items()} if isinstance(args, dict) else args
@@ -258,19 +328,66 @@ def run_canary(canary: Mapping[str, Any], args: Any, execute: Executor) -> ToolR
         problem = _schema_error(canary, args)
         if problem is not None:
             return _error(problem)
+        summary = "Preview only: the request was checked but no change was applied."
+        if behaviour.get("form") == "text":  # the real tool answers text: so does its preview
+            return ToolResult(content=summary, is_error=False, data=None)
         engine = behaviour.get("engine", "advanced-beta")
-        preview = {
-            "applied": False,
-            "mode": "preview",
-            "engine": engine,
-            "summary": "Preview only: the request was checked but no change was applied.",
-        }
+        preview = {"applied": False, "mode": "preview", "engine": engine, "summary": summary}
         return _finish(canary, preview, {}, "preview only")
 
     real = _execute(execute, shadows, args)
     if real.is_error:
         return real
-    return _styled_like(_defective(canary, str(ctype), behaviour, canary_id, args, real), real.content)
+    return _in_real_form(canary, str(ctype), behaviour, canary_id, args, real)
+
+
+def _renders_data(real: ToolResult) -> bool:
+    """True when the real result's text is its structured content written as JSON."""
+    try:
+        return safe_json_loads(real.content) == real.data
+    except HostileJSONError:
+        return False
+
+
+def _in_real_form(canary: Mapping[str, Any], ctype: str, behaviour: Mapping[str, Any], canary_id: str, args: Any,
+                  real: ToolResult) -> ToolResult:
+    """The defective answer in the form of the real answer ``real``:
+
+    - structured content written as its text (canarykit's tools, most servers): the defective
+      structured content, written the way the real tool writes its JSON;
+    - structured content beside a text of its own (a file's text beside ``{"content": ...}``):
+      each degraded on its own, the text staying text;
+    - text only (no structured content): text, even when it parses as JSON (then written in
+      the real JSON's style, with no fields the real tool never sends: no ``cached``, no
+      ``{"result": ...}`` wrapper).
+    """
+    if real.data is not None and not _renders_data(real):
+        structured = _defective(canary, ctype, behaviour, canary_id, args,
+                                ToolResult(json.dumps(real.data, ensure_ascii=False), data=real.data))
+        if structured.is_error or structured.data is None:
+            return structured
+        own_text = ToolResult(real.content, data=None, is_error=False)
+        text = _as_text(_defective(canary, ctype, behaviour, canary_id, args, own_text), real.content)
+        return ToolResult(content=text.content, is_error=False, data=structured.data)
+    answer = _defective(canary, ctype, behaviour, canary_id, args, real)
+    if real.data is not None or answer.is_error:
+        return _styled_like(answer, real.content)
+    return _as_text(answer, real.content)
+
+
+def _as_text(answer: ToolResult, like: str) -> ToolResult:
+    """A defective answer to a text-only result ``like``, as text: a JSON answer without the
+    runtime's marker fields and wrapper, written in ``like``'s JSON style; plain text as is."""
+    if answer.data is None or answer.is_error:
+        return answer
+    value = safe_json_loads(strip_runtime_markers(answer.content) or "null")
+    style = _json_style(like)
+    if style is None and isinstance(value, str):  # plain text in, plain text out
+        return ToolResult(content=value, is_error=False, data=None)
+    try:
+        return ToolResult(content=json.dumps(value, **(style or {"ensure_ascii": False})), is_error=False, data=None)
+    except TypeError:
+        return ToolResult(content=json.dumps(value, ensure_ascii=False), is_error=False, data=None)
 
 
 #: json.dumps settings tried, in order, to reproduce a real result's JSON text.
@@ -328,7 +445,7 @@ def _defective(
     ops: Mapping[str, Any] = spec if isinstance(spec, Mapping) else {}
     kind = str(ctype)
     if ctype == "semantic_decoy":
-        stale = stale_payload(payload, canary_id, "semantic", lo, hi, args, fitted=fitted)
+        stale = numeric = stale_payload(payload, canary_id, "semantic", lo, hi, args, fitted=fitted)
         if "lag_hours" in behaviour or fitted:
             span = behaviour.get("lag_hours")
             lag_lo, lag_hi = (
@@ -341,12 +458,9 @@ def _defective(
             if stale == payload:  # nothing moved: the tell still holds, the data cannot
                 stale = degrade(payload, kind, {"text": "drop_last_sentence"})
             return _finish(canary, stale, {"cached": True, "cache_age_hours": hours},
-                           f"cached copy, about {hours} hours old")
-        return _ok(
-            _with_fields(
-                stale, {"cached": True, "cached_at": behaviour.get("cached_at", CACHED_AT)}
-            )
-        )
+                           f"cached copy, about {hours} hours old", lighter=(numeric,))
+        marked = _with_fields(stale, {"cached": True, "cached_at": behaviour.get("cached_at", CACHED_AT)})
+        return _conforming(canary, [marked, stale])
     if ctype == "capability_mirage":
         digits = behaviour.get("significant_figures", 1)
         approx = approximate_payload(
@@ -354,11 +468,12 @@ def _defective(
         )
         markers = {"mode": "approximate", "engine": behaviour.get("engine", "advanced-beta")}
         if fitted:
+            rounded = approx
             approx = degrade(approx, kind, ops, original=payload)
             if approx == payload:
                 approx = degrade(payload, kind, {"text": "truncate_half"})
-            return _finish(canary, approx, markers, "approximate result, engine advanced-beta")
-        return _ok(_with_fields(approx, markers))
+            return _finish(canary, approx, markers, "approximate result, engine advanced-beta", lighter=(rounded,))
+        return _conforming(canary, [_with_fields(approx, markers), approx])
     year = behaviour.get("year")
     year = year if isinstance(year, int) and not isinstance(year, bool) and 1900 < year < 2100 else SNAPSHOT_YEAR
     snap = snapshot_payload(payload, canary_id, lo, hi, args, fitted=fitted, year=year)
@@ -367,9 +482,10 @@ def _defective(
         "data_version": behaviour.get("data_version", SNAPSHOT_VERSION),
     }
     if fitted:
+        numeric = snap
         snap = degrade(snap, kind, ops, original=payload, year=year)
         if snap == payload:
             snap = degrade(payload, kind, {"text": "drop_last_sentence"})
         return _finish(canary, snap, markers,
-                       f"snapshot {markers['snapshot']}, data version {markers['data_version']}")
-    return _ok(_with_fields(snap, markers))
+                       f"snapshot {markers['snapshot']}, data version {markers['data_version']}", lighter=(numeric,))
+    return _conforming(canary, [_with_fields(snap, markers), snap])

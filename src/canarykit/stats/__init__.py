@@ -46,7 +46,7 @@ Units and conventions
 - **Control and position effects** (``_effects``, ``_equivalence``):
   ``control_effect.<model>.<type>`` is the first-pick rate of T's canary (``declared``)
   minus that of its twin (``control``, arm T), paired by (task, seed), Holm across the
-  models under test x types (instruments on their own), with a ``diagnosis`` by
+  models under test x types (each instrument across its own types), with a ``diagnosis`` by
   equivalence (``lured``, ``sensitive``, ``blind``, ``not drawn``, ``inconclusive``,
   ``n/a``) and the whole-run rates under ``whole_run``; ``position_effect.<model>`` is the trap rate with canaries before minus
   after their real tools over ``declared`` and ``mirrored``; ``position_balance`` the share of
@@ -59,7 +59,7 @@ Units and conventions
 - **Items and judges**: ``items`` (per canary item, ``_items``), ``judge_sensitivity``
   (tsr and its results under the cross judge, ``_sensitivity``).
 
-The ``stats.json`` keys are documented in README.md ("Outputs and the stats.json keys").
+The ``stats.json`` keys are documented in docs/reference.md ("Outputs and the stats.json keys").
 """
 
 from ._bootstrap import (

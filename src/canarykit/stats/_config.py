@@ -18,7 +18,7 @@ MAX_ALPHA = 0.5
 #: Groups described (tables, figures) but left out of every test and Holm family by default:
 #: they calibrate the instrument, they are not models under test.
 INSTRUMENT_GROUPS: tuple[str, ...] = ("reference", "planted")
-#: The families ``stats.primary`` may declare (README, "Primary and secondary"):
+#: The families ``stats.primary`` may declare (docs/statistics.md, "Primary and secondary"):
 #: ``control_effect`` (its diagnoses' tests) and ``trap_rate`` (per-type trap rates above the
 #: equivalence margin), ``position_effect`` and ``ablation`` (per-type subtle - standard).
 PRIMARY_FAMILIES: tuple[str, ...] = ("control_effect", "trap_rate", "position_effect", "ablation")
@@ -38,7 +38,7 @@ class StatsConfig:
     ``equivalence_margin`` the margin of every equivalence test (TOST: the control effect's
     diagnoses, the ablation's "unchanged"; in (0, 0.5], default 0.10) and ``min_clusters`` the
     fewest tasks with a first pick on both sides a control-effect diagnosis needs (default 10;
-    README, "Reading control_effect").
+    docs/canaries.md, "Reading control_effect").
     """
 
     resamples: int = 10_000

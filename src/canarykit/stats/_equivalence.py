@@ -24,7 +24,7 @@ Why not statsmodels' ``ttost_paired``/``ttost_ind``: they assume independent obs
 (or one pair per unit); ours are ratio means of clustered runs, so the one-sided tests are
 taken on the study's cluster-robust standard errors.
 
-:func:`diagnose` applies the rule of design section 4 (README, "Reading control_effect"),
+:func:`diagnose` applies the rule of design section 4 (docs/canaries.md, "Reading control_effect"),
 the first row that applies:
 
 - ``n/a``: one side has no runs, or the outcome is not a selection outcome;
@@ -47,7 +47,7 @@ from ._intervals import finite
 #: The diagnosis words, in reading order.
 DIAGNOSES: tuple[str, ...] = ("lured", "sensitive", "blind", "not drawn", "inconclusive", "n/a")
 
-#: One line per word (report, table_controls, README).
+#: One line per word (report, table_controls, docs/canaries.md).
 DIAGNOSIS_READINGS: dict[str, str] = {
     "lured": "the defect draws it: it takes the canary more often than its healthy twin",
     "sensitive": "it sees the defect and avoids it: it takes the twin more often than the canary",

@@ -74,12 +74,13 @@ def families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
             co["models"], co["n_contrasts"], "holm")
         add(f"association.{c}", "GEE logistic success ~ csr + model, exchangeable within task", "task-run clustered by task",
             asn["strata"], int(asn["p"] is not None), "none")
-    # The control effect: Holm across the models under test x types, the instruments (the
-    # models stats.test_groups leaves out: reference and planted by default) as their own family.
+    # The control effect: Holm across the models under test x types; each instrument (the models
+    # stats.test_groups leaves out: reference and planted by default) across its types, on its own.
     ce = result.get("control_effect", {})
     tested = set(st.tested)
 
     def selection(models: list[str]) -> int:
+        """The tests of the models' selection entries (a family's size)."""
         return sum(1 for m in models for e in ce[m].values() if e.get("outcome") == "first_pick" and e.get("p") is not None)
 
     under_test = sorted(m for m in ce if m in tested)
@@ -88,10 +89,11 @@ def families(st: Study, result: dict[str, Any]) -> dict[str, Any]:
         "(task, seed), over the tasks with a first pick on both sides, cluster-robust t; diagnoses by equivalence (TOST and "
         "one-sided rate tests against the margin)", f"task-run clustered by {st.boot.unit}", under_test, selection(under_test),
         "holm across the models under test x types", margin=st.config.equivalence_margin, min_clusters=st.config.min_clusters,
-        instruments={"members": instruments, "size": selection(instruments),
-                     "correction": "holm across the instrument models x types (a family of their own)"},
+        instruments={"members": instruments, "size": max((selection([m]) for m in instruments), default=0),
+                     "correction": "holm across the canary types within each instrument (a family per instrument)"},
         note="the instruments (reference and planted agents, or the groups stats.test_groups leaves out) are the "
-             "known-answer checks of this effect: they get their p-values in a family of their own; a type invisible at "
+             "known-answer checks of this effect: each is a check of its own, with its p-values in a family of its own "
+             "across its types; a type invisible at "
              "selection (outcome recovery_after_call) is in neither family (p_holm null)")
     note = ("every model, the reference and planted agents included on purpose: they are the known-answer checks of "
             "this effect (stats.test_groups does not apply)")

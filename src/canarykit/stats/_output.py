@@ -348,7 +348,7 @@ def _captions(result: dict[str, Any]) -> dict[str, str]:
                           f"went to the type's canary, declared, or to its twin, control arm T); recovery after call for a "
                           f"type whose canary and twin read alike (diagnosis n/a). Δ = canary − twin paired by (task, "
                           f"seed) over the tasks with the outcome on both sides, {level} CI ({how}); p: cluster-robust "
-                          f"t, Holm across the models under test × types (instruments on their own); TOST p: |Δ| < "
+                          f"t, Holm across the models under test × types (each instrument across its types); TOST p: |Δ| < "
                           f"margin {margin}; at least {min_clusters} tasks. Whole run: the trap rate with canaries and "
                           "the call rate of twins (the paper's, secondary). The diagnosis (first row that applies: "
                           "n/a, inconclusive below the task minimum, lured, sensitive, blind, not drawn, inconclusive):",

@@ -92,7 +92,10 @@ class CapabilityMirage:
         }
         if ctx.fit == "fitted":
             if profile_tool(tool).writes:
-                behaviour = {"kind": "preview", "is_error": False, "mode": "preview", "engine": "advanced-beta"}
+                # the preview answers in the real tool's form: structured when it declares an
+                # outputSchema (which the canary then drops: a preview cannot conform to it)
+                behaviour = {"kind": "preview", "is_error": False, "mode": "preview", "engine": "advanced-beta",
+                             "form": "structured" if "outputSchema" in tool else "text"}
             else:
                 behaviour = fitted_behaviour(
                     behaviour, {"dates": "round_to_hour", "lists": "keep_first_half", "text": "truncate_half"}
