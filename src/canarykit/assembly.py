@@ -160,7 +160,7 @@ def canary_first(seed: int, task_id: str) -> bool:
     return (int(base, 16) % 2 == 0) != (int(seed) % 2 == 1)
 
 
-def _order(keys: list[str], seed: int, task_id: str, groups: Mapping[str, Sequence[str]], before: bool) -> list[str]:
+def list_order(keys: list[str], seed: int, task_id: str, groups: Mapping[str, Sequence[str]], before: bool) -> list[str]:
     """The shuffled keys, then each group (a real tool's key and its canaries' keys) laid out
     in the group's own slots with the canaries all before (``before``) or all after the tool."""
     ordered = sorted(keys)
@@ -177,7 +177,7 @@ def _order(keys: list[str], seed: int, task_id: str, groups: Mapping[str, Sequen
     return ordered
 
 
-def _stand_in(record: Mapping[str, Any], *, twin: bool) -> tuple[dict[str, Any], OfferedTool]:
+def stand_in(record: Mapping[str, Any], *, twin: bool) -> tuple[dict[str, Any], OfferedTool]:
     """The tool definition and the offered entry of a canary (or of a twin, ``twin``)."""
     d = {"name": record["name"], "description": record["description"], "inputSchema": record["inputSchema"]}
     visible = False if record.get("selection_visible") is False else None
@@ -248,15 +248,15 @@ def assemble(
                                    schema=schemas.get(str(c["shadows"])))
             if ctl is None:  # pragma: no cover - granularity offerings without a task case are withheld above
                 raise InputError("canary pool", "controls", f"control {template['id']!r} has no case for task {task.id!r}")
-            entries[key] = (*_stand_in(ctl, twin=True), ctl)
+            entries[key] = (*stand_in(ctl, twin=True), ctl)
         else:
-            entries[key] = (*_stand_in(c, twin=False), None)
+            entries[key] = (*stand_in(c, twin=False), None)
         groups.setdefault(f"real:{c['shadows']}", []).append(key)
     # a control list keeps its declared list's keys, hence the declared order slot for slot
     before = canary_first(seed, task.id)
     if condition == "mirrored":
         before = not before
-    order = _order(list(entries), seed, task.id, groups, before)
+    order = list_order(list(entries), seed, task.id, groups, before)
     tools = tuple(entries[k][0] for k in order)
     offered = tuple(entries[k][1] for k in order)
     stand_ins = [entries[k][2] for k in order]

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .assembly import Assembly, TaskLike, _order, _stand_in, canary_first, tool_list_hash
+from .assembly import Assembly, TaskLike, canary_first, list_order, stand_in, tool_list_hash
 from .canaries import bank_canaries, distractors
 from .errors import InputError
 from .records import OfferedTool
@@ -112,10 +112,10 @@ def dose_list(task: TaskLike, seed: int, kind: str, k: int, real_tools: Sequence
     target = str(task.correct_tools[0])
     keys = []
     for rec in stand_ins:
-        d, off = _stand_in(rec, twin=False)
+        d, off = stand_in(rec, twin=False)
         entries[f"canary:{rec['id']}"] = (d, off)
         keys.append(f"canary:{rec['id']}")
-    order = _order(list(entries), seed, task.id, {f"real:{target}": keys}, canary_first(seed, task.id))
+    order = list_order(list(entries), seed, task.id, {f"real:{target}": keys}, canary_first(seed, task.id))
     tools = tuple(entries[key][0] for key in order)
     offered = tuple(entries[key][1] for key in order)
     return Assembly(pool, DOSE_CONDITION, int(seed), str(task.id), tools, offered, tool_list_hash(tools), {}, dose_arm(kind, k))

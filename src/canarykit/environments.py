@@ -258,7 +258,7 @@ def export_environment(env_cfg: Mapping[str, Any], *, source: str = "params.yaml
 def tools_of(document: Any, source: str = "results/tools.json") -> list[dict[str, Any]]:
     """The tool list of a tools file: a plain list (the built-in environment) or the ``tools``
     of a tools document."""
-    from .canaries._validate import unwrap_tool_list
+    from .canaries import unwrap_tool_list
 
     return [dict(t) for t in unwrap_tool_list(document, source)]
 
@@ -266,10 +266,10 @@ def tools_of(document: Any, source: str = "results/tools.json") -> list[dict[str
 def _runtime_version() -> str:
     """Hash of the code that answers tool calls in an MCP environment: the canary runtime and
     the MCP client that forwards real calls (the servers themselves are not ours to hash)."""
-    from .agents.store import _source_hash
+    from .agents.store import source_hash
 
     pkg = Path(__file__).resolve().parent
-    return _source_hash(pkg / "canaries", pkg / "upstream.py", pkg / "environments.py")
+    return source_hash(pkg / "canaries", pkg / "upstream.py", pkg / "environments.py")
 
 
 def environment_identity(document: Mapping[str, Any], revision: str = "",

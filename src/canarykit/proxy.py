@@ -60,7 +60,7 @@ from .errors import InputError, ToolEnvironmentError
 from .jsonio import canonical_json, content_hash
 from .proxytraces import TRACE_FORMAT, TRACE_FORMAT_VERSION, Traces
 from .proxytraces import session_key as _session_key
-from .tools._common import MAX_RESULT_BYTES, cap_result
+from .tools import MAX_RESULT_BYTES, cap_result
 from .types import CANARY_TYPES, ToolResult
 from .upstream import Hidden, Route, ServerSpec, Upstreams, call_result, result_size, tool_result
 

@@ -41,8 +41,14 @@ import yaml
 from .agents.known import known_diagnoses
 from .errors import InputError
 from .jsonio import atomic_write_text, read_json_input
-from .stats import DIAGNOSES, DIAGNOSIS_READINGS, INSTRUMENT_GROUPS, dose_table
-from .stats._output import TABLE_FILES, _captions
+from .stats import (
+    DIAGNOSES,
+    DIAGNOSIS_READINGS,
+    INSTRUMENT_GROUPS,
+    TABLE_FILES,
+    dose_table,
+    table_captions,
+)
 from .traceview import DEFAULT_SAMPLING, TraceSampling, sample_traces, traces
 from .types import CANARY_TYPES
 
@@ -624,7 +630,7 @@ def build_report(
     cfg = _read_params(params)
     runs_df = _read_runs(runs)
     caps = dict(captions or {})
-    stat_caps = _captions(dict(result))
+    stat_caps = table_captions(dict(result))
     table_views = []
     for name in TABLE_NAMES:
         if name not in tables:

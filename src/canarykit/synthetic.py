@@ -437,7 +437,7 @@ def synthetic_dose_runs(
     to hold by its interval, not by construction. A trapped run fails (``success`` false)
     with probability one half; no run is truncated or fails.
     """
-    from .stats._dose import DOSE_KINDS
+    from .stats import DOSE_KINDS
 
     rng = np.random.default_rng(seed)
     cols: dict[str, list[Any]] = {c: [] for c in ("model", "task_id", "seed", "kind", "dose", "first_pick", "trapped",

@@ -156,7 +156,7 @@ class _ToolCatalog:
         if self.builtin:
             return tools.validation_error(name, args)
         schema = self.schemas[name]
-        from .canaries._validate import schema_validator_class
+        from .canaries import schema_validator_class
 
         err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
         if err is None:

@@ -59,12 +59,12 @@ from mcp_types import (
 )
 
 from .errors import InputError, ToolEnvironmentError
-from .tools._common import cap_result
+from .tools import cap_result
 from .tools.mcp_servers import (
+    CapturedLog,
     ListingTap,
     ListToolsError,
-    _Captured,
-    _failure_line,
+    failure_line,
     list_raw_tools,
     tool_entry,
 )
@@ -234,7 +234,7 @@ class Upstreams:
         from mcp_types import Tool as MCPTool
         from pydantic import ValidationError
 
-        from .canaries._validate import server_prefix
+        from .canaries import server_prefix
 
         usable = {(t["server"], t.get("mcp_name", t["name"])): t for t in self.tools}
         taken = {t["name"] for t in self.tools}
@@ -326,7 +326,7 @@ class Upstreams:
         """Start (or restart) ``server``'s connection in its own task; raise one line on failure."""
         assert self._tg is not None
         sdk_log = logging.getLogger("mcp")
-        captured = _Captured()
+        captured = CapturedLog()
         saved = (sdk_log.propagate, sdk_log.level)
         sdk_log.addHandler(captured)
         sdk_log.propagate = False  # the SDK logs tracebacks for bad server output: we say it in one line
@@ -338,7 +338,7 @@ class Upstreams:
             if isinstance(exc, KeyboardInterrupt | SystemExit | ToolEnvironmentError):
                 raise
             errlog.flush()
-            line = _failure_line(server.spec.shown(), exc, self.timeout_s, server.errlog_path,
+            line = failure_line(server.spec.shown(), exc, self.timeout_s, server.errlog_path,
                                  list(server.spec.command) if server.spec.command else None)
             if captured.messages:
                 line = f"{server.spec.shown()}: it answered with something that is not MCP: {captured.messages[0]}"
@@ -349,7 +349,7 @@ class Upstreams:
             sdk_log.setLevel(saved[1])
 
     async def _hold(
-        self, server: ConnectedServer, errlog: IO[str], captured: _Captured, *, task_status: TaskStatus[None]
+        self, server: ConnectedServer, errlog: IO[str], captured: CapturedLog, *, task_status: TaskStatus[None]
     ) -> None:
         """The connection's task: connect, initialize, list, report started, then wait for
         the stop event. Whatever ends the connection later marks the server broken."""

@@ -49,7 +49,7 @@ from ..records import (
     ToolResultEvent,
     Usage,
 )
-from ..tools._common import cap_result
+from ..tools import cap_result
 from ..types import CallStatus, RunStatus, ToolResult
 from .calls import BackendFailure, ModelCaller
 from .config import agent_defaults

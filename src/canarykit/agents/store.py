@@ -73,7 +73,7 @@ from .secrets import configured_values, scrub_values
 LABEL_KEYS = frozenset({"name", "group", "api_key_env", "provider"})
 
 
-def _source_hash(*paths: Path) -> str:
+def source_hash(*paths: Path) -> str:
     files = sorted(p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py")))
     return content_hash([[f.name, f.read_text(encoding="utf-8")] for f in files], 16)
 
@@ -82,14 +82,14 @@ def _source_hash(*paths: Path) -> str:
 def environment_version() -> str:
     """Hash of the code that answers tool calls: the real tools and the canaries' runtime."""
     pkg = Path(__file__).resolve().parents[1]
-    return _source_hash(pkg / "tools", pkg / "canaries")
+    return source_hash(pkg / "tools", pkg / "canaries")
 
 
 @functools.cache
 def reference_version() -> str:
     """Hash of the reference agents' code and of the answer they compose (tasks.compose_answer)."""
     pkg = Path(__file__).resolve().parents[1]
-    return _source_hash(*sorted((pkg / "agents").glob("reference*.py")), pkg / "agents" / "refparams.py", pkg / "tasks.py")
+    return source_hash(*sorted((pkg / "agents").glob("reference*.py")), pkg / "agents" / "refparams.py", pkg / "tasks.py")
 
 
 def model_identity(spec: Mapping[str, Any]) -> dict[str, Any]:

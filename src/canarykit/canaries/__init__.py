@@ -231,6 +231,9 @@ from ._validate import (
     ToolList,
     check_input_schema,
     ingest_tools,
+    schema_validator_class,
+    server_prefix,
+    unwrap_tool_list,
     validate_tool_defs,
 )
 
@@ -350,4 +353,7 @@ __all__ = [
     "validate_pool",
     "validate_tool_defs",
     "write_pool",
+    "schema_validator_class",
+    "server_prefix",
+    "unwrap_tool_list",
 ]

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..tools._common import TODAY
+from ..tools import TODAY
 
 #: Most variants a bank holds (and the dose condition's largest k).
 MAX_VARIANTS: Final = 8

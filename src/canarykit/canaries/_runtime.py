@@ -8,6 +8,7 @@ tool) and never raises for bad arguments or an unknown shadowed tool.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -220,6 +221,10 @@ def _arguments_error(record: Mapping[str, Any], args: Any) -> str | None:
     return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
 
 
+def _requote(shown: str, m: re.Match[str]) -> str:
+    return m.group(1) + shown + m.group(2)
+
+
 def _shown_names(text: str, names: Mapping[str, str]) -> str:
     """``text`` with each quoted real name (``'city'``, ``"city"``, ``\\"city\\"``, `` `city` ``)
     replaced by the name the control shows."""
@@ -227,7 +232,7 @@ def _shown_names(text: str, names: Mapping[str, str]) -> str:
         if real == shown or not real:
             continue
         esc = re.escape(real)
-        text = re.sub(r"(\\\"|[\"'`])" + esc + r"(\1)", lambda m, s=shown: m.group(1) + s + m.group(2), text)
+        text = re.sub(r"(\\\"|[\"'`])" + esc + r"(\1)", functools.partial(_requote, shown), text)
         text = re.sub(r"(?<![\w.-])" + esc + r"(?=:| is a required| \(| must)|(?<=\(at )" + esc + r"(?=[)/])",
                       shown, text)
     return text

@@ -134,6 +134,7 @@ from ._output import (
     console_notes,
     figure_data,
     stats_command,
+    table_captions,
     tables,
     write_outputs,
 )
@@ -186,6 +187,7 @@ __all__ = [
     "MAX_RESAMPLES",
     "POOLED",
     "TABLE_FILES",
+    "table_captions",
     "BootstrapUnit",
     "Cell",
     "Resampler",

@@ -326,7 +326,7 @@ def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
             "fig11": dose_curve(result.get("dose_response") or {})}
 
 
-def _captions(result: dict[str, Any]) -> dict[str, str]:
+def table_captions(result: dict[str, Any]) -> dict[str, str]:
     unit = result.get("meta", {}).get("bootstrap_unit", "task")
     level = _level(result)
     margin = result.get("meta", {}).get("equivalence_margin", 0.10)
@@ -373,7 +373,7 @@ def write_outputs(result: dict[str, Any], out_dir: str | Path) -> list[Path]:
 
     write_json(out / "stats.json", result)
     written.append(out / "stats.json")
-    captions = _captions(result)
+    captions = table_captions(result)
     for name, frame in tables(result).items():
         put(f"{name}.csv", frame.write_csv())
         if name == "table2":

@@ -287,7 +287,7 @@ async def fetch_tool_definitions(
     shown = shown if len(shown) <= 80 else shown[:77] + "..."
     what = f"server {shown!r}" if command is not None else f"server at {url}"
     sdk_log = logging.getLogger("mcp")
-    captured = _Captured()
+    captured = CapturedLog()
     saved = (sdk_log.propagate, sdk_log.level)
     sdk_log.addHandler(captured)
     sdk_log.propagate = False  # the SDK logs tracebacks for bad server output: we say it in one line
@@ -315,7 +315,7 @@ async def fetch_tool_definitions(
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
             errlog.flush()
-            line = _failure_line(what, exc, timeout_s, errlog_path, command)
+            line = failure_line(what, exc, timeout_s, errlog_path, command)
             if captured.messages:
                 line = f"{what}: it answered with something that is not MCP: {captured.messages[0]}"
             raise ListToolsError(line) from None
@@ -328,7 +328,7 @@ async def fetch_tool_definitions(
     return usable_tools(raw, what, strict=strict, warn=warn)
 
 
-class _Captured(logging.Handler):
+class CapturedLog(logging.Handler):
     """Keeps the SDK's complaints about a server's output (one line each)."""
 
     def __init__(self) -> None:
@@ -348,7 +348,7 @@ class _Captured(logging.Handler):
             self.scope.deadline = min(self.scope.deadline, anyio.current_time() + NOT_MCP_GRACE_S)
 
 
-def _failure_line(
+def failure_line(
     what: str, exc: BaseException, timeout_s: float, errlog: str, command: Sequence[str] | None
 ) -> str:
     causes = _root_causes(exc)
