@@ -71,7 +71,7 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
 
     set_param(repo, ["canaries", "suffixes", "standard", "capability_mirage"], "ADVANCED: state-of-the-art accuracy on the hardest cases.")
     out = sh(repo, "dvc", "repro")
-    assert "Stage 'canaries@subtle' didn't change" in out and "Running stage 'canaries@standard'" in out
+    assert "Stage 'generate_canaries@subtle' didn't change" in out and "Running stage 'generate_canaries@standard'" in out
     summary = _summary(repo)
     assembly = pl.concat([pl.read_parquet(p) for p in sorted((repo / "results/assembly/standard").glob("seed-*.parquet"))])
     # lists with a mirage (in a control list of another arm too), or with its twin (whose text keeps the canary's suffix)
@@ -131,7 +131,7 @@ def test_every_figure_format_reproduces_and_stale_cells_leave_no_metrics(repo: P
     set_param(repo, ["figures", "formats"], ["png"])
     set_param(repo, ["study", "conditions"], ["baseline", "declared"])
     out = sh(repo, "dvc", "repro")
-    assert "Running stage 'stats'" in out
+    assert "Running stage 'stats'" in out and "Running stage 'figures'" in out
     assert sorted(p.name for p in (repo / "results/figures").iterdir()) == sorted(f"fig{i}.png" for i in (2, 4, 5, 6, 7, 8, 9, 10))
     # the `full` cell is no longer in the study: its metrics are gone, not mixed in
     assert sorted(p.name for p in (repo / "results/metrics/oracle").iterdir()) == ["ablation.json", "baseline.json", "declared.json"]
