@@ -66,6 +66,8 @@ def test_a_default_study_fits_one_screen_and_ends_with_where_to_look(tmp_path: P
             "study_parameters": 1, "report": 1, "all": 1}
     view = ConsoleView(str(out), clock=Clock())
     lines = view.lines(record("Job stats: ...", event="run_info", stats={**plan, "total": sum(plan.values())}))
+    lines += view.lines(record("Job stats: ...", event="run_info", stats={**plan, "total": sum(plan.values())}))
+    assert len(lines) == 1, "the job table, said twice, is one line"
     jobid = 0
     for rule, n in plan.items():
         ids = []
@@ -141,6 +143,8 @@ def test_an_unknown_target_lists_the_study_targets_with_a_suggestion() -> None:
     assert "\n" not in msg
     assert "did you mean 'report'" in (unknown_target_error(["reprot"], rules, named, ["all", "report"]) or "")
     assert unknown_target_error(["results/table1.csv", "stats"], rules, named, ["all"]) is None
+    # spelt another way, the same file (Snakemake normalises targets too)
+    assert unknown_target_error(["./results/table1.csv", str(Path.cwd() / "results/report.html")], rules, named, ["all"]) is None
 
 
 def test_brace_paths_groups_names_and_suffixes() -> None:

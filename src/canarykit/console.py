@@ -148,7 +148,9 @@ class ConsoleView:
         if event == "run_info" and isinstance(getattr(record, "stats", None), Mapping):
             stats = dict(record.stats)  # type: ignore[attr-defined]
             self.total = int(stats.pop("total", sum(stats.values())))
-            self.planned.update({str(k): int(v) for k, v in stats.items()})
+            self.planned = Counter({str(k): int(v) for k, v in stats.items()})
+            if self.started:  # said again (a dry run, a DAG updated by a checkpoint): counts only
+                return []
             self.started = True
             if self.dryrun:
                 return [f"canarykit: a dry run: {self.total} jobs over {len(self.planned)} rules would run"]
@@ -300,7 +302,8 @@ def unknown_target_error(targets: Iterable[str], rules: Sequence[Any], named: Se
     for target in targets:
         if target in names or Path(target).exists():
             continue
-        if any(r.is_producer(target) for r in rules if getattr(r, "products", None)):
+        path = os.path.normpath(os.path.relpath(target) if os.path.isabs(target) else target)  # as Snakemake does
+        if any(r.is_producer(path) for r in rules if getattr(r, "products", None)):
             continue
         kind = "rule or file"
         hint = did_you_mean(target, [*named, *target_rules])
