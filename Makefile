@@ -51,9 +51,10 @@ run: install
 	$(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
 
 # Refresh the committed dvc.lock to exactly what `make run` gives on a fresh clone (outputs are
-# byte-identical across machines, so the lock can hold their hashes): run it after changing a
+# byte-identical across machines but for the run stage's timings: docs/console-and-errors.md,
+# so the lock can hold their hashes): run it after changing a
 # stage's code, data or params, and commit dvc.lock with that change (tests/test_lockfile.py
-# fails until you do). It runs the default study from scratch (about 5 minutes on 2 cores) in a
+# fails until you do). It runs the default study from scratch (about 8 minutes on 2 cores) in a
 # scratch copy of the workflow's files (git's tracked and new files, as a clone has them) and
 # records it there with `dvc commit`: a `dvc commit` here would record whatever results/ holds
 # now (a run with edited params, an unfinished study), and a run here would overwrite them.

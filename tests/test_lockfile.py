@@ -1,6 +1,6 @@
 """The committed dvc.lock is part of the result (canarykit.lockfile): every stage's code, data
-and params dependencies are the ones on disk, so a fresh clone's `dvc status` is up to date
-after `make run`. When this fails after a change of code or params: `make lock`, then commit
+and params dependencies are the ones on disk, so no stage of a fresh clone is out of date
+because of them. When this fails after a change of code or params: `make lock`, then commit
 dvc.lock with the change."""
 
 from __future__ import annotations

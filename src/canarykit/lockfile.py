@@ -1,5 +1,7 @@
 """``dvc.lock`` as part of the result: the committed lock is what ``make run`` gives on a fresh
-clone, so a fresh clone's ``dvc status`` is up to date and ``dvc repro`` runs no stage.
+clone, so no stage of a fresh clone is out of date because of its code, data or params. (Its
+outputs hash as in the lock, but for three timing-bearing outputs of the run stage: the run
+store's records, the job summaries and the run summary; docs/console-and-errors.md.)
 
 - :func:`lock_mismatches` compares the committed lock with the files on disk, without DVC and
   without any output (seconds): each stage of ``dvc.yaml`` must have its entry, and each entry's
