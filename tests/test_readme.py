@@ -32,6 +32,7 @@ TESTS = Path(__file__).parent
 EXPLAINED = {
     "make run": "the install, then `snakemake --cores 2 --scheduler greedy` (test_golden.py runs that on a small study)",
     "make test": "what CI runs (.ci/run)",
+    "make lock": "the default study in a scratch copy, then `dvc commit` there (test_lockfile.py checks the committed lock against the code and params; the integrator runs it)",
     "make test-slow": "what CI runs (.ci/run)",
     "make bench": "runs benchmarks/bench_*.py, which print measured ratios (run by hand; tests never time anything)",
     "make check": "ruff, mypy and `python -m canarykit.dvcyaml --check` (test_dvc_yaml.py checks dvc.yaml is current)",

@@ -435,11 +435,14 @@ def stats_command(
         print(line, file=sys.stderr)
     figure_files = set(FIGURE_DATA_FILES.values())
     data = [str(p) for p in written if p.name in figure_files]
-    table_files = [str(p) for p in written if p.name not in figure_files and p.name != "stats.json"]
+    metrics = [str(p) for p in written if p.name == DOSE_METRICS_FILE]
+    table_files = [str(p) for p in written if p.name not in figure_files and p.name not in ("stats.json", DOSE_METRICS_FILE)]
     print(f"canarykit stats: wrote {len(written)} files to {out_dir}")
     print(f"  statistics:  {Path(out_dir) / 'stats.json'}")
     print(f"  tables:      {', '.join(brace_paths(table_files))}")
     print(f"  figure data: {', '.join(brace_paths(data))}")
+    if metrics:
+        print(f"  dvc metrics: {', '.join(metrics)}")
     return 0
 
 
