@@ -113,7 +113,7 @@ def _dry(c: Command) -> str:
 
 SNAKEMAKE = (
     "snakemake --cores 2 --scheduler greedy results/table1.csv",
-    "snakemake --cores 16 results/paper/table1.csv --configfile src/canarykit/resources/profiles/paper.yaml",
+    "snakemake --cores 2 results/paper/table1.csv --configfile src/canarykit/resources/profiles/paper.yaml",
     "snakemake --cores 2 --configfile src/canarykit/resources/profiles/local-gemma.yaml",
     "snakemake --cores 2 results/smoke/table1.csv --configfile src/canarykit/resources/profiles/smoke.yaml",
     "snakemake -n results/runs/index.parquet",
