@@ -19,7 +19,7 @@ from canarykit import figures, stats
 from canarykit.agents import ChatResponse, ToolCall, run_grid
 from canarykit.agents.protocol import make_backend
 from canarykit.judging import JudgingJob, detect_and_judge
-from canarykit.report import build_report, load_captions
+from canarykit.report.report import build_report, load_captions
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,10 +25,10 @@ from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool
 
 from canarykit import stats
 from canarykit.agents import run_grid
-from canarykit.assembly import load_assemblies
+from canarykit.assembly.assembly import load_assemblies
 from canarykit.canaries import load_pool_document
 from canarykit.judging import JudgingJob, detect_and_judge
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
 TAKE = 0.5

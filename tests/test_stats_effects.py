@@ -21,7 +21,7 @@ from canarykit.stats import (
     rate_below_p,
     tost_p,
 )
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ALPHA = 0.05

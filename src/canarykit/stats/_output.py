@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from ..jsonio import atomic_write_text, write_json
+from ..store.jsonio import atomic_write_text, write_json
 from ..types import CANARY_TYPES, POOLS
 from ._config import StatsConfig
 from ._descriptives import DECLARED_FULL, POOLED
