@@ -9,7 +9,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from canarykit import figures, stats
+from canarykit import stats
+from canarykit.report import figures
 from canarykit.testing.synthetic import synthetic_runs
 
 NAMES = ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10")

@@ -111,7 +111,7 @@ def test_the_runs_table_tells_controls_and_order_apart(study: tuple[pl.DataFrame
 
 
 def test_the_controls_table_and_figure(study: tuple[pl.DataFrame, dict[str, Any]], tmp_path: Path) -> None:
-    from canarykit import figures
+    from canarykit.report import figures
 
     written = stats.write_outputs(study[1], tmp_path)
     table = pl.read_csv(tmp_path / "table_controls.csv")

@@ -24,8 +24,8 @@ import yaml
 from fakes.workflow import copy_workflow, set_param
 from scipy import special
 
-from canarykit import plan as planning
 from canarykit import stats
+from canarykit.study import plan as planning
 from canarykit.study.config import load_params
 from canarykit.types import CANARY_TYPES
 

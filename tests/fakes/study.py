@@ -69,7 +69,8 @@ def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Pa
 
 def write_assembly(path: Path, tasks: Sequence[Any], records: list[dict[str, Any]], pool: str,
                    conditions: Sequence[str], seeds: Sequence[int], controls: list[dict[str, Any]] | None = None) -> list[Any]:
-    from canarykit import assembly, tools
+    from canarykit import tools
+    from canarykit.assembly import assembly
 
     built = assembly.build_assemblies(tasks, tools.mcp_definitions(), records, pool, conditions, seeds, controls)
     assembly.write_assemblies(built, path)
