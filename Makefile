@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run resume test test-slow check bench report clean-results dvc-yaml docs
+.PHONY: install install-local run resume lock test test-slow check bench report clean-results dvc-yaml docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,9 +40,27 @@ $(BIN)/.installed-local: $(BIN)/.installed
 
 install-local: $(BIN)/.installed-local
 
+# Snakemake's console through canarykit's logger plugin (src/snakemake_logger_plugin_canarykit):
+# one screen, a line per stage, errors as they happen, a closing block that says where the
+# results are. The full Snakemake log goes to <study.output_dir>/logs/snakemake.log. Without
+# it (plain `snakemake ...`) you get Snakemake's own, long console.
+CONSOLE := --logger=canarykit
+
 # The main job: the default study (reference agents, offline) from canaries to figures.
 run: install
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy
+	$(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
+
+# Refresh the committed dvc.lock to exactly what `make run` gives on a fresh clone (outputs are
+# byte-identical across machines but for the run stage's timings: docs/console-and-errors.md,
+# so the lock can hold their hashes): run it after changing a
+# stage's code, data or params, and commit dvc.lock with that change (tests/test_lockfile.py
+# fails until you do). It runs the default study from scratch (about 8 minutes on 2 cores) in a
+# scratch copy of the workflow's files (git's tracked and new files, as a clone has them) and
+# records it there with `dvc commit`: a `dvc commit` here would record whatever results/ holds
+# now (a run with edited params, an unfinished study), and a run here would overwrite them.
+# Your results/, run store and caches are not touched.
+lock: install
+	$(BIN)/python -m canarykit.study.lockfile refresh --cores $(CORES)
 
 # dvc.yaml is generated from rules/stages.yaml and the rules' code (tests/test_dvc_yaml.py checks it).
 dvc-yaml: install
@@ -54,7 +72,7 @@ dvc-yaml: install
 # target or profile through SMK_ARGS (e.g. SMK_ARGS="--configfile my.yaml results/table1.csv").
 resume: install
 	$(BIN)/snakemake --unlock
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(SMK_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(CONSOLE) $(SMK_ARGS)
 
 # The default suite over $(CORES) worker processes, a test module per worker (its module-scoped
 # fixtures, such as a small study, are computed once).
@@ -90,5 +108,5 @@ clean-results:
 # The study report, one self-contained HTML file (part of `make run`; this builds only it and
 # what it needs): <study.output_dir>/report.html, results/report.html for the default study.
 report: install
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy report $(SMK_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE) report $(SMK_ARGS)
 	@echo "open results/report.html (or <study.output_dir>/report.html) in a browser"

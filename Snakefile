@@ -42,3 +42,6 @@ include: "rules/agents.smk"
 include: "rules/judging.smk"
 include: "rules/stats.smk"
 include: "rules/report.smk"
+
+
+check_targets()

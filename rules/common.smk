@@ -3,6 +3,7 @@
 
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from canarykit.agents.calls import INVOCATION_ENV
 from canarykit.agents.secrets import export_secret_envs
 from canarykit.agents.store import retry_gate_input
 from canarykit.study.config import blame, check_study, read_yaml_config, run_grid, validate_params
+from canarykit.study.console import OUT_ENV, cli_targets, study_targets, unknown_target_error
 from canarykit.study.dvcyaml import STAGES_FILE, rule_code
 from canarykit.errors import CanaryKitError, ConfigError
 from canarykit.study.layout import (
@@ -67,6 +69,7 @@ FIGURES = STAGES["outputs"]["figures"]
 #: every output of this study goes under OUT (study.output_dir); the run store and the caches
 #: are shared by all studies (content-addressed)
 OUT = os.path.normpath(config["study"]["output_dir"])
+os.environ[OUT_ENV] = OUT  # the console (make run) finds the study's outputs and writes its full log there
 RUN_STORE = "results/runs/store"
 #: pool -> conditions run against it (main grid plus the subtlety ablation)
 GRID = run_grid(config)
@@ -270,3 +273,18 @@ def judge_resources(role):
     if r["provider"]:
         res[r["provider"]] = r["slots"]
     return res
+
+
+# ---------------------------------------------------------------------------- targets
+
+def check_targets():
+    """Called at the end of the Snakefile, once every rule is defined: a requested target that
+    no rule makes stops the run with one line listing the study's targets (Snakemake's own
+    message names no target and suggests a problem with input functions)."""
+    # Snakemake hands the DAG its targets after parsing the workflow: read them from its command line
+    requested = cli_targets(sys.argv) if workflow.is_main_process else []
+    target_rules = ["all", *dict.fromkeys(t for st in STAGES["stages"].values() for t in st["targets"] if "/" not in t)]
+    named = study_targets(OUT, STAGES["outputs"], config["figures"]["formats"])
+    message = unknown_target_error(requested, list(workflow.rules), named, target_rules)
+    if message:
+        raise WorkflowError(message)

@@ -92,6 +92,12 @@ def test_stats_command_writes_the_interface(tmp_path: Path) -> None:
     assert set(stats["replication"]) >= {"chi2", "kruskal", "fisher_holm", "spearman", "note"}
     assert not {"chi2", "kruskal", "fisher_holm", "spearman"} & set(stats)
     assert (tmp_path / "out/table1.csv").read_text().startswith("model,")
+    # it says what it wrote, grouped: stats.json, each table as .csv and .md, the figure data
+    out = proc.stdout.splitlines()
+    assert out[0].startswith("canarykit stats: wrote ") and out[0].endswith(str(tmp_path / "out"))
+    assert out[1] == f"  statistics:  {tmp_path / 'out/stats.json'}"
+    assert out[2].startswith(f"  tables:      {tmp_path / 'out'}/{{table1,table2,table3,") and out[2].endswith(".{csv,md}")
+    assert out[3].startswith("  figure data: ") and "fig2_csr" in out[3] and "table1" not in out[3]
     # 12 tasks: said once on the console, flagged on every estimate
     assert proc.stderr.count("fewer than 30 tasks") == 1 and "12 in the study" in proc.stderr
     assert stats["meta"]["bootstrap_unit"] == "task_x_item" and stats["meta"]["interval_method"] == "cr2_t"

@@ -121,7 +121,7 @@ def test_local_profile_merges_and_validates():
             cfg[key] = value
     out = validate_params(cfg)
     assert [m["backend"] for m in out["models"]] == ["local", "reference"]
-    assert run_grid(out) == {"standard": ["baseline", "declared"]}
+    assert run_grid(out) == {"standard": ["declared", "control"]} and out["study"]["limit_tasks"] == 12
 
 
 def test_profiles_merge_like_snakemake_and_errors_name_the_file_that_set_the_key(tmp_path) -> None:

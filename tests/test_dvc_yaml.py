@@ -86,8 +86,8 @@ def test_code_deps_cover_what_each_script_imports_when_it_runs() -> None:
 
 #: params.yaml keys that name an input file, and the stages that read it
 CONFIGURED_FILES = {
-    "study.tasks": ["canaries", "assemble", "run", "judge"],
-    "judge.template": ["judge"],
+    "study.tasks": ["generate_canaries", "assemble", "run_agents", "runs_table"],
+    "judge.template": ["runs_table"],
 }
 
 
@@ -127,10 +127,10 @@ def test_dvc_sees_an_edit_of_the_configured_task_file_and_judge_template(tmp_pat
               "results/runs/index.parquet", "results/detect/x", "results/judge/x", "results/runs.parquet",
               "results/cache/verdicts/x"):
         (repo / f).write_text("x")
-    run(repo, "dvc", "commit", "-f", "canaries@standard", "judge")
+    run(repo, "dvc", "commit", "-f", "generate_canaries@standard", "runs_table")
 
     def status() -> str:
-        return run(repo, "dvc", "status", "canaries@standard", "judge").stdout
+        return run(repo, "dvc", "status", "generate_canaries@standard", "runs_table").stdout
 
     assert "up to date" in status()
     with (repo / "data/tasks.json").open("a") as f:  # the default file: no stage reads it now
@@ -141,6 +141,6 @@ def test_dvc_sees_an_edit_of_the_configured_task_file_and_judge_template(tmp_pat
     with (repo / "data/prompts/my_judge.txt").open("a") as f:
         f.write("\n")
     text = status()
-    assert "canaries@standard" in text and "judge:" in text
+    assert "generate_canaries@standard" in text and "runs_table:" in text
     assert text.count("modified:           data/time_tasks.json") == 2
     assert "data/prompts/my_judge.txt" in text

@@ -88,7 +88,9 @@ def study_digests(results: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = copy_workflow(tmp_path_factory.mktemp("golden") / "repo", per_difficulty=2, models=AGENTS)
-    run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy")
+    # as `make run` runs it: with canarykit's console (the full Snakemake log in results/logs)
+    proc = run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", "--logger=canarykit")
+    (repo / "console.txt").write_text(proc.stdout + proc.stderr)
     return repo
 
 
@@ -135,6 +137,29 @@ def test_what_the_study_computes_is_byte_identical_to_the_fixture(study: Path) -
     assert not changed and got.keys() == want.keys(), (
         f"changed: {changed}; new: {sorted(got.keys() - want.keys())}; gone: {sorted(want.keys() - got.keys())} "
         "(an intended change of behaviour: CANARYKIT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py)")
+
+
+def test_the_console_is_one_screen_ending_with_where_to_look(study: Path) -> None:
+    console = (study / "console.txt").read_text().splitlines()
+    assert len(console) <= 40, "\n".join(console)
+    text = "\n".join(console)
+    assert "instrument check: ok: the oracle passed" in text and "report:    results/report.html" in text
+    assert "results/table1.csv" in text and "runs/s" in text and console[-1].lstrip().startswith("next:")
+    assert "Job stats" not in text and "SNAKEMAKE" not in text
+    assert "Job stats" in (study / "results/logs/snakemake.log").read_text(), "the full log keeps everything"
+
+
+def test_dvc_takes_a_snakemake_run_as_its_own(study: Path) -> None:
+    """What `make lock` records (`dvc commit` after a Snakemake run, canarykit.study.lockfile) is a
+    lock DVC keeps: `dvc status` is up to date and `dvc repro` executes no stage. (The
+    committed dvc.lock of the default study is held to its code and params by
+    tests/test_lockfile.py.)"""
+    run(study, "git", "init", "-q")
+    run(study, "dvc", "init", "-q")
+    run(study, "dvc", "commit", "--force", "--quiet")
+    assert "Data and pipelines are up to date" in run(study, "dvc", "status").stdout
+    out = run(study, "dvc", "repro").stdout
+    assert "Running stage" not in out and "Data and pipelines are up to date" in out, out
 
 
 def test_a_script_runs_by_hand_as_its_job_would(study: Path) -> None:

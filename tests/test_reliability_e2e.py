@@ -194,20 +194,20 @@ def test_dvc_repro_retries_failed_runs_and_keeps_keys_out_of_the_dvc_cache(tmp_p
         assert summary["failed"] == 2 and "fake-gw: 2 runs failed" in console
         assert "verdicts failed" in console  # the judge failed too, echoing its key
         status = run(repo, "dvc", "status").stdout
-        assert "run:" in status  # failures remain: the run stage is out of date
+        assert "run_agents:" in status  # failures remain: the run stage is out of date
         sent = {h.get("authorization") for _, h in server.requests}
         assert f"Bearer {AGENT_KEY}" in sent and f"Bearer {JUDGE_KEY}" in sent
 
         faults.healthy = True
         state["judge_down"] = False
         second = run(repo, "dvc", "repro").stdout
-        assert "Running stage 'run'" in second
+        assert "Running stage 'run_agents'" in second
         summary = json.loads((repo / "results/logs/run-summary.json").read_text())
         assert summary["failed"] == 0 and summary["executed"] == 2
         runs = pl.read_parquet(repo / "results/runs.parquet")
         assert not runs["error"].any() and runs["judge_status"].to_list() == ["ok"] * runs.height
         third = run(repo, "dvc", "repro").stdout
-        assert "Running stage 'run'" not in third
+        assert "Running stage 'run_agents'" not in third
         fourth = run(repo, "dvc", "repro").stdout
         assert "Running stage" not in fourth and "up to date" in fourth
         for key in (AGENT_KEY, JUDGE_KEY):

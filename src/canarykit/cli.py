@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import CanaryKitError, ConfigError
+from .errors import CanaryKitError, ConfigError, did_you_mean
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -27,7 +27,8 @@ def _generate(args: argparse.Namespace) -> int:
         if unknown:
             from .errors import InputError
 
-            raise InputError("<command line>", "--types", f"unknown canary type {unknown[0]!r}; expected some of {list(CANARY_TYPES)}")
+            raise InputError("<command line>", "--types", f"unknown canary type {unknown[0]!r}"
+                             f"{did_you_mean(unknown[0], CANARY_TYPES)}; expected some of {list(CANARY_TYPES)}")
     return generate_command(
         args.tools, args.output, pool=args.pool, params_path=args.params, fit=args.fit,
         controls=args.controls, strict=args.strict, tasks_json=args.tasks, types=types, variants=args.variants,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 #: An error message quotes at most this many characters of the value it complains about.
 MAX_PROBLEM_CHARS = 600
 #: ... and lists at most this many lines (one per problem found).
@@ -19,6 +22,19 @@ def clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
     head = (limit * 2) // 3
     tail = limit - head
     return f"{text[:head]}...[{len(text) - head - tail:,} characters elided]...{text[-tail:]}"
+
+
+def close_match(word: str, choices: Iterable[str]) -> str | None:
+    """The one of ``choices`` closest to ``word`` (difflib), or None when none is close: what
+    an error about an unknown key, target or name suggests instead."""
+    close = difflib.get_close_matches(str(word), sorted({str(c) for c in choices}), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when ``word`` is close to one of ``choices``, else ``""``."""
+    match = close_match(word, choices)
+    return f" (did you mean {match!r}?)" if match else ""
 
 
 class CanaryKitError(Exception):

@@ -366,7 +366,7 @@ class McpExecutor:
             if _comparable(now) != _comparable(self.document):
                 raise InputError(self.tools_source, "tools", "the MCP servers now differ from this export ("
                                  f"{_changes(self.document, now)}); list them again: snakemake --forcerun "
-                                 "export_tools (or dvc repro -f tools)")
+                                 "export_tools (or dvc repro -f export_tools)")
             self._closing = anyio.Event()
             task_status.started(up)
             await self._closing.wait()

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from ..store.jsonio import atomic_write_text, write_json
+from ..study.console import brace_paths
 from ..types import CANARY_TYPES, POOLS
 from ._config import StatsConfig
 from ._descriptives import DECLARED_FULL, POOLED
@@ -418,7 +419,7 @@ def stats_command(
     config: StatsConfig | None = None,
 ) -> int:
     """``canarykit stats RUNS -o DIR``: read, validate, compute, write; print the console notes
-    (:func:`console_notes`) to stderr. ``config`` (e.g. from params.yaml) wins over the
+    (:func:`console_notes`) to stderr and what it wrote to stdout. ``config`` (e.g. from params.yaml) wins over the
     keyword settings. Returns exit status 0."""
     if config is None:
         config = StatsConfig(
@@ -429,9 +430,19 @@ def stats_command(
         )
     df = load_runs(runs_path)
     result = compute_all(df, config, source=str(runs_path), validate=False)
-    write_outputs(result, out_dir)
+    written = write_outputs(result, out_dir)
     for line in console_notes(result):
         print(line, file=sys.stderr)
+    figure_files = set(FIGURE_DATA_FILES.values())
+    data = [str(p) for p in written if p.name in figure_files]
+    metrics = [str(p) for p in written if p.name == DOSE_METRICS_FILE]
+    table_files = [str(p) for p in written if p.name not in figure_files and p.name not in ("stats.json", DOSE_METRICS_FILE)]
+    print(f"canarykit stats: wrote {len(written)} files to {out_dir}")
+    print(f"  statistics:  {Path(out_dir) / 'stats.json'}")
+    print(f"  tables:      {', '.join(brace_paths(table_files))}")
+    print(f"  figure data: {', '.join(brace_paths(data))}")
+    if metrics:
+        print(f"  dvc metrics: {', '.join(metrics)}")
     return 0
 
 

@@ -8,4 +8,6 @@
 - :mod:`.workflow`   running the Snakemake workflow from the CLI
 - :mod:`.dvcyaml`    dvc.yaml generated from ``rules/stages.yaml`` (``python -m canarykit.study.dvcyaml``)
 - :mod:`.dvcsync`    file times aligned with dvc.lock
+- :mod:`.lockfile`   the committed dvc.lock checked and refreshed (``make lock``)
+- :mod:`.console`    the one-screen console of ``make run`` and the errors about targets
 """

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, close_match
 
 SCHEMA_RESOURCE = "params.schema.yaml"
 
@@ -68,7 +68,17 @@ def _key_path(error: jsonschema.ValidationError) -> str:
 
 def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
-        return f"{error.message} (see the key descriptions in src/canarykit/resources/{SCHEMA_RESOURCE})"
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        extra = sorted(k for k in (error.instance if isinstance(error.instance, dict) else {}) if k not in known)
+        hints = [(k, m) for k in extra if (m := close_match(k, known))]
+        if len(extra) == 1 and hints:
+            hint = f" (did you mean {hints[0][1]!r}?)"
+        else:
+            hint = f" ({'; '.join(f'{k!r}: did you mean {m!r}?' for k, m in hints)})" if hints else ""
+        return f"{error.message}{hint} (see the key descriptions in src/canarykit/resources/{SCHEMA_RESOURCE})"
+    if error.validator == "enum" and isinstance(error.instance, str):
+        match = close_match(error.instance, [str(v) for v in error.validator_value or []])
+        return f"{error.message} (did you mean {match!r}?)" if match else error.message
     return error.message
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import CanaryKitError, InputError
+from .console import CONSOLE_ENV
 
 
 class _Tee:
@@ -42,7 +43,8 @@ class _Tee:
 
 def run_script(snakemake: Any, main: Callable[[Any], None], *, rule: str | Sequence[str] | None = None,
                argv: Sequence[str] | None = None) -> None:
-    """Run ``main(snakemake)`` with stderr sent to the rule's log (and the terminal).
+    """Run ``main(snakemake)`` with stderr sent to the rule's log (and the terminal, unless the
+    one-screen console runs: :data:`canarykit.study.console.CONSOLE_ENV`).
 
     ``snakemake`` is the object Snakemake gives a script; ``None`` (a script run by hand) builds
     it with :func:`mock_snakemake` for ``rule`` from ``argv`` (default ``sys.argv[1:]``:
@@ -69,7 +71,9 @@ def run_script(snakemake: Any, main: Callable[[Any], None], *, rule: str | Seque
     log: TextIO | None = open(log_path, "w", buffering=1, encoding="utf-8") if log_path else None  # noqa: SIM115
     real_stderr = sys.stderr
     if log is not None:
-        sys.stderr = _Tee(real_stderr, log)  # type: ignore[assignment]
+        # under the one-screen console (make run) the job writes to its log only
+        quiet = os.environ.get(CONSOLE_ENV) == "quiet"
+        sys.stderr = log if quiet else _Tee(real_stderr, log)  # type: ignore[assignment]
     try:
         main(snakemake)
     except CanaryKitError as exc:

@@ -1,0 +1,184 @@
+"""The console of `make run` (canarykit.study.console, Snakemake's --logger canarykit) and the errors
+a person can act on: one screen, a line per stage, the user's error as one line, a missing
+target that lists the study's targets, "did you mean"."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from canarykit.errors import ConfigError
+from canarykit.study.config import validate_params
+from canarykit.study.console import (
+    ConsoleView,
+    brace_paths,
+    cli_targets,
+    study_targets,
+    unknown_target_error,
+    user_error_lines,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = ROOT / ".venv/bin"
+STAGES = yaml.safe_load((ROOT / "rules/stages.yaml").read_text())
+
+
+def record(msg: object = None, level: int = logging.INFO, **extra: object) -> logging.LogRecord:
+    rec = logging.LogRecord("snakemake", level, __file__, 0, msg, None, None)
+    rec.__dict__.update(extra)
+    return rec
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 1.5
+        return self.t
+
+
+def _study_outputs(out: Path) -> None:
+    (out / "judge").mkdir(parents=True)
+    (out / "logs").mkdir()
+    (out / "figures").mkdir()
+    (out / "judge/validation.json").write_text(json.dumps({"oracle_check": {"ok": True, "runs": 840, "passed": 840}}))
+    (out / "logs/run-summary.json").write_text(json.dumps({"total": 6000, "executed": 5990, "reused": 10, "failed": 0}))
+    for t in STAGES["outputs"]["tables"]:
+        (out / f"{t}.csv").write_text("model\n")
+    (out / "report.html").write_text("<html>")
+
+
+def test_a_default_study_fits_one_screen_and_ends_with_where_to_look(tmp_path: Path) -> None:
+    """The default study's DAG (17 rules, the agent and judge jobs per model): a line per rule,
+    the runs with their rate, then the closing block; at most 40 lines."""
+    out = tmp_path / "results"
+    _study_outputs(out)
+    plan = {"export_tools": 1, "generate_canaries": 2, "assemble": 2, "assemblies": 1, "run_agents": 10,
+            "run_index": 1, "detect": 10, "judge_primary": 10, "judge_cross": 10, "runs_table": 1,
+            "judge_report": 1, "metrics": 1, "stats": 1, "figures": 1, "plots_template": 1,
+            "study_parameters": 1, "report": 1, "all": 1}
+    view = ConsoleView(str(out), clock=Clock())
+    lines = view.lines(record("Job stats: ...", event="run_info", stats={**plan, "total": sum(plan.values())}))
+    lines += view.lines(record("Job stats: ...", event="run_info", stats={**plan, "total": sum(plan.values())}))
+    assert len(lines) == 1, "the job table, said twice, is one line"
+    jobid = 0
+    for rule, n in plan.items():
+        ids = []
+        for _ in range(n):
+            jobid += 1
+            ids.append(jobid)
+            lines += view.lines(record(f" Rule: {rule}", event="job_info", rule_name=rule, jobid=jobid))
+            lines += view.lines(record(None, event="shellcmd"))
+        for i in ids:
+            lines += view.lines(record(f"Finished jobid: {i}", event="job_finished", job_id=i))
+            lines += view.lines(record(None, event="progress", done=i, total=sum(plan.values())))
+    lines += view.lines(record("Complete log(s): /x/.snakemake/log/a.log"))
+    lines += view.closing()
+    assert len(lines) <= 40, "\n".join(lines)
+    assert sum(line.startswith("  ") and "job" in line for line in lines) == len(plan) - 1  # not `all`
+    runs = next(line for line in lines if "runs:" in line)
+    assert "6000" in runs and "5990 executed" in runs and "runs/s" in runs
+    text = "\n".join(lines)
+    assert "ok: the oracle passed 840 of 840 runs" in text
+    assert f"report:    {out}/report.html" in text and f"{out}/table1.csv, {out}/table2.csv, {out}/table3.csv" in text
+    assert f"{out}/logs/snakemake.log" in text and "next:" in lines[-1]
+    assert view.succeeded()
+
+
+def test_a_user_error_is_one_line_without_the_workflow_error_wrapper() -> None:
+    text = ('WorkflowError in file "/w/rules/common.smk", line 43:\n'
+            "canarykit: error: params.yaml: study: Additional properties are not allowed ('sedes' was unexpected)\n"
+            '  File "/w/rules/common.smk", line 43, in <module>')
+    view = ConsoleView("results")
+    lines = view.lines(record(text, logging.ERROR, event="error", exception="WorkflowError"))
+    assert lines == ["canarykit: error: params.yaml: study: Additional properties are not allowed ('sedes' was unexpected)"]
+    assert view.closing() == [], "the run never started: the error line is the whole console"
+    assert user_error_lines("MissingRuleException:\nNo rule") is None
+
+
+def test_a_failed_job_names_its_rule_and_the_last_line_of_its_log(tmp_path: Path) -> None:
+    log = tmp_path / "stats.log"
+    log.write_text("reading\ncanarykit: error: runs.parquet: csr: expected a number\n")
+    view = ConsoleView(str(tmp_path), clock=Clock())
+    view.lines(record("", event="run_info", stats={"stats": 1, "total": 1}))
+    view.lines(record("", event="job_info", rule_name="stats", jobid=3))
+    lines = view.lines(record("Error in rule stats", logging.ERROR, event="job_error", rule_name="stats", jobid=3,
+                              log=[f"{log} (check log file(s) for error details)"]))
+    assert lines == [f"error: rule stats (job 3) failed; its log: {log}",
+                     "  canarykit: error: runs.parquet: csr: expected a number"]
+    closing = view.closing()
+    assert "stopped" in closing[1] and "1 job(s) failed" in closing[1] and not any("report:" in c for c in closing)
+
+
+def test_snakemakes_hint_about_input_functions_is_dropped() -> None:
+    view = ConsoleView("results")
+    text = ("MissingRuleException:\nNo rule to produce x.csv (if you use input functions make sure that "
+            "they don't raise unexpected exceptions).")
+    assert view.lines(record(text, logging.ERROR, event="error", exception="MissingRuleException")) == [
+        "error: No rule to produce x.csv."]
+
+
+class Rule(SimpleNamespace):
+    def is_producer(self, path: str) -> bool:
+        return path in self.outputs
+
+    def products(self) -> list[str]:
+        return self.outputs
+
+
+def test_an_unknown_target_lists_the_study_targets_with_a_suggestion() -> None:
+    named = study_targets("results", STAGES["outputs"], ["svg"])
+    rules = [Rule(name="stats", outputs=["results/table1.csv"]), Rule(name="report", outputs=["results/report.html"])]
+    msg = unknown_target_error(["report", "results/table9.csv"], rules, named, ["all", "stats", "report"])
+    assert msg is not None and msg.startswith("canarykit: error: results/table9.csv: ")
+    assert "(did you mean 'results/table" in msg and "targets: all, stats, report" in msg
+    assert "results/{table1,table2,table3," in msg and "results/figures/{fig2,fig4," in msg
+    assert "\n" not in msg
+    assert "did you mean 'report'" in (unknown_target_error(["reprot"], rules, named, ["all", "report"]) or "")
+    assert unknown_target_error(["results/table1.csv", "stats"], rules, named, ["all"]) is None
+    # spelt another way, the same file (Snakemake normalises targets too)
+    assert unknown_target_error(["./results/table1.csv", str(Path.cwd() / "results/report.html")], rules, named, ["all"]) is None
+
+
+def test_brace_paths_groups_names_and_suffixes() -> None:
+    assert brace_paths(["o/a.csv", "o/b.csv", "o/a.md", "o/b.md", "o/s.json"]) == ["o/{a,b}.{csv,md}", "o/s.json"]
+
+
+def test_targets_are_read_from_a_snakemake_command_line_only() -> None:
+    assert cli_targets(["/x/.venv/bin/snakemake", "--cores", "2", "--logger=canarykit", "results/t.csv"]) == ["results/t.csv"]
+    assert cli_targets(["snakemake", "--allowed-rules", "stats", "--forcerun", "stats", "--", "stats"]) == ["stats"]
+    assert cli_targets(["pytest", "results/t.csv"]) == []
+
+
+def test_an_unknown_key_gets_a_did_you_mean() -> None:
+    cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
+    cfg["study"]["sedes"] = cfg["study"].pop("seeds")
+    with pytest.raises(ConfigError) as err:
+        validate_params(cfg, "params.yaml")
+    assert "did you mean 'seeds'?" in str(err.value) and "study" in str(err.value)
+
+
+def test_a_missing_target_through_the_console_is_one_line() -> None:
+    """The real workflow, as `make run` runs Snakemake (a dry run: nothing is written)."""
+    proc = subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "1", "--logger=canarykit", "results/table9.csv"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if not line.startswith("Using workflow specific profile")]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("canarykit: error: results/table9.csv:") and "did you mean" in lines[0]
+    assert "results/report.html" in lines[0] and "SNAKEMAKE" not in proc.stderr and "WorkflowError" not in proc.stderr
+
+
+def test_a_misspelt_value_of_a_choice_gets_a_did_you_mean() -> None:
+    cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
+    cfg["canaries"]["pool"] = "subtel"
+    with pytest.raises(ConfigError) as err:
+        validate_params(cfg, "params.yaml")
+    assert "canaries.pool" in str(err.value) and "(did you mean 'subtle'?)" in str(err.value)
