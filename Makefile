@@ -60,11 +60,11 @@ run: install
 # now (a run with edited params, an unfinished study), and a run here would overwrite them.
 # Your results/, run store and caches are not touched.
 lock: install
-	$(BIN)/python -m canarykit.lockfile refresh --cores $(CORES)
+	$(BIN)/python -m canarykit.study.lockfile refresh --cores $(CORES)
 
 # dvc.yaml is generated from rules/stages.yaml and the rules' code (tests/test_dvc_yaml.py checks it).
 dvc-yaml: install
-	$(BIN)/python -m canarykit.dvcyaml > dvc.yaml.new && mv dvc.yaml.new dvc.yaml
+	$(BIN)/python -m canarykit.study.dvcyaml > dvc.yaml.new && mv dvc.yaml.new dvc.yaml
 
 # After a crash or a kill -9 of snakemake: drop its stale lock, then finish the study. Runs with
 # a finished record are reused, model calls already answered come from the response cache, and
@@ -91,7 +91,7 @@ test-slow: install-local
 check: install
 	$(BIN)/ruff check src tests scripts benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m canarykit.dvcyaml --check
+	$(BIN)/python -m canarykit.study.dvcyaml --check
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

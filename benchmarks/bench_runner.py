@@ -84,8 +84,9 @@ def generated_tasks(n: int = 120) -> dict[str, Any]:
 
 
 def build_study(root: Path) -> tuple[Path, dict[str, dict[str, Any]], list[Any]]:
-    from canarykit import assembly, canaries, tools
-    from canarykit.tasks import load_tasks
+    from canarykit import canaries, tools
+    from canarykit.assembly import assembly
+    from canarykit.tasks.tasks import load_tasks
 
     root.mkdir(parents=True, exist_ok=True)
     tasks_path = root / "tasks.json"

@@ -30,7 +30,7 @@ import polars as pl
 from threadpoolctl import threadpool_info
 
 from canarykit import stats
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 TARGET_S = 10.0

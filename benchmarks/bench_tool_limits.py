@@ -101,9 +101,10 @@ def per_call() -> dict[str, float]:
 def agent_stage(seeds: int) -> dict[str, Any]:
     from fakes.study import make_study, no_fsync
 
-    from canarykit import canaries, tasks, tools
+    from canarykit import canaries, tools
     from canarykit.agents import run_grid
     from canarykit.agents.loop import Environment
+    from canarykit.tasks import tasks
 
     cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
     models = [m for m in cfg["models"] if m.get("backend") == "reference"]

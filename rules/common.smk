@@ -12,11 +12,11 @@ import yaml
 from canarykit.agents.calls import INVOCATION_ENV
 from canarykit.agents.secrets import export_secret_envs
 from canarykit.agents.store import retry_gate_input
-from canarykit.console import OUT_ENV, cli_targets, study_targets, unknown_target_error
-from canarykit.config import blame, check_study, read_yaml_config, run_grid, validate_params
-from canarykit.dvcyaml import STAGES_FILE, rule_code
+from canarykit.study.config import blame, check_study, read_yaml_config, run_grid, validate_params
+from canarykit.study.console import OUT_ENV, cli_targets, study_targets, unknown_target_error
+from canarykit.study.dvcyaml import STAGES_FILE, rule_code
 from canarykit.errors import CanaryKitError, ConfigError
-from canarykit.layout import (
+from canarykit.study.layout import (
     LLM_CALLS,
     agent_job_resources,
     agent_jobs,
@@ -27,7 +27,7 @@ from canarykit.layout import (
     model_slugs,
     stateful_environment,
 )
-from canarykit.tasks import select_tasks
+from canarykit.tasks.tasks import select_tasks
 from canarykit.types import POOLS as ALL_POOLS
 
 # Everything `canarykit validate-config` checks is checked here, when Snakemake (and so
@@ -56,7 +56,7 @@ if workflow.is_main_process or INVOCATION_ENV not in os.environ:
 # A fresh clone after `dvc pull`: DVC checks outputs out in no particular mtime order, so
 # restore the pipeline order (only when DVC confirms every output matches dvc.lock).
 if not Path(".snakemake/metadata").exists() and Path("dvc.lock").exists():
-    from canarykit.dvcsync import align_mtimes_with_dvc_lock
+    from canarykit.study.dvcsync import align_mtimes_with_dvc_lock
 
     align_mtimes_with_dvc_lock(".")
 
@@ -129,7 +129,7 @@ ALL_TARGETS = [
 
 def code(rule):
     """A rule's code inputs: its script and every canarykit module the script imports,
-    transitively (canarykit.dvcyaml.code_closure; dvc.yaml lists the same files). Editing
+    transitively (canarykit.study.dvcyaml.code_closure; dvc.yaml lists the same files). Editing
     one re-runs the rule; inside the run rule only runs whose identity changed re-execute."""
     return rule_code(rule, STAGES, workflow.basedir)[1:]
 
@@ -216,7 +216,7 @@ def per_model(pattern):
 
 
 # ---------------------------------------------------------------------------- resources
-# Concurrency against rate-limited services is a declared resource (canarykit.layout). The main
+# Concurrency against rate-limited services is a declared resource (canarykit.study.layout). The main
 # Snakemake process tallies these over every running job, local or submitted to a cluster, so
 # a limit holds across jobs. Defaults, each unless given on the command line (`--resources
 # llm_openai=16` wins):

@@ -1,7 +1,7 @@
 # The study report: one self-contained HTML file (open it in any browser, offline). It holds the
 # oracle instrument check, what was run, the diagnosis per model in words, the tables (sortable),
 # each figure once (interactive, with a PNG fallback), a seeded sample of trapped runs with
-# their conversations, and the parameters. Rendered by canarykit.report from the study's outputs
+# their conversations, and the parameters. Rendered by canarykit.report.report from the study's outputs
 # (and the sampled runs' records in the run store). `snakemake --report` still builds
 # Snakemake's own report, to another path.
 REPORT_RESOURCES = [f"src/canarykit/resources/report.{ext}" for ext in ("html.j2", "css", "js")]

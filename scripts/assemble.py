@@ -2,13 +2,13 @@
 
 import sys
 
-from canarykit.assembly import build_assemblies, position_lines, write_assemblies
+from canarykit.assembly.assembly import build_assemblies, position_lines, write_assemblies
+from canarykit.assembly.dose import DOSE_CONDITION, dose_assemblies, skipped_lines
 from canarykit.canaries import canary_table, load_pool_document
-from canarykit.dose import DOSE_CONDITION, dose_assemblies, skipped_lines
-from canarykit.environments import tools_of
-from canarykit.jsonio import read_json_input
-from canarykit.tasks import load_tasks, select_tasks, tasks_table
-from canarykit.workflow import run_script
+from canarykit.mcp.environments import tools_of
+from canarykit.store.jsonio import read_json_input
+from canarykit.study.workflow import run_script
+from canarykit.tasks.tasks import load_tasks, select_tasks, tasks_table
 
 
 def main(smk):

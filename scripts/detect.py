@@ -1,7 +1,7 @@
 """Classify every tool call of one model's runs (real, canary, unknown): per-run trap metrics."""
 
-from canarykit.pipeline import detect_model
-from canarykit.workflow import run_script
+from canarykit.study.pipeline import detect_model
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

@@ -1,14 +1,14 @@
 """Write the tool environment's tools (results/tools.json): the MCP definitions of the 12
 built-in tools, or, with environment.kind mcp, the tools document of the user's MCP servers
-(listed now; see canarykit.environments)."""
+(listed now; see canarykit.mcp.environments)."""
 
 import sys
 from pathlib import Path
 
-from canarykit.environments import export_environment, is_mcp
-from canarykit.jsonio import write_json
+from canarykit.mcp.environments import export_environment, is_mcp
+from canarykit.store.jsonio import write_json
+from canarykit.study.workflow import run_script
 from canarykit.tools import mcp_definitions, tool_table
-from canarykit.workflow import run_script
 
 
 def main(smk):

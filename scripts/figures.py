@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from canarykit.figures import make_figures
-from canarykit.workflow import run_script
+from canarykit.report.figures import make_figures
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

@@ -3,6 +3,7 @@ results/tools.json, checking granularity cases against the task suite."""
 
 import sys
 
+from canarykit.assembly.dose import dose_records
 from canarykit.canaries import (
     builtin_executor,
     canary_table,
@@ -12,10 +13,9 @@ from canarykit.canaries import (
     summary_lines,
     write_pool,
 )
-from canarykit.dose import dose_records
-from canarykit.jsonio import read_json_input, write_json
-from canarykit.tasks import load_tasks
-from canarykit.workflow import run_script
+from canarykit.store.jsonio import read_json_input, write_json
+from canarykit.study.workflow import run_script
+from canarykit.tasks.tasks import load_tasks
 
 
 def main(smk):

@@ -1,8 +1,8 @@
 """Judge one model's runs with one judge (the rule says which: primary or cross)."""
 
 from canarykit.agents.runner import exit_with_parent
-from canarykit.pipeline import judge_model
-from canarykit.workflow import run_script
+from canarykit.study.pipeline import judge_model
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

@@ -4,8 +4,8 @@ import sys
 from pathlib import Path
 
 from canarykit.agents.runner import exit_with_parent
-from canarykit.pipeline import judge_report
-from canarykit.workflow import run_script
+from canarykit.study.pipeline import judge_report
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

@@ -1,7 +1,7 @@
 """The DVC metrics: one small JSON per (model, grid cell) with the headline numbers."""
 
-from canarykit.pipeline import write_metrics
-from canarykit.workflow import run_script
+from canarykit.study.pipeline import write_metrics
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

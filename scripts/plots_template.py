@@ -1,9 +1,9 @@
 """The HTML template `dvc plots` renders into, with Vega, Vega-Lite and vega-embed inlined
 (from vl-convert's bundle), so a plots page renders offline."""
 
-from canarykit.figures import offline_plots_template
-from canarykit.jsonio import atomic_write_text
-from canarykit.workflow import run_script
+from canarykit.report.figures import offline_plots_template
+from canarykit.store.jsonio import atomic_write_text
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

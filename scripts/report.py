@@ -1,8 +1,8 @@
 """The study report (report.html): the oracle check, what was run, the diagnosis per model,
 the tables, the figures, sampled trapped runs and the parameters, in one self-contained file."""
 
-from canarykit.report import TraceSampling, load_captions, write_report
-from canarykit.workflow import run_script
+from canarykit.report.report import TraceSampling, load_captions, write_report
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

@@ -2,12 +2,12 @@
 whose identity already has a finished record."""
 
 from canarykit.agents import exit_with_parent
-from canarykit.environments import tools_of
-from canarykit.jsonio import read_json_input
-from canarykit.layout import granted_slots
-from canarykit.pipeline import run_job
-from canarykit.tasks import load_tasks, select_tasks
-from canarykit.workflow import run_script
+from canarykit.mcp.environments import tools_of
+from canarykit.store.jsonio import read_json_input
+from canarykit.study.layout import granted_slots
+from canarykit.study.pipeline import run_job
+from canarykit.study.workflow import run_script
+from canarykit.tasks.tasks import load_tasks, select_tasks
 
 
 def main(smk):

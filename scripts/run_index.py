@@ -1,7 +1,7 @@
 """The study's run index and run summary, from every cell's."""
 
-from canarykit.pipeline import gather_runs
-from canarykit.workflow import run_script
+from canarykit.study.pipeline import gather_runs
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

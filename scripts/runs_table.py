@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from canarykit.pipeline import build_runs
-from canarykit.workflow import run_script
+from canarykit.study.pipeline import build_runs
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

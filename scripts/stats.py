@@ -15,7 +15,7 @@ from canarykit.stats import (
     load_runs,
     write_outputs,
 )
-from canarykit.workflow import run_script
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

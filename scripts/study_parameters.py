@@ -2,8 +2,8 @@
 
 import yaml
 
-from canarykit.jsonio import atomic_write_text
-from canarykit.workflow import run_script
+from canarykit.store.jsonio import atomic_write_text
+from canarykit.study.workflow import run_script
 
 
 def main(smk):

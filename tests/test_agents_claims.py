@@ -20,7 +20,7 @@ from fakes.openai_server import FakeOpenAIServer, simple_agent
 from fakes.study import make_study
 
 from canarykit.agents.store import RunStore
-from canarykit.records import read_record
+from canarykit.store.records import read_record
 
 KEY_ENV = "CANARYKIT_TEST_CLAIMS_KEY"
 SECRET = "fake-key-claims-0xC0FFEE42"

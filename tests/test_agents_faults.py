@@ -24,8 +24,8 @@ from canarykit.agents.store import (
     retry_gate_input,
     retry_gate_path,
 )
-from canarykit.detect import classify_calls
-from canarykit.records import read_record
+from canarykit.detection.detect import classify_calls
+from canarykit.store.records import read_record
 
 KEY_ENV, KEY = "CANARYKIT_TEST_FAULTS_KEY", "faults-key-5a6b7c8d9e0f1234"
 AGENT = {"max_turns": 8, "timeout_s": 1, "concurrency": 4, "workers": 1,

@@ -14,7 +14,7 @@ from fakes.world import FAKE_ENV, FakeTask, toolset
 
 from canarykit.agents import CallStats, ModelCaller, RetryPolicy, RunSpec, make_backend, run_one
 from canarykit.agents.backends import parse_retry_after
-from canarykit.records import RunRecord
+from canarykit.store.records import RunRecord
 
 KEY_ENV = "CANARYKIT_TEST_GATEWAY_KEY"
 SECRET = "fake-key-Zq8-never-stored"

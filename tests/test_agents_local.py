@@ -22,7 +22,7 @@ from canarykit.agents.local import (
     parse_answer,
     render_messages,
 )
-from canarykit.records import CALL_STATUSES, read_record
+from canarykit.store.records import CALL_STATUSES, read_record
 
 
 def _model_installed() -> bool:

@@ -24,7 +24,7 @@ from canarykit.agents import (
     run_one,
 )
 from canarykit.agents.loop import SYSTEM_PROMPT
-from canarykit.records import RunRecord
+from canarykit.store.records import RunRecord
 
 MODEL = {"name": "scripted", "backend": "litellm", "group": "test", "model": "openai/fake"}
 
@@ -197,12 +197,12 @@ def test_identity_ignores_labels_run_id_does_not() -> None:
 
 def test_store_writes_exactly_what_write_record_writes(tmp_path: Any) -> None:
     from canarykit.agents.store import RunStore
-    from canarykit.jsonio import pretty_json
-    from canarykit.records import read_record, write_record
+    from canarykit.store.jsonio import pretty_json
+    from canarykit.store.records import read_record, write_record
 
     boom = BackendError("late", error_type="Timeout", status_code=408, retryable=False)
     rec, _ = run([calls(("c1", "get_weather", '{"city": "Paris"}'), ("c2", "nope", "{"), ("c3", "get_weather_v2", "{}")),
-                  ChatResponse(content="x", usage=__import__("canarykit.records", fromlist=["Usage"]).Usage(3, 4)), boom])
+                  ChatResponse(content="x", usage=__import__("canarykit.store.records", fromlist=["Usage"]).Usage(3, 4)), boom])
     rec2, _ = run([calls(("c1", "add", '{"a": 1, "b": 2}')), boom])
     for r in (rec, rec2):
         p = RunStore(tmp_path).save(r)
@@ -213,7 +213,7 @@ def test_store_writes_exactly_what_write_record_writes(tmp_path: Any) -> None:
 
 def test_store_reads_back_only_finished_runs_and_a_damaged_entry_is_a_miss(tmp_path: Any) -> None:
     from canarykit.agents.store import IDENTITY_DIR, RunStore, identity_hash
-    from canarykit.records import record_path
+    from canarykit.store.records import record_path
 
     boom = BackendError("late", error_type="Timeout", status_code=408, retryable=False)
     ok, _ = run([calls(("c1", "get_weather", '{"city": "Paris"}')), ChatResponse(content="22 C")])

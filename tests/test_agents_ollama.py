@@ -10,7 +10,7 @@ from fakes.world import FAKE_ENV, FakeTask, toolset
 
 from canarykit.agents import CallStats, ModelCaller, RetryPolicy, RunSpec, make_backend, run_one
 from canarykit.agents.backends import ollama_messages
-from canarykit.records import RunRecord
+from canarykit.store.records import RunRecord
 
 
 def run_with(handler: Any, attempts: int = 2) -> tuple[RunRecord, FakeOllamaServer, CallStats]:

@@ -17,7 +17,7 @@ from fakes.world import FAKE_ENV, FakeTask, Step, toolset
 
 from canarykit.agents import RunSpec, make_backend, run_grid, run_one
 from canarykit.agents.reference import BM25, adapt_arguments, minimal_arguments, tokenize
-from canarykit.records import RunRecord, read_record
+from canarykit.store.records import RunRecord, read_record
 from canarykit.tools import tool_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +39,7 @@ def run_ref(model: dict[str, Any], task: Any = None, ts: Any = None) -> RunRecor
 
 
 def test_oracle_on_the_suite_zero_canaries_and_rubric_passes(tmp_path: Path) -> None:
-    from canarykit.tasks import check_rubric
+    from canarykit.tasks.tasks import check_rubric
 
     tasks_path, pools, tasks = make_study(tmp_path / "study", seeds=[0])
     oracle = {"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"}
@@ -62,7 +62,7 @@ def test_default_reference_grid_runs_and_is_reused(tmp_path: Path) -> None:
     assert len(models) == 12
     args = ({"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet", tmp_path / "summary.json")
     s1 = run_grid(models, tasks_path, pools, [0], *args, progress=False)
-    from canarykit.assembly import load_assemblies
+    from canarykit.assembly.assembly import load_assemblies
 
     lists = sum(len(load_assemblies(cfg["assembly"])) for cfg in pools.values())  # a control list per offered type
     assert lists > 4 * (len(conditions) + 1)
@@ -193,7 +193,7 @@ def test_decisions_do_not_change_when_the_metadata_is_wrong() -> None:
     """The backend answers the same with the offered metadata scrambled or gone: it reads the
     tools as a model gets them, the task and the conversation, nothing else."""
     from canarykit.agents.protocol import ChatRequest, RunContext
-    from canarykit.records import OfferedTool
+    from canarykit.store.records import OfferedTool
 
     ts = toolset()
     lies = [OfferedTool(o.name, "x:y", "temporal_decoy", "add") for o in ts.offered]
@@ -213,8 +213,8 @@ def test_decisions_do_not_change_when_the_metadata_is_wrong() -> None:
 
 
 def test_the_new_agents_params_are_validated_with_one_line_naming_the_key() -> None:
-    from canarykit.config import validate_params
     from canarykit.errors import ConfigError
+    from canarykit.study.config import validate_params
 
     cases = [
         ({"name": "c", "backend": "reference", "agent": "careful", "take_prob": 1.5}, "models[c].take_prob"),
@@ -258,7 +258,7 @@ def paired_picks() -> dict[str, dict[str, list[tuple[bool, bool]]]]:
     from fakes.wordings import declared_list, first_pick, twins_for
 
     from canarykit import canaries, tools
-    from canarykit.tasks import load_tasks
+    from canarykit.tasks.tasks import load_tasks
     from canarykit.types import CANARY_TYPES
 
     real = tools.mcp_definitions()

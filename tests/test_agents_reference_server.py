@@ -14,8 +14,8 @@ from fakes.reference_server import ReferenceAgentServer
 from fakes.study import make_study, no_fsync
 
 from canarykit.agents import run_grid
-from canarykit.assembly import load_assemblies
-from canarykit.records import read_record
+from canarykit.assembly.assembly import load_assemblies
+from canarykit.store.records import read_record
 
 AGENTS: dict[str, dict[str, Any]] = {
     "planted:capability_mirage": {"agent": "planted", "canary_type": "capability_mirage", "take_prob": 0.7, "backoff_prob": 0.5},

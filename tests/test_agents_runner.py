@@ -17,7 +17,7 @@ from fakes.openai_server import FakeOpenAIServer, body_key, run_key, simple_agen
 from fakes.study import make_study
 
 from canarykit.agents import run_grid
-from canarykit.records import read_record
+from canarykit.store.records import read_record
 
 KEY_ENV = "CANARYKIT_TEST_RUNNER_KEY"
 SECRET = "fake-key-runner-0xDEADBEEF"
@@ -246,7 +246,7 @@ def test_a_bad_agent_mapping_is_one_line_naming_its_key_before_any_run(tmp_path:
 
 def test_keys_left_out_of_the_agent_mapping_take_the_schema_defaults() -> None:
     from canarykit.agents import AgentConfig, RetryPolicy
-    from canarykit.config import params_schema
+    from canarykit.study.config import params_schema
 
     section = params_schema()["properties"]["agent"]["properties"]
     cfg = AgentConfig.parse({"max_turns": 4})

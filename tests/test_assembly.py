@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import polars as pl
 import pytest
 
-from canarykit.assembly import (
+from canarykit.assembly.assembly import (
     assemble,
     build_assemblies,
     canary_index,

@@ -25,7 +25,7 @@ from canarykit.canaries import (
     write_pool,
 )
 from canarykit.errors import InputError
-from canarykit.jsonio import safe_json_loads
+from canarykit.store.jsonio import safe_json_loads
 from canarykit.types import CANARY_TYPES, PHRASE_TYPES, ToolResult
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from canarykit import tasks as task_mod
 from canarykit import tools
 from canarykit.canaries import DEFAULT_SUFFIXES, build_pool, run_canary, suite_from_tasks
+from canarykit.tasks import tasks as task_mod
 from canarykit.types import ToolResult
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,7 +37,7 @@ from canarykit.canaries import (
     write_pool,
 )
 from canarykit.errors import InputError
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES, ToolResult
 
 ROOT = Path(__file__).resolve().parents[1]

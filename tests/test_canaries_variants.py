@@ -30,7 +30,7 @@ from canarykit.canaries import (
     suite_from_tasks,
 )
 from canarykit.errors import InputError
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from canarykit.castore import ContentStore
-from canarykit.jsonio import content_hash
+from canarykit.store.castore import ContentStore
+from canarykit.store.jsonio import content_hash
 
 
 def test_layout_roundtrip_and_keys(tmp_path: Path) -> None:

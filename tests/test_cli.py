@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = shutil.which("canarykit", path=str(Path(sys.executable).parent)) or "canarykit"

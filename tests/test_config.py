@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from canarykit.config import load_params, params_schema, run_grid, validate_params
 from canarykit.errors import ConfigError
+from canarykit.study.config import load_params, params_schema, run_grid, validate_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,8 +125,8 @@ def test_local_profile_merges_and_validates():
 
 
 def test_profiles_merge_like_snakemake_and_errors_name_the_file_that_set_the_key(tmp_path) -> None:
-    from canarykit.config import load_params, merge_layers
     from canarykit.errors import ConfigError
+    from canarykit.study.config import load_params, merge_layers
 
     base = {"agent": {"max_turns": 12, "timeout_s": 30}, "models": [{"name": "a", "backend": "reference", "agent": "oracle"}]}
     over = {"agent": {"max_turns": 9}, "models": [{"name": "b", "backend": "reference", "agent": "random"}]}

@@ -1,4 +1,4 @@
-"""The console of `make run` (canarykit.console, Snakemake's --logger canarykit) and the errors
+"""The console of `make run` (canarykit.study.console, Snakemake's --logger canarykit) and the errors
 a person can act on: one screen, a line per stage, the user's error as one line, a missing
 target that lists the study's targets, "did you mean"."""
 
@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from canarykit.config import validate_params
-from canarykit.console import (
+from canarykit.errors import ConfigError
+from canarykit.study.config import validate_params
+from canarykit.study.console import (
     ConsoleView,
     brace_paths,
     cli_targets,
@@ -22,7 +23,6 @@ from canarykit.console import (
     unknown_target_error,
     user_error_lines,
 )
-from canarykit.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv/bin"

@@ -14,7 +14,7 @@ import pytest
 from canarykit import tools
 from canarykit.agents import RunSpec, make_backend, run_one
 from canarykit.agents.loop import execute_call, toolset_from_assembly
-from canarykit.assembly import (
+from canarykit.assembly.assembly import (
     build_assemblies,
     canary_first,
     load_assemblies,
@@ -30,9 +30,9 @@ from canarykit.canaries import (
     suite_from_tasks,
     summary_lines,
 )
-from canarykit.detect import classify_calls, run_metrics
+from canarykit.detection.detect import classify_calls, run_metrics
 from canarykit.errors import InputError
-from canarykit.records import (
+from canarykit.store.records import (
     Event,
     OfferedTool,
     RunRecord,
@@ -40,7 +40,7 @@ from canarykit.records import (
     ToolResultEvent,
     canary_before_real,
 )
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +147,7 @@ def test_a_control_list_per_offered_type_swaps_that_type_alone(built: dict) -> N
 
 
 def test_only_a_control_list_has_an_arm(pool: Any) -> None:
-    from canarykit.assembly import assemble, canary_index
+    from canarykit.assembly.assembly import assemble, canary_index
 
     task = next(t for t in TASKS if "semantic_decoy" in t.declared_types)
     with pytest.raises(ValueError, match="arm"):

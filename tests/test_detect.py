@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from fakes.records import call_events
 
-from canarykit.detect import calls_table, classify_calls, detect, run_metrics
-from canarykit.metrics import type_trap_rates
-from canarykit.records import (
+from canarykit.detection.detect import calls_table, classify_calls, detect, run_metrics
+from canarykit.detection.metrics import type_trap_rates
+from canarykit.store.records import (
     BackendErrorEvent,
     FinalAnswerEvent,
     ModelTurnEvent,

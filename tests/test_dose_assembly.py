@@ -8,10 +8,16 @@ from pathlib import Path
 import pytest
 
 from canarykit import tools
-from canarykit.assembly import canary_first
-from canarykit.dose import DOSE_ID_PREFIX, dose_arm, dose_assemblies, dose_records, parse_dose_arm
+from canarykit.assembly.assembly import canary_first
+from canarykit.assembly.dose import (
+    DOSE_ID_PREFIX,
+    dose_arm,
+    dose_assemblies,
+    dose_records,
+    parse_dose_arm,
+)
 from canarykit.errors import InputError
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import DOSE_KINDS, DOSE_LEVELS
 
 ROOT = Path(__file__).resolve().parents[1]

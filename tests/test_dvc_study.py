@@ -16,7 +16,7 @@ from fakes.readme import command, shown
 from fakes.readme import sh as readme
 from fakes.workflow import ROOT, copy_workflow, run, set_param
 
-from canarykit.records import read_record
+from canarykit.store.records import read_record
 
 N_TASKS = 24
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from canarykit.dvcyaml import code_closure, dvc_yaml, load_stages, rule_code, script_of
+from canarykit.study.dvcyaml import code_closure, dvc_yaml, load_stages, rule_code, script_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = load_stages(ROOT)
@@ -37,9 +37,9 @@ def test_stage_commands_name_no_output_file_that_depends_on_the_config() -> None
 
 def test_code_deps_name_the_modules_the_issue_found_missing() -> None:
     run = rule_code("run_agents", SPEC, ROOT)
-    for f in ("tasks.py", "schemas.py", "jsonio.py", "types.py", "records.py", "agents/runner.py"):
+    for f in ("tasks/tasks.py", "store/schemas.py", "store/jsonio.py", "types.py", "store/records.py", "agents/runner.py"):
         assert f"src/canarykit/{f}" in run
-    assert "src/canarykit/records.py" in rule_code("judge_primary", SPEC, ROOT)
+    assert "src/canarykit/store/records.py" in rule_code("judge_primary", SPEC, ROOT)
     assert "src/canarykit/canaries/__init__.py" in rule_code("assemble", SPEC, ROOT)
     # the stats rule does not depend on the agents: editing them must not redo the statistics
     assert not any("agents/" in f for f in rule_code("stats", SPEC, ROOT))

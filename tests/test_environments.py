@@ -19,9 +19,9 @@ import yaml
 from fakes.workflow import copy_workflow, run
 
 from canarykit.canaries import run_canary
-from canarykit.config import check_study, validate_params
 from canarykit.errors import ConfigError, InputError, ToolEnvironmentError
-from canarykit.tasks import ANY_TOOLS, parse_tasks
+from canarykit.study.config import check_study, validate_params
+from canarykit.tasks.tasks import ANY_TOOLS, parse_tasks
 from canarykit.types import ToolResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -97,7 +97,7 @@ def test_environment_configuration_errors_name_params_yaml_and_the_key(environme
 
 
 def test_a_token_the_shell_lacks_names_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from canarykit.environments import server_specs
+    from canarykit.mcp.environments import server_specs
 
     monkeypatch.delenv("CANARYKIT_TEST_TOKEN", raising=False)
     env = {"kind": "mcp", "servers": [{"name": "gh", "command": ["srv"], "pass_env": ["CANARYKIT_TEST_TOKEN"]}],
@@ -221,7 +221,7 @@ def _env_cfg(servers: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
 
 
 def test_servers_that_changed_since_the_export_stop_the_run_stage() -> None:
-    from canarykit.environments import export_environment, make_environment
+    from canarykit.mcp.environments import export_environment, make_environment
 
     cfg = _env_cfg([{"name": "weather", "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", "weather"]}])
     doc = export_environment(cfg)
@@ -243,8 +243,8 @@ def test_a_server_that_dies_mid_run_fails_the_run_and_the_next_run_restarts_it(t
 
     from canarykit.agents import ChatResponse, RunSpec, ToolCall, run_one
     from canarykit.agents.loop import build_toolset
-    from canarykit.environments import export_environment, make_environment
-    from canarykit.records import OfferedTool
+    from canarykit.mcp.environments import export_environment, make_environment
+    from canarykit.store.records import OfferedTool
 
     # its echo and crash tools carry no readOnlyHint: writes allowed, on a server isolated per job
     cfg = _env_cfg([{"name": "flaky", "command": [sys.executable, str(FIXTURES / "flaky_server.py")], "isolate": "job"}],

@@ -9,8 +9,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from canarykit import figures, stats
-from canarykit.synthetic import synthetic_runs
+from canarykit import stats
+from canarykit.report import figures
+from canarykit.testing.synthetic import synthetic_runs
 
 NAMES = ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10")
 
@@ -80,7 +81,7 @@ def test_figure_data_columns(result: dict[str, Any]) -> None:
 
 
 def test_dose_figure_has_a_panel_per_kind_and_a_line_per_model(result: dict[str, Any]) -> None:
-    from canarykit.synthetic import synthetic_dose_runs
+    from canarykit.testing.synthetic import synthetic_dose_runs
 
     dose = stats.dose_response(synthetic_dose_runs(["uniform", "planted:parameter_trap"], tasks=4, seeds=(0,)))
     spec = figures.build_charts({**result, "dose_response": dose})["fig11"].to_dict()

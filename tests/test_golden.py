@@ -150,7 +150,7 @@ def test_the_console_is_one_screen_ending_with_where_to_look(study: Path) -> Non
 
 
 def test_dvc_takes_a_snakemake_run_as_its_own(study: Path) -> None:
-    """What `make lock` records (`dvc commit` after a Snakemake run, canarykit.lockfile) is a
+    """What `make lock` records (`dvc commit` after a Snakemake run, canarykit.study.lockfile) is a
     lock DVC keeps: `dvc status` is up to date and `dvc repro` executes no stage. (The
     committed dvc.lock of the default study is held to its code and params by
     tests/test_lockfile.py.)"""

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from fakes.study import make_study
 
-from canarykit import figures, stats
+from canarykit import stats
 from canarykit.agents import ChatResponse, ToolCall, run_grid
 from canarykit.agents.protocol import make_backend
 from canarykit.judging import JudgingJob, detect_and_judge
-from canarykit.report import build_report, load_captions
+from canarykit.report import figures
+from canarykit.report.report import build_report, load_captions
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]

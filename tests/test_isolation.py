@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from canarykit.config import validate_params
-from canarykit.environments import (
+from canarykit.errors import ConfigError, ToolEnvironmentError
+from canarykit.mcp.environments import (
     check_writes,
     export_environment,
     make_environment,
     server_specs,
     write_tools,
 )
-from canarykit.errors import ConfigError, ToolEnvironmentError
-from canarykit.workdirs import Workdirs
+from canarykit.mcp.workdirs import Workdirs
+from canarykit.study.config import validate_params
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOTES = [sys.executable, str(FIXTURES / "notes_server.py")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from canarykit.jsonio import atomic_write_text, write_json
+from canarykit.store.jsonio import atomic_write_text, write_json
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])

@@ -24,7 +24,7 @@ from canarykit.judging import (
     stratified_sample,
 )
 from canarykit.judging._agreement import RUNTIME_MARKERS
-from canarykit.records import (
+from canarykit.store.records import (
     Event,
     FinalAnswerEvent,
     ModelTurnEvent,
@@ -173,7 +173,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     pytest.importorskip("canarykit.agents")
     from canarykit.agents import run_grid
     from canarykit.judging import JudgingJob, detect_and_judge
-    from canarykit.tasks import load_tasks
+    from canarykit.tasks.tasks import load_tasks
 
     root = tmp_path_factory.mktemp("study")
     doc = json.loads(SUITE.read_text(encoding="utf-8"))

@@ -40,7 +40,7 @@ from canarykit.judging import (
     render_trace,
     stability,
 )
-from canarykit.records import OfferedTool, RunRecord
+from canarykit.store.records import OfferedTool, RunRecord
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -282,7 +282,7 @@ def test_rubric_judge_uses_check_rubric() -> None:
 
 
 def test_rubric_judge_with_the_real_task_module() -> None:
-    tasks_mod = pytest.importorskip("canarykit.tasks")
+    tasks_mod = pytest.importorskip("canarykit.tasks.tasks")
     fact = tasks_mod.Fact(kind="number", label="temperature", value=31.0, tolerance=0.5)
     task = tasks_mod.Task("t1", "easy", "Weather in Delhi?", ("get_weather",), (), (), (fact,))
     j = make_judge({"kind": "rubric"})

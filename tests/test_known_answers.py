@@ -21,10 +21,10 @@ import pytest
 from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool, write_tasks
 
 from canarykit.agents import run_grid
-from canarykit.assembly import load_assemblies
+from canarykit.assembly.assembly import load_assemblies
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.stats import bootstrap_mean_ci
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
 #: A study of every known-answer agent over the pools: tens of seconds on a loaded machine.

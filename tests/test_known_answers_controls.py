@@ -25,10 +25,10 @@ from fakes.study import SUITE, no_fsync, write_assembly, write_study_pool
 
 from canarykit import stats
 from canarykit.agents import run_grid
-from canarykit.assembly import load_assemblies
+from canarykit.assembly.assembly import load_assemblies
 from canarykit.canaries import load_pool_document
 from canarykit.judging import JudgingJob, detect_and_judge
-from canarykit.tasks import load_tasks
+from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
 TAKE = 0.5
@@ -111,7 +111,7 @@ def test_the_runs_table_tells_controls_and_order_apart(study: tuple[pl.DataFrame
 
 
 def test_the_controls_table_and_figure(study: tuple[pl.DataFrame, dict[str, Any]], tmp_path: Path) -> None:
-    from canarykit import figures
+    from canarykit.report import figures
 
     written = stats.write_outputs(study[1], tmp_path)
     table = pl.read_csv(tmp_path / "table_controls.csv")

@@ -21,11 +21,11 @@ from fakes.study import no_fsync, write_study_pool, write_tasks
 
 from canarykit import tools
 from canarykit.agents import run_grid
-from canarykit.assembly import write_assemblies
-from canarykit.dose import dose_assemblies, dose_records
+from canarykit.assembly.assembly import write_assemblies
+from canarykit.assembly.dose import dose_assemblies, dose_records
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.stats import dose_response, dose_runs, first_tools
-from canarykit.tasks import select_tasks
+from canarykit.tasks.tasks import select_tasks
 from canarykit.types import CANARY_TYPES, DOSE_LEVELS
 
 #: 60 tasks x 2 seeds x 7 kinds x 5 levels for two reference agents (about 9,600 runs): about a

@@ -56,7 +56,7 @@ def write_reworded_pool(path: Path, tasks: list[Any], tasks_path: Path) -> dict[
     items as the default pool's ``canaries.variants``) and another granularity case, the
     twins' sentences as params.yaml configures them."""
     from canarykit import canaries, tools
-    from canarykit.config import load_params
+    from canarykit.study.config import load_params
 
     cfg = load_params(ROOT / "params.yaml")["canaries"]
     listed = canaries.ingest_tools(tools.mcp_definitions(), "tools.json", strict=True)

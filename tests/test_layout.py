@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from canarykit.agents.calls import INVOCATION_ENV, Budget, SpendLedger
-from canarykit.layout import agent_job_resources, agent_jobs, metric_cells, model_slugs
-from canarykit.pipeline import gather_runs, write_metrics
-from canarykit.tasks import load_tasks, select_tasks
+from canarykit.study.layout import agent_job_resources, agent_jobs, metric_cells, model_slugs
+from canarykit.study.pipeline import gather_runs, write_metrics
+from canarykit.tasks.tasks import load_tasks, select_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = [
@@ -152,8 +152,8 @@ def test_a_dry_run_plans_each_job_with_its_provider_share_and_gpu(tmp_path: Path
 
 
 def test_default_limits_let_different_providers_and_the_gpu_job_run_together() -> None:
-    from canarykit.config import validate_params
-    from canarykit.layout import default_limits
+    from canarykit.study.config import validate_params
+    from canarykit.study.layout import default_limits
 
     cfg = yaml.safe_load((ROOT / "params.yaml").read_text())
     cfg["models"] = TWO_PROVIDERS

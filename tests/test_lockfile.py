@@ -1,4 +1,4 @@
-"""The committed dvc.lock is part of the result (canarykit.lockfile): every stage's code, data
+"""The committed dvc.lock is part of the result (canarykit.study.lockfile): every stage's code, data
 and params dependencies are the ones on disk, so no stage of a fresh clone is out of date
 because of them. When this fails after a change of code or params: `make lock`, then commit
 dvc.lock with the change."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from canarykit.lockfile import dir_md5, expected_stages, file_md5, lock_mismatches
+from canarykit.study.lockfile import dir_md5, expected_stages, file_md5, lock_mismatches
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,5 +86,5 @@ def test_an_edit_of_a_stages_code_or_params_is_named(tmp_path: Path) -> None:
     from fakes.readme import command, sh
 
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
-    proc = sh(tmp_path, command(".venv/bin/python -m canarykit.lockfile check").text, check=False, timeout=120)
+    proc = sh(tmp_path, command(".venv/bin/python -m canarykit.study.lockfile check").text, check=False, timeout=120)
     assert proc.returncode == 1 and problems[0] in proc.stderr and proc.stderr.rstrip().endswith("`make lock`")

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from canarykit import stats
-from canarykit.metrics import (
+from canarykit.detection.metrics import (
     RECOVERY,
     TSR,
     TSR_JUDGED,
@@ -21,7 +21,7 @@ from canarykit.metrics import (
     tsr_by,
     type_trap_rates,
 )
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 

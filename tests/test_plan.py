@@ -24,9 +24,9 @@ import yaml
 from fakes.workflow import copy_workflow, set_param
 from scipy import special
 
-from canarykit import plan as planning
 from canarykit import stats
-from canarykit.config import load_params
+from canarykit.study import plan as planning
+from canarykit.study.config import load_params
 from canarykit.types import CANARY_TYPES
 
 SMALL = {
@@ -61,9 +61,9 @@ def planned(repo: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any
 
 def test_plan_prices_every_model_and_keeps_unknown_prices_unknown(repo: Path, planned: tuple[Any, dict[str, Any]]) -> None:
     proc, p = planned
-    from canarykit.assembly import build_assemblies
+    from canarykit.assembly.assembly import build_assemblies
     from canarykit.canaries import ingest_tools, study_pool
-    from canarykit.tasks import load_tasks
+    from canarykit.tasks.tasks import load_tasks
     from canarykit.tools import mcp_definitions
 
     cfg = load_params(repo / "params.yaml", [repo / "small.yaml"])

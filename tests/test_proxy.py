@@ -321,8 +321,8 @@ def test_proxy_and_diagnose_refuse_bad_input_in_one_line(tmp_path: Path, capsys:
 
 def test_diagnose_skips_an_unfinished_last_line(tmp_path: Path) -> None:
     """A proxy killed while writing leaves half a line: the rest of the session still counts."""
-    from canarykit.diagnose import diagnose as run_diagnose
-    from canarykit.diagnose import read_traces
+    from canarykit.mcp.diagnose import diagnose as run_diagnose
+    from canarykit.mcp.diagnose import read_traces
 
     head = {"event": "session", "format": "canarykit-proxy-trace", "format_version": 1, "session": "s1",
             "transport": "stdio", "proxy": {"pool": "standard"},
@@ -341,8 +341,8 @@ def test_diagnose_skips_an_unfinished_last_line(tmp_path: Path) -> None:
 
 
 def test_upstreams_refuse_a_server_that_does_not_answer_in_time(tmp_path: Path) -> None:
+    from canarykit.mcp.upstream import ServerSpec, Upstreams
     from canarykit.tools.mcp_servers import ListToolsError
-    from canarykit.upstream import ServerSpec, Upstreams
 
     async def start() -> None:
         async with Upstreams([ServerSpec("mute", command=(sys.executable, "-c", "import time; time.sleep(60)"))],

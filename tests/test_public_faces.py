@@ -1,6 +1,6 @@
 """Stages and borders meet through public faces (issue 24 item 2): no module of the package,
 and no rule script, imports another package's private module (``canarykit.tools._common``)
-or a private name of another module (``canarykit.assembly._order``). Within one subpackage
+or a private name of another module (``canarykit.assembly.assembly._order``). Within one subpackage
 its modules share what they like; across, only what a package's ``__init__`` (or a public
 module) offers."""
 
@@ -68,7 +68,7 @@ def test_the_check_sees_a_crossing(tmp_path: Path) -> None:
     within one package is fine, and so is another package's public face."""
     cases = {
         "from ..tools._common import cap_result\n": 1,
-        "from canarykit.assembly import _order\n": 1,
+        "from canarykit.assembly.assembly import _order\n": 1,
         "import canarykit.stats._crossed\n": 1,
         "from ._plan import plan_steps\n": 0,
         "from ..tools import cap_result\n": 0,

@@ -24,7 +24,7 @@ import yaml
 from fakes.readme import Command, command, commands, sh, shown
 from fakes.workflow import copy_workflow, env, set_param
 
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 
 TESTS = Path(__file__).parent
 
@@ -35,8 +35,8 @@ EXPLAINED = {
     "make lock": "the default study in a scratch copy, then `dvc commit` there (test_lockfile.py checks the committed lock against the code and params; the integrator runs it)",
     "make test-slow": "what CI runs (.ci/run)",
     "make bench": "runs benchmarks/bench_*.py, which print measured ratios (run by hand; tests never time anything)",
-    "make check": "ruff, mypy and `python -m canarykit.dvcyaml --check` (test_dvc_yaml.py checks dvc.yaml is current)",
-    "make dvc-yaml": "`python -m canarykit.dvcyaml > dvc.yaml` (test_dvc_yaml.py: the committed dvc.yaml is what it writes)",
+    "make check": "ruff, mypy and `python -m canarykit.study.dvcyaml --check` (test_dvc_yaml.py checks dvc.yaml is current)",
+    "make dvc-yaml": "`python -m canarykit.study.dvcyaml > dvc.yaml` (test_dvc_yaml.py: the committed dvc.yaml is what it writes)",
     "make resume": "test_agents_claims.py (slow) kills snakemake with SIGKILL and runs `make resume` in a copy of the workflow",
     'make resume SMK_ARGS="results/table1.csv"': "the same target with SMK_ARGS passed through (test_agents_claims.py)",
     "dvc remote add -d storage s3://my-bucket/canarykit": "a cloud bucket; test_dvc_study.py adds a local directory remote the same way",

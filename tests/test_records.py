@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from canarykit.errors import InputError
-from canarykit.records import (
+from canarykit.store.records import (
     EVENT_KINDS,
     BackendErrorEvent,
     Event,

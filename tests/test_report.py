@@ -34,10 +34,8 @@ from fakes.study import write_assembly, write_pool
 from canarykit import stats
 from canarykit.agents import run_grid
 from canarykit.agents.known import known_diagnoses
-from canarykit.config import validate_params
 from canarykit.judging import JudgingJob, detect_and_judge
-from canarykit.records import read_record, write_record
-from canarykit.report import (
+from canarykit.report.report import (
     FIGURE_NAMES,
     TABLE_NAMES,
     TYPE_PLURALS,
@@ -50,7 +48,9 @@ from canarykit.report import (
     sample_traces,
 )
 from canarykit.stats import DIAGNOSIS_READINGS
-from canarykit.synthetic import synthetic_runs
+from canarykit.store.records import read_record, write_record
+from canarykit.study.config import validate_params
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +166,7 @@ def make_study(root: Path, *, models: Sequence[str] = MODELS, per_difficulty: in
     """A study on disk as the pipeline lays it out: tasks of each difficulty, both pools, the
     reference agents run, detected, judged (rubric + tool coverage), statistics and tables."""
     from canarykit.canaries import load_pool_document
-    from canarykit.tasks import load_tasks
+    from canarykit.tasks.tasks import load_tasks
 
     root.mkdir(parents=True)
     doc = json.loads((ROOT / "data/tasks.json").read_text())

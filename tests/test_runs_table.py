@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 from fakes.records import FakeTask, call_events
 
+from canarykit.detection.metrics import metrics_json
+from canarykit.detection.runs_table import EXTRA_COLUMNS, INTERFACE_COLUMNS, build_runs_table
 from canarykit.errors import ConfigError, InputError
 from canarykit.judging import JudgingJob, detect_and_judge
-from canarykit.metrics import metrics_json
-from canarykit.records import OfferedTool, RunRecord, record_path, write_record
-from canarykit.runs_table import EXTRA_COLUMNS, INTERFACE_COLUMNS, build_runs_table
-from canarykit.schemas import RunsTable, check_runs_type_columns, validate
+from canarykit.store.records import OfferedTool, RunRecord, record_path, write_record
+from canarykit.store.schemas import RunsTable, check_runs_type_columns, validate
 
 OFFERED = [
     OfferedTool("get_weather"),
@@ -304,7 +304,7 @@ def test_planted_agents_known_answer_end_to_end(tmp_path: Path) -> None:
     from fakes.study import make_study
 
     from canarykit.agents import run_grid
-    from canarykit.metrics import type_trap_rates
+    from canarykit.detection.metrics import type_trap_rates
     from canarykit.types import CANARY_TYPES
 
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["full"]})

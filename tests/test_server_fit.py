@@ -25,7 +25,7 @@ from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
 from canarykit.canaries import DEFAULT_SUFFIXES, build_pool, run_canary, snapshot_records
-from canarykit.proxy import Proxy, ProxySettings, build_catalog, make_server
+from canarykit.mcp.proxy import Proxy, ProxySettings, build_catalog, make_server
 from canarykit.types import ToolResult
 
 OFFICIAL = json.loads((Path(__file__).parent / "fixtures" / "mcp_servers" / "official.json").read_text())
@@ -233,7 +233,7 @@ def test_twins_refuse_bad_arguments_in_the_real_tools_words(answered: Any) -> No
     up = FakeUpstreams()
 
     def execute(name: str, args: Any) -> ToolResult:
-        from canarykit.upstream import tool_result
+        from canarykit.mcp.upstream import tool_result
 
         return tool_result(anyio.run(up.call, name, args))
 

@@ -17,7 +17,12 @@ from statsmodels.stats.multitest import multipletests
 
 from canarykit import stats
 from canarykit.errors import InputError
-from canarykit.synthetic import RECOVERED_SUCCESS, STUCK_SUCCESS, synthetic_profiles, synthetic_runs
+from canarykit.testing.synthetic import (
+    RECOVERED_SUCCESS,
+    STUCK_SUCCESS,
+    synthetic_profiles,
+    synthetic_runs,
+)
 from canarykit.types import CANARY_TYPES
 
 RESAMPLES = 1000

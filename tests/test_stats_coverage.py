@@ -29,7 +29,7 @@ import polars as pl
 import pytest
 
 from canarykit import stats
-from canarykit.synthetic import clustered_studies
+from canarykit.testing.synthetic import clustered_studies
 
 NOMINAL = 0.95
 

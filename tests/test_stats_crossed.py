@@ -22,7 +22,7 @@ from scipy import linalg, special
 from scipy import stats as sps
 
 from canarykit import stats
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 

@@ -10,10 +10,10 @@ import pytest
 import statsmodels.api as sm
 
 from canarykit.errors import InputError
-from canarykit.schemas import DoseRunsTable, validate
 from canarykit.stats import DOSE_KINDS, dose_markdown, dose_response, dose_runs, dose_table
 from canarykit.stats._dose import _holm, logit_fit
-from canarykit.synthetic import synthetic_dose_runs
+from canarykit.store.schemas import DoseRunsTable, validate
+from canarykit.testing.synthetic import synthetic_dose_runs
 from canarykit.types import CANARY_TYPES
 
 LEVELS = (0, 1, 2, 4, 8)
@@ -153,7 +153,7 @@ def test_the_study_statistics_leave_dose_runs_to_the_curves() -> None:
     """compute_all (stats.json's other blocks) ignores dose runs: they would read as a sixth
     condition; their statistic is dose_response."""
     from canarykit import stats
-    from canarykit.synthetic import synthetic_runs
+    from canarykit.testing.synthetic import synthetic_runs
 
     df = synthetic_runs(n_models=1, seeds=1, tasks=6, conditions=("baseline", "declared"), ablation=False)
     dose = df.filter(pl.col("condition") == "declared").with_columns(condition=pl.lit("dose"))

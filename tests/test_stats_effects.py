@@ -21,7 +21,7 @@ from canarykit.stats import (
     rate_below_p,
     tost_p,
 )
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ALPHA = 0.05
@@ -268,7 +268,7 @@ def test_the_margin_and_minimum_are_validated() -> None:
 
 
 def test_figure_10_and_the_controls_table_state_the_configured_level(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from canarykit import figures
+    from canarykit.report import figures
 
     r = stats.compute_all(_pairs(lambda i, s: i % 10 < 6, lambda i, s: i % 10 < 1, 20), stats.StatsConfig(resamples=500, alpha=0.1))
     chart = figures.build_charts(r)["fig10"].to_dict()

@@ -20,7 +20,7 @@ from statsmodels.stats.multitest import multipletests
 
 from canarykit import stats
 from canarykit.errors import InputError
-from canarykit.synthetic import synthetic_runs
+from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 B = 200

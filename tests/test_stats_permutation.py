@@ -149,7 +149,7 @@ def test_a_never_trapped_model_is_answered_by_the_permutation_test() -> None:
 
 def test_permutation_test_on_the_synthetic_study() -> None:
     """On the synthetic 4-model study, the permutation test agrees with GEE that the models differ."""
-    from canarykit.synthetic import synthetic_runs
+    from canarykit.testing.synthetic import synthetic_runs
 
     r = stats.compute_all(synthetic_runs(n_models=4, seeds=3, tasks=40, seed=3), stats.StatsConfig(resamples=500))
     perm, gee = r["trap_permutation"]["declared"], r["gee_trap"]["declared"]

@@ -16,9 +16,9 @@ import pytest
 import canarykit
 from canarykit import tools
 from canarykit.errors import InputError
-from canarykit.suite import task_map
-from canarykit.taskgen import build_suite
-from canarykit.tasks import (
+from canarykit.tasks.suite import task_map
+from canarykit.tasks.taskgen import build_suite
+from canarykit.tasks.tasks import (
     Fact,
     Task,
     check_rubric,
@@ -119,7 +119,7 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
     out = tmp_path / "tasks.json"
     src = str(Path(canarykit.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "canarykit.taskgen", str(out)], env=env,
+    proc = subprocess.run([sys.executable, "-m", "canarykit.tasks.taskgen", str(out)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr == ""
@@ -129,10 +129,10 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
 
 
 def test_generator_usage_and_suite_check(capsys: pytest.CaptureFixture[str]) -> None:
-    from canarykit.taskgen import check_suite, main
+    from canarykit.tasks.taskgen import check_suite, main
 
     assert main([]) == 2
-    assert "usage: python -m canarykit.taskgen OUTPUT.json" in capsys.readouterr().err
+    assert "usage: python -m canarykit.tasks.taskgen OUTPUT.json" in capsys.readouterr().err
     task = _base()["tasks"][0]
     assert [t.id for t in check_suite({"version": "1", "tasks": [task]})] == [task["id"]]
     # A drafted key figure the plan does not deliver, or a plan the loader refuses, stops the build.

@@ -149,7 +149,7 @@ def test_a_ten_megabyte_task_prompt_gives_a_short_error(tmp_path: Any) -> None:
     from fakes.study import SUITE
 
     from canarykit.errors import InputError
-    from canarykit.tasks import load_tasks
+    from canarykit.tasks.tasks import load_tasks
 
     doc = json.loads(SUITE.read_text(encoding="utf-8"))
     doc["tasks"][0]["prompt"] = "word " * 2_000_000

@@ -15,11 +15,11 @@ import yaml
 from fakes.study import make_study
 
 from canarykit.agents import run_grid
-from canarykit.config import check_study, turns_needed, validate_params
 from canarykit.errors import ConfigError
 from canarykit.judging import JudgingJob, detect_and_judge, oracle_lines
-from canarykit.records import RunRecord, read_record, write_record
-from canarykit.tasks import load_tasks
+from canarykit.store.records import RunRecord, read_record, write_record
+from canarykit.study.config import check_study, turns_needed, validate_params
+from canarykit.tasks.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted((ROOT / "src/canarykit/resources/profiles").glob("*.yaml"))
@@ -110,7 +110,7 @@ def test_numeric_settings_have_sane_bounds(key: tuple[str, ...], value: Any) -> 
 
 
 def test_every_numeric_key_of_the_schema_is_bounded_on_both_sides() -> None:
-    from canarykit.config import params_schema
+    from canarykit.study.config import params_schema
 
     unbounded: list[str] = []
 

@@ -47,8 +47,8 @@ def _stats(args: argparse.Namespace) -> int:
             raise InputError("command line", "--resamples", f"must be between 1 and {MAX_RESAMPLES:,}, got {args.resamples:,}")
         kwargs["resamples"] = args.resamples
     if args.params:
-        from .config import load_params
         from .stats import StatsConfig
+        from .study.config import load_params
 
         cfg = load_params(args.params)
         # every stats key of the params file; --resamples wins
@@ -58,7 +58,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .plan import plan_command
+    from .study.plan import plan_command
 
     return plan_command(args.configfile, args.base_rate, args.icc, args.effect, args.output)
 
@@ -74,7 +74,7 @@ def _human_sheet(args: argparse.Namespace) -> int:
 
 
 def _validate_config(args: argparse.Namespace) -> int:
-    from .config import blame, check_study, load_params, read_yaml_config, run_grid
+    from .study.config import blame, check_study, load_params, read_yaml_config, run_grid
 
     overlays = list(args.configfile or [])
     cfg = load_params(args.params, overlays)
@@ -108,7 +108,7 @@ def _list_mcp_tools(args: argparse.Namespace) -> int:
         tools = _appended(args.output, tools)
     text = json.dumps(tools, indent=2, ensure_ascii=False) + "\n"
     if args.output:
-        from .jsonio import atomic_write_text
+        from .store.jsonio import atomic_write_text
 
         atomic_write_text(args.output, text)
         servers = sorted({str(t.get("server")) for t in tools})
@@ -124,7 +124,7 @@ def _appended(path: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from pathlib import Path
 
     from .errors import InputError
-    from .jsonio import read_json_input
+    from .store.jsonio import read_json_input
 
     if not Path(path).exists():
         return tools
@@ -142,8 +142,8 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
     import shlex
 
     from .errors import InputError
+    from .mcp.upstream import ServerSpec
     from .tools.mcp_servers import server_environment
-    from .upstream import ServerSpec
 
     env = server_environment(args.env or [], inherit=args.inherit_env)
     specs: list[ServerSpec] = []
@@ -181,7 +181,7 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
 def _proxy(args: argparse.Namespace) -> int:
     import anyio
 
-    from .proxy import parse_types, run_proxy, settings_from_params
+    from .mcp.proxy import parse_types, run_proxy, settings_from_params
 
     specs = _upstream_specs(args)
     shadow = tuple(t.strip() for t in args.shadow.split(",") if t.strip()) if args.shadow else None
@@ -201,7 +201,7 @@ def _proxy(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from .diagnose import diagnose_command
+    from .mcp.diagnose import diagnose_command
 
     return diagnose_command(args.traces, args.output)
 
@@ -248,7 +248,7 @@ def _add_stats(sub: _Subcommands) -> None:
 
 def _add_plan(sub: _Subcommands) -> None:
     """The ``plan`` subcommand's arguments."""
-    from .plan import DEFAULTS
+    from .study.plan import DEFAULTS
 
     p = sub.add_parser("plan", help="before running: runs, model calls, tokens and USD per model, and the power of the "
                                     "primary estimands (MDE at 80%%) by simulating the study's own estimator")

@@ -47,7 +47,7 @@ PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "
 #: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
 #: ``declared`` lists with each canary and the real tool it shadows trading places).
 #: ``dose`` (issue 21): per kind (a canary type or ``distractor``) and k, the real tools and k
-#: look-alikes of the task's first needed tool (:mod:`canarykit.dose`).
+#: look-alikes of the task's first needed tool (:mod:`canarykit.assembly.dose`).
 CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored", "dose")
 #: The paper's canary-density conditions.
 PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")

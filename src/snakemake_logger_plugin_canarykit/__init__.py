@@ -1,5 +1,5 @@
 """Snakemake logger plugin ``canarykit`` (``snakemake --logger canarykit``, as ``make run``
-does): the one-screen console of :mod:`canarykit.console`, and the full log in
+does): the one-screen console of :mod:`canarykit.study.console`, and the full log in
 ``<study.output_dir>/logs/snakemake.log``. A thin shell: Snakemake finds logger plugins by
 their top-level module name (``snakemake_logger_plugin_<name>``)."""
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
-from canarykit.console import CONSOLE_ENV, ConsoleView, FullLog
+from canarykit.study.console import CONSOLE_ENV, ConsoleView, FullLog
 
 
 @dataclass

@@ -34,7 +34,7 @@ def user_prompt(body: Any) -> str:
 
 class OracleAgent:
     def __init__(self, tasks_path: str | Path, misbehave: Mapping[str, str] | None = None) -> None:
-        from canarykit.tasks import load_tasks
+        from canarykit.tasks.tasks import load_tasks
 
         self.tasks = {t.prompt: t for t in load_tasks(Path(tasks_path))}
         self.misbehave = dict(misbehave or {})  # prompt -> "malformed" | "unknown"
@@ -56,7 +56,7 @@ class OracleAgent:
         if step < len(task.plan):
             s = task.plan[step]
             return Reply(completion(None, [(f"plan_{step}", s.tool, json.dumps(s.args))]))
-        from canarykit.tasks import compose_answer
+        from canarykit.tasks.tasks import compose_answer
         from canarykit.types import ToolResult
 
         evidence = []

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from canarykit.records import Event, ToolCallEvent, ToolErrorEvent, ToolResultEvent
+from canarykit.store.records import Event, ToolCallEvent, ToolErrorEvent, ToolResultEvent
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ chat request, as a hosted model would: the messages and the tools. It finds the 
 prompt (the first user message) in the task file ``suite``, the real tool each step needs in
 the task's plan, and answers tool calls turn by turn with
 :func:`canarykit.agents.reference.next_call`, the reference backend's own walk. When the
-walk is done it answers with :func:`canarykit.tasks.compose_answer` over the results it read
+walk is done it answers with :func:`canarykit.tasks.tasks.compose_answer` over the results it read
 (an error result is one whose text is a JSON object with an ``error`` field).
 
 So an agent reached through the LiteLLM backend (``backend: litellm``, ``model:
@@ -23,8 +23,8 @@ from typing import Any
 
 from canarykit.agents.reference import AGENTS, View, history_of, next_call
 from canarykit.agents.refparams import agent_params
-from canarykit.jsonio import canonical_json
-from canarykit.tasks import compose_answer, load_tasks
+from canarykit.store.jsonio import canonical_json
+from canarykit.tasks.tasks import compose_answer, load_tasks
 from canarykit.types import ToolResult
 from fakes.openai_server import FakeOpenAIServer, Reply, completion, error_body
 

@@ -27,7 +27,7 @@ def no_fsync() -> Iterator[None]:
 
 def write_tasks(path: Path, n: int | None = None, *, suite_only: bool = True) -> list[Any]:
     """A task file of the suite's first ``n`` tasks; returns the tasks."""
-    from canarykit.tasks import load_tasks
+    from canarykit.tasks.tasks import load_tasks
 
     doc = json.loads(SUITE.read_text(encoding="utf-8"))
     if n is not None:
@@ -53,7 +53,7 @@ def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Pa
     settings: special cases, fit, suffixes, wording variants, the task-suite check); return
     the pool document."""
     from canarykit import canaries, tools
-    from canarykit.config import load_params
+    from canarykit.study.config import load_params
 
     cfg = load_params(ROOT / "params.yaml")["canaries"]
     listed = canaries.ingest_tools(tools.mcp_definitions(), "tools.json", strict=True)
@@ -69,7 +69,8 @@ def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Pa
 
 def write_assembly(path: Path, tasks: Sequence[Any], records: list[dict[str, Any]], pool: str,
                    conditions: Sequence[str], seeds: Sequence[int], controls: list[dict[str, Any]] | None = None) -> list[Any]:
-    from canarykit import assembly, tools
+    from canarykit import tools
+    from canarykit.assembly import assembly
 
     built = assembly.build_assemblies(tasks, tools.mcp_definitions(), records, pool, conditions, seeds, controls)
     assembly.write_assemblies(built, path)

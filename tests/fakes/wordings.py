@@ -154,8 +154,8 @@ def declared_list(task: Any, tools: list[dict[str, Any]], canaries: list[dict[st
     its correct tools), or its control arm ``swap`` (that type's canaries swapped for their
     twins, in the same slots), as a loop ToolSet."""
     from canarykit.agents.loop import build_toolset
-    from canarykit.assembly import tool_list_hash
-    from canarykit.records import OfferedTool
+    from canarykit.assembly.assembly import tool_list_hash
+    from canarykit.store.records import OfferedTool
 
     by_key = {(c["shadows"], c["type"]): c for c in canaries}
     defs = [{k: t[k] for k in ("name", "description", "inputSchema")} for t in tools]

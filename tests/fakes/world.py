@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from canarykit.agents.loop import Environment, ToolSet, build_toolset
-from canarykit.records import OfferedTool
+from canarykit.store.records import OfferedTool
 from canarykit.types import ToolResult
 
 WEATHER = {
@@ -87,6 +87,6 @@ def toolset(with_canaries: bool = True, order: Sequence[str] | None = None) -> T
         pos = {n: i for i, n in enumerate(order)}
         pairs = sorted(zip(defs, offered, strict=True), key=lambda p: pos[p[0]["name"]])
         defs, offered = [p[0] for p in pairs], [p[1] for p in pairs]
-    from canarykit.assembly import tool_list_hash
+    from canarykit.assembly.assembly import tool_list_hash
 
     return build_toolset(defs, offered, tool_list_hash(defs), CANARIES, scope="fake")

@@ -1,6 +1,6 @@
 """Agent execution: the tool-calling loop, model backends, reference agents and the run store.
 
-- :func:`run_one` runs one task through the loop and returns its :class:`~canarykit.records.RunRecord`.
+- :func:`run_one` runs one task through the loop and returns its :class:`~canarykit.store.records.RunRecord`.
 - :func:`run_grid` runs (or reuses) a whole study grid and writes the run index and summary.
 - :class:`AgentConfig` is the ``agent`` section of params.yaml, typed and parsed once (its
   defaults are the schema's).

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..records import RunRecord
+from ..store.records import RunRecord
 from ._plan import Group, reuse_if_finished, save_group
 from ._summary import Progress
 from .cache import ResponseCache

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..records import RunRecord
+from ..store.records import RunRecord
 from .loop import RunSpec, _now, toolset_from_assembly
 from .protocol import provider_of
 from .store import RunStore, model_identity
@@ -41,7 +41,7 @@ Group = list[Planned]
 
 def _load_pool_records(path: str | Path) -> dict[str, Mapping[str, Any]]:
     """The pool's canaries and controls by id, and the dose condition's look-alikes (the
-    pool file's ``dose`` list, :func:`canarykit.dose.dose_records`)."""
+    pool file's ``dose`` list, :func:`canarykit.assembly.dose.dose_records`)."""
     from ..canaries import load_pool_document
 
     doc = load_pool_document(path)
@@ -59,7 +59,7 @@ def plan_grid(
     """Every run of the grid, in (model, pool, condition, seed, task, arm) order: one run per
     assembled list (a ``control`` list per arm). ``environment``: the tool environment's
     identity (``None``: the built-in tools)."""
-    from ..assembly import load_assemblies
+    from ..assembly.assembly import load_assemblies
 
     prepared: list[tuple[str, str, int, Any, Any, str]] = []
     for pool, cfg in pools.items():

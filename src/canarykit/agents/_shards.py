@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import RunRecord
+from ..store.records import RunRecord
 from ._lanes import Lanes, limit_callers, make_callers, model_lane, reference_lane, spent
 from ._plan import Group
 from ._summary import Progress, RunSummary

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from ..jsonio import atomic_write_bytes
+from ..store.jsonio import atomic_write_bytes
 from ._plan import Planned
 from .calls import CallStats
 from .config import agent_defaults
@@ -226,8 +226,8 @@ def _policy_lines(policy: str, permanent: Mapping[str, int]) -> list[str]:
 
 
 def write_index(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
-    """The run index (Parquet, validated against :class:`~canarykit.schemas.RunIndexTable`)."""
-    from ..schemas import RunIndexTable, validate
+    """The run index (Parquet, validated against :class:`~canarykit.store.schemas.RunIndexTable`)."""
+    from ..store.schemas import RunIndexTable, validate
 
     df = validate(pl.DataFrame(list(rows), schema=INDEX_SCHEMA), RunIndexTable, str(path))
     buf = io.BytesIO()

@@ -27,8 +27,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..jsonio import canonical_json, safe_json_loads
-from ..records import Usage
+from ..store.jsonio import canonical_json, safe_json_loads
+from ..store.records import Usage
 from .config import AgentConfig
 from .protocol import (
     BackendError,

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..castore import ContentStore
-from ..jsonio import canonical_json, content_hash
+from ..store.castore import ContentStore
+from ..store.jsonio import canonical_json, content_hash
 from .protocol import ChatResponse
 from .secrets import scrub_values
 

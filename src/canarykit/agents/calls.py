@@ -142,7 +142,7 @@ class SpendLedger:
     def report(self, spent_usd: float) -> None:
         if self._reported == spent_usd:
             return
-        from ..jsonio import write_json
+        from ..store.jsonio import write_json
 
         write_json(self.own, {"spent_usd": float(spent_usd)})
         self._reported = spent_usd

@@ -3,7 +3,7 @@
 :class:`AgentConfig` (with its nested :class:`RetryConfig`) is what the runner, the model
 layer and the loop read; nothing downstream unpacks a raw mapping or repeats a default. Every
 default is the schema's (``src/canarykit/resources/params.schema.yaml``), filled in and
-validated by :func:`canarykit.paramspec.validate_section`, so a mapping handed to an entry
+validated by :func:`canarykit.study.paramspec.validate_section`, so a mapping handed to an entry
 point (``run_grid(..., {"max_turns": 4}, ...)``) means what the same keys in params.yaml
 mean, and a bad value is one line naming its key (``params.yaml: agent.concurrency: ...``).
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..paramspec import validate_section
+from ..study.paramspec import validate_section
 
 RerunFailed = Literal["all", "transient", "none"]
 

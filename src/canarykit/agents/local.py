@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import CanaryKitError
-from ..jsonio import canonical_json, safe_json_loads
+from ..store.jsonio import canonical_json, safe_json_loads
 from .backends import LiteLLMBackend
 from .config import AgentConfig
 from .protocol import ChatRequest, ChatResponse, ToolCall, register_backend

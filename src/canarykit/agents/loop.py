@@ -9,7 +9,7 @@ by the turn limit, which is not the same as failing the task; see docs/metrics.m
 
 Every call is recorded and answered, never dropped: a ``tool_call`` event followed by exactly
 one ``tool_result`` (the tool ran) or ``tool_error`` (the loop refused it). Arguments are
-model output, hence hostile: parsed with :func:`~canarykit.jsonio.safe_json_loads` under a
+model output, hence hostile: parsed with :func:`~canarykit.store.jsonio.safe_json_loads` under a
 size cap. Not a JSON object: ``malformed_arguments``. A JSON object that fails the offered
 schema: ``invalid_arguments``, still a call of that tool; a real tool answers the validation
 error, a canary always answers with its own runtime (a parameter trap's "missing api_key" is
@@ -36,8 +36,8 @@ from typing import Any
 import jsonschema
 
 from ..errors import ToolEnvironmentError, clip
-from ..jsonio import canonical_json, content_hash, safe_json_loads
-from ..records import (
+from ..store.jsonio import canonical_json, content_hash, safe_json_loads
+from ..store.records import (
     BackendErrorEvent,
     Event,
     FinalAnswerEvent,
@@ -84,7 +84,7 @@ class Environment:
 
     ``identity`` is the environment's part of every run identity (``None``: the built-in
     tools' code version, :func:`~.store.environment_version`). ``blocking`` environments
-    (MCP servers, :mod:`canarykit.environments`) wait on I/O in ``execute``: their calls run
+    (MCP servers, :mod:`canarykit.mcp.environments`) wait on I/O in ``execute``: their calls run
     in a worker thread so the event loop keeps serving other runs. ``close`` ends what the
     environment started; ``check`` starts it ahead of the first call (failing early).
     """
@@ -100,7 +100,8 @@ class Environment:
 
 @functools.lru_cache(maxsize=1)
 def default_environment() -> Environment:
-    from .. import canaries, tasks, tools
+    from .. import canaries, tools
+    from ..tasks import tasks
 
     return Environment(execute=tools.execute, run_canary=canaries.run_canary, compose_answer=tasks.compose_answer)
 
@@ -172,10 +173,10 @@ def build_toolset(
 def toolset_from_assembly(assembly: Any, canaries_by_id: Mapping[str, Mapping[str, Any]], scope: str = "") -> ToolSet:
     """The tool set of an assembled list; ``canaries_by_id`` holds the pool's canaries and
     controls by id (an offered control is completed with what the list fixed, e.g. a
-    granularity control's case: :func:`canarykit.assembly.control_records`)."""
+    granularity control's case: :func:`canarykit.assembly.assembly.control_records`)."""
     records = canaries_by_id
     if getattr(assembly, "controls", None):
-        from ..assembly import control_records
+        from ..assembly.assembly import control_records
 
         records = {**canaries_by_id, **control_records(assembly, canaries_by_id)}
     return build_toolset(assembly.tools, assembly.offered, assembly.tool_list_hash, records, scope or assembly.pool)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..records import OfferedTool, Usage
 from ..registry import Registry
+from ..store.records import OfferedTool, Usage
 from .config import AgentConfig, agent_defaults
 from .secrets import scrub
 

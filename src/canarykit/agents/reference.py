@@ -63,8 +63,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonio import canonical_json, safe_json_loads
 from ..registry import Registry
+from ..store.jsonio import canonical_json, safe_json_loads
 from .protocol import BackendError, ChatRequest, ChatResponse, ToolCall, register_backend
 from .reference_cues import credential_arguments, defects, result_defective
 from .reference_text import ToolText, lookalike_indices, tokenize

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..jsonio import safe_json_loads
+from ..store.jsonio import safe_json_loads
 from ..tools import TODAY
 from .reference_text import ToolText, tokenize
 

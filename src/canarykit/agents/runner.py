@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import ConfigError, InputError
-from ..jsonio import write_json
+from ..store.jsonio import write_json
 from ._lanes import Lanes, make_callers, run_here
 from ._plan import Group, Planned, plan_grid, reuse_stored
 from ._shards import ShardJob, exit_with_parent, n_shards, run_sharded
@@ -139,7 +139,7 @@ def run_grid(
     ``retry_gate``: the index's retry gate (:func:`~.store.retry_gate_path`), marked when runs
     failed so that the run rule is out of date until none do. ``environment`` (params.yaml
     ``environment``) and ``tools_path`` (the exported tools, ``results/tools.json``): with
-    ``kind: mcp`` the real tools are the user's MCP servers (:mod:`canarykit.environments`),
+    ``kind: mcp`` the real tools are the user's MCP servers (:mod:`canarykit.mcp.environments`),
     started only if a run has to be executed, and stopped at the end. ``ledger``: the invocation's
     spend ledger when the grid is one of many jobs (the workflow runs one per cell), so that
     ``agent.budget_usd`` bounds the spend of all of them together.
@@ -150,8 +150,8 @@ def run_grid(
     check_api_keys(models)
     tool_defs: list[dict[str, Any]] | None = None
     if environment is not None and environment.get("kind") == "mcp":
-        from ..environments import make_environment, tools_of
-        from ..jsonio import read_json_input
+        from ..mcp.environments import make_environment, tools_of
+        from ..store.jsonio import read_json_input
 
         if tools_path is None:
             raise InputError("params.yaml", "environment", "an MCP environment needs its exported tools (results/tools.json)")
@@ -162,7 +162,7 @@ def run_grid(
             env = make_environment(environment, document, tools_source=str(tools_path), errlog_dir=errlogs,
                                    job=summary_out)
     if tasks is None:
-        from ..tasks import load_tasks
+        from ..tasks.tasks import load_tasks
 
         tasks = load_tasks(tasks_path, tools=tool_defs)
     env = env or default_environment()

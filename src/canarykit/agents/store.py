@@ -7,7 +7,7 @@ reference agents, which follow it), ``max_turns`` and the version of the tool en
 (the source of the real tools and of the canaries' runtime, which decide every tool result
 the model reads; with the user's MCP servers, ``environment.kind: mcp``, the hash of their
 exported tool list and versions, the runtime's code and ``environment.revision`` instead:
-see :mod:`canarykit.environments`). For reference agents the model *is* code: their implementation (and the
+see :mod:`canarykit.mcp.environments`). For reference agents the model *is* code: their implementation (and the
 scripted answer they compose) is part of the identity too. Editing the environment thus
 re-executes runs, but a model's calls are replayed from the response cache for as long as
 the conversation is unchanged, so only conversations that really differ cost a call. Two
@@ -62,10 +62,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..castore import ContentStore
 from ..errors import InputError
-from ..jsonio import content_hash, write_json
-from ..records import RunRecord, normalise_status, read_record, record_json, record_store
+from ..store.castore import ContentStore
+from ..store.jsonio import content_hash, write_json
+from ..store.records import RunRecord, normalise_status, read_record, record_json, record_store
 from .secrets import configured_values, scrub_values
 
 #: Model-spec keys that name or group a model, or say where its key lives: not part of what
@@ -89,7 +89,7 @@ def environment_version() -> str:
 def reference_version() -> str:
     """Hash of the reference agents' code and of the answer they compose (tasks.compose_answer)."""
     pkg = Path(__file__).resolve().parents[1]
-    return source_hash(*sorted((pkg / "agents").glob("reference*.py")), pkg / "agents" / "refparams.py", pkg / "tasks.py")
+    return source_hash(*sorted((pkg / "agents").glob("reference*.py")), pkg / "agents" / "refparams.py", pkg / "tasks" / "tasks.py")
 
 
 def model_identity(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def run_identity(
     environment: Any = None,
 ) -> dict[str, Any]:
     """What decides a run (see the module docstring). ``environment``: the tool environment's
-    identity (an MCP environment's, :func:`canarykit.environments.environment_identity`);
+    identity (an MCP environment's, :func:`canarykit.mcp.environments.environment_identity`);
     ``None`` for the built-in tools (:func:`environment_version`)."""
     task_ident: dict[str, Any] = {"prompt": task.prompt}
     if spec.get("backend") == "reference":
@@ -283,7 +283,7 @@ class RunStore:
             return None
 
     def save(self, record: RunRecord) -> Path:
-        """Write atomically, byte for byte what :func:`~canarykit.records.write_record` writes
+        """Write atomically, byte for byte what :func:`~canarykit.store.records.write_record` writes
         (with any configured key value a reply may have echoed replaced by ``***``).
 
         A finished record (no backend error) is also indexed by its identity

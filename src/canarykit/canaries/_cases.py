@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import InputError
-from ..jsonio import canonical_json, read_json_input
+from ..store.jsonio import canonical_json, read_json_input
 from ..types import ToolResult
 from ._text import slug, split_name
 from ._validate import schema_validator_class
@@ -387,7 +387,7 @@ class TaskSuite:
         """Whether the case's real result holds all the evidence the task takes from its
         own call of the tool: the rubric facts that call's result shows, and the figures of
         it that later plan steps pass on (``calculate("71.3 - 57")`` after a news search)."""
-        from ..tasks import Fact
+        from ..tasks.tasks import Fact
 
         case_result = self._run(name, args)
         if case_result.is_error:
@@ -410,7 +410,7 @@ class TaskSuite:
 
 
 def _numbers(text: str) -> list[float]:
-    from ..tasks import extract_numbers
+    from ..tasks.tasks import extract_numbers
 
     return extract_numbers(text)
 
@@ -427,7 +427,7 @@ def _distinctive(fact: Any) -> bool:
 def _fact_in(fact: Any, text: str) -> bool:
     """The fact as the tool printed it: the same number exactly (no rubric tolerance, so a
     mean of 29.88 is not "found" in a day's 29.9), or the text case-insensitively."""
-    from ..tasks import extract_numbers  # the rubric's own reading of numbers
+    from ..tasks.tasks import extract_numbers  # the rubric's own reading of numbers
 
     if fact.kind == "number":
         value = float(fact.value)
@@ -436,7 +436,7 @@ def _fact_in(fact: Any, text: str) -> bool:
 
 
 def suite_from_tasks(tasks: Sequence[Any], source: str = "<tasks>", execute: Executor | None = None) -> TaskSuite:
-    """A :class:`TaskSuite` from validated :class:`canarykit.tasks.Task` objects."""
+    """A :class:`TaskSuite` from validated :class:`canarykit.tasks.tasks.Task` objects."""
     return TaskSuite(
         [SuiteTask(t.id, tuple((s.tool, dict(s.args)) for s in t.plan), tuple(t.rubric), tuple(t.correct_tools))
          for t in tasks],
@@ -452,7 +452,7 @@ def read_task_suite(path: str | Path, execute: Executor | None = None) -> TaskSu
     ``.args``; ``rubric`` and ``correct_tools`` optional), so task files for any tool set
     are accepted.
     """
-    from ..tasks import Fact
+    from ..tasks.tasks import Fact
 
     src = str(path)
     doc = read_json_input(path, "task file")

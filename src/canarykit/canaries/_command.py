@@ -13,7 +13,7 @@ from typing import Any, Final
 import yaml
 
 from ..errors import ConfigError, InputError
-from ..jsonio import read_json_input
+from ..store.jsonio import read_json_input
 from ..types import CANARY_TYPES
 from ._banks import DEFAULT_VARIANTS, MAX_VARIANTS, style_of
 from ._cases import read_task_suite

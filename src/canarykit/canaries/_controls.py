@@ -43,7 +43,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ..jsonio import canonical_json
+from ..store.jsonio import canonical_json
 from ._cases import with_defaults
 from ._text import fit_name
 from ._transforms import case_description, case_name, special_case_label
@@ -94,7 +94,7 @@ def build_control(canary: Mapping[str, Any], part: Mapping[str, Any], mirrored: 
 
 
 def _plan_steps(task: Any) -> list[tuple[str, Any]] | None:
-    """``(tool, args)`` of each plan step of a :class:`canarykit.tasks.Task`, a
+    """``(tool, args)`` of each plan step of a :class:`canarykit.tasks.tasks.Task`, a
     :class:`~._cases.SuiteTask` (``steps``) or a task mapping; None when it has no plan."""
     if isinstance(task, Mapping):
         plan: Any = task.get("plan")
@@ -168,7 +168,7 @@ def task_case(task: Any, shadows: str, schema: Mapping[str, Any] | None = None) 
     """The one case the task's plan calls ``shadows`` with (None when it has no plan, never
     calls the tool, or calls it with several different cases).
 
-    ``task`` is a :class:`canarykit.tasks.Task` or anything with ``plan`` steps that have
+    ``task`` is a :class:`canarykit.tasks.tasks.Task` or anything with ``plan`` steps that have
     ``tool`` and ``args`` (attributes or keys).
     """
     cases = task_cases(task, shadows, schema)

@@ -404,7 +404,7 @@ def study_pool(
     """One pool of a study, as the workflow's ``generate_canaries`` rule builds it: with
     twins, the rewriter of ``canaries.generator``, ``variants`` bank entries per (tool,
     type), and the granularity cases checked against ``tasks`` (validated
-    :class:`canarykit.tasks.Task` objects; their evidence too when the tools are canarykit's
+    :class:`canarykit.tasks.tasks.Task` objects; their evidence too when the tools are canarykit's
     own, which :func:`builtin_executor` can run). The other arguments are params.yaml's
     ``canaries`` settings for ``pool`` (``retries``: the study's ``agent.retries``, and
     ``job``, the pool job's name in the spend ledger, go to an llm rewriter:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from ..jsonio import canonical_json
+from ..store.jsonio import canonical_json
 from ._dates import (
     IDENT_TEXT_KEY,
     YEAR_KEY,

@@ -29,8 +29,8 @@ from typing import Any, Final
 import polars as pl
 
 from ..errors import InputError
-from ..jsonio import canonical_json, read_json_input, write_json
-from ..schemas import CanariesTable, validate
+from ..store.jsonio import canonical_json, read_json_input, write_json
+from ..store.schemas import CanariesTable, validate
 from ..types import CANARY_TYPES
 from ._controls import CONTROL_PREFIX
 from ._text import NAME_RE

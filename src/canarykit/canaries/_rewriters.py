@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CanaryKitError, ConfigError, InputError
-from ..jsonio import HostileJSONError, content_hash, safe_json_loads, write_json
 from ..registry import Registry
+from ..store.jsonio import HostileJSONError, content_hash, safe_json_loads, write_json
 from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name, sentences
 
 #: Canary types whose name and description come from a rewriter (Appendix C).
@@ -415,7 +415,7 @@ class LLMRewriter:
     def messages(
         self, tool: Mapping[str, Any], canary_type: str, style: str = "paper"
     ) -> list[dict[str, str]]:
-        from ..jsonio import pretty_json
+        from ..store.jsonio import pretty_json
 
         shown = {
             "name": tool["name"],

@@ -17,7 +17,7 @@ from typing import Any, Final
 from jsonschema.exceptions import best_match
 
 from ..errors import ToolEnvironmentError
-from ..jsonio import HostileJSONError, safe_json_loads
+from ..store.jsonio import HostileJSONError, safe_json_loads
 from ..types import ToolResult
 from ._controls import is_control
 from ._fit import profile_tool

@@ -42,7 +42,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
 from ..errors import InputError
-from ..jsonio import canonical_json
+from ..store.jsonio import canonical_json
 from ._text import MCP_NAME_RE
 
 #: Separator between the server and the tool name of a disambiguated tool (MCP docs).

@@ -20,10 +20,10 @@ import numpy as np
 import polars as pl
 
 from ..canaries import RUNTIME_MARKER_FIELDS, strip_runtime_markers
+from ..detection.metrics import verdict_rate
 from ..errors import InputError
-from ..jsonio import atomic_write_text, content_hash, finite_or_none
-from ..metrics import verdict_rate
-from ..records import Event, RunRecord, event_from_dict, read_record, record_path
+from ..store.jsonio import atomic_write_text, content_hash, finite_or_none
+from ..store.records import Event, RunRecord, event_from_dict, read_record, record_path
 from ..types import CANARY_TYPES
 from ._base import Judge, JudgeInput, Verdict, render_trace
 from ._kappa import kappa_interval
@@ -570,7 +570,7 @@ def human_sheet_command(
         raise InputError(str(runs_p), "-", f"not a readable parquet file: {exc}") from exc
     tasks = None
     if tasks_path is not None:
-        from ..suite import task_map
+        from ..tasks.suite import task_map
 
         tasks = task_map(tasks_path)
     sheet = human_sheet(runs, store_dir, n, strata, seed, tasks=tasks, source=str(runs_p))

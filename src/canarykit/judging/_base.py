@@ -7,11 +7,11 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
-from ..detect import ClassifiedCall, call_event, classify_calls
+from ..detection.detect import ClassifiedCall, call_event, classify_calls
 from ..errors import ConfigError
-from ..jsonio import canonical_json
-from ..records import RunRecord, ToolErrorEvent, ToolResultEvent
 from ..registry import Registry
+from ..store.jsonio import canonical_json
+from ..store.records import RunRecord, ToolErrorEvent, ToolResultEvent
 from ..types import VERDICT_STATUSES, VerdictStatus
 
 #: Each tool result is capped at this many characters in the rendered trace.
@@ -35,7 +35,7 @@ class JudgeInput:
     """Everything a judge may read about one run.
 
     ``trace`` is the full tool-call trace rendered as text (:func:`render_trace`);
-    ``task`` is the task object of :mod:`canarykit.tasks` (used by the rubric judge).
+    ``task`` is the task object of :mod:`canarykit.tasks.tasks` (used by the rubric judge).
     """
 
     run_id: str

@@ -16,7 +16,7 @@ from ..agents.calls import BackendFailure, Budget, CallStats, ModelCaller, Retry
 from ..agents.protocol import ChatRequest
 from ..agents.secrets import register_secret_envs, scrub
 from ..errors import ConfigError
-from ..jsonio import safe_json_loads
+from ..store.jsonio import safe_json_loads
 from ._base import RAW_CAP, JudgeInput, Verdict, register_judge, truncate
 
 #: Bump when :func:`parse_verdict` accepts or rejects differently (it keys the verdict cache).

@@ -41,7 +41,7 @@ def _fact_text(fact: Any) -> str:
 
 
 def _default_check_rubric() -> RubricFn:
-    from ..tasks import check_rubric
+    from ..tasks.tasks import check_rubric
 
     return check_rubric
 
@@ -58,7 +58,7 @@ def _source_hash(fn: Callable[..., Any]) -> str:
 
 class RubricJudge:
     """Success iff the task's outcome rubric holds for the final answer
-    (:func:`canarykit.tasks.check_rubric`); NULL for runs that ended with an error."""
+    (:func:`canarykit.tasks.tasks.check_rubric`); NULL for runs that ended with an error."""
 
     name = "rubric"
     deterministic = True

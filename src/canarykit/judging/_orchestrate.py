@@ -1,7 +1,7 @@
 """Detection and judging of a whole study in one call, and the console lines of a judging step.
 
 :func:`detect_and_judge` runs what the workflow runs as separate jobs (``rules/judging.smk``,
-:mod:`canarykit.pipeline`), in one process: the independence check, both judges (cached), the
+:mod:`canarykit.study.pipeline`), in one process: the independence check, both judges (cached), the
 trap detector, the per-run table, the per-call table, the DVC metrics, the judges' counts and
 the validation report. The workflow's jobs share its pieces: :class:`~._panel.StudyJudges`,
 :func:`judge_lines`, :func:`write_verdict_tables` and :func:`~._report.validation_report`.
@@ -18,13 +18,13 @@ from typing import Any
 
 import polars as pl
 
-from ..detect import detect, load_records
-from ..jsonio import write_json
-from ..metrics import metrics_json
-from ..records import RunRecord
-from ..runs_table import assemble_runs_table, read_index
-from ..schemas import CallsTable, VerdictsTable, validate
-from ..suite import task_map, task_source
+from ..detection.detect import detect, load_records
+from ..detection.metrics import metrics_json
+from ..detection.runs_table import assemble_runs_table, read_index
+from ..store.jsonio import write_json
+from ..store.records import RunRecord
+from ..store.schemas import CallsTable, VerdictsTable, validate
+from ..tasks.suite import task_map, task_source
 from ._independence import check_judge_independence
 from ._llm import failure_reason
 from ._panel import StudyJudges

@@ -26,12 +26,12 @@ from typing import Any, Final
 import polars as pl
 
 from ..agents.secrets import scrub_values
-from ..castore import ContentStore
-from ..detect import load_records
+from ..detection.detect import load_records
 from ..errors import InputError
-from ..jsonio import content_hash, pretty_json
-from ..records import RunRecord
-from ..suite import task_map, task_source
+from ..store.castore import ContentStore
+from ..store.jsonio import content_hash, pretty_json
+from ..store.records import RunRecord
+from ..tasks.suite import task_map, task_source
 from ._base import Judge, JudgeInput, Verdict, judge_input, make_judge, run_error_verdict
 
 VERDICT_COLUMNS: Final[dict[str, Any]] = {
@@ -46,7 +46,7 @@ VERDICT_COLUMNS: Final[dict[str, Any]] = {
 
 
 class VerdictCache:
-    """Content-addressed store of verdicts (a :class:`~canarykit.castore.ContentStore`)."""
+    """Content-addressed store of verdicts (a :class:`~canarykit.store.castore.ContentStore`)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

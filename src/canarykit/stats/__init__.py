@@ -13,7 +13,7 @@ family of results (``_rates``, ``_comparisons``, ``_deltas``, ``_effects``,
 Units and conventions
 ---------------------
 - Every rate (csr, tsr, recovery, trap and control rates) is defined once, in
-  :mod:`canarykit.metrics`: the runs it is over and the value it averages; the DVC metrics
+  :mod:`canarykit.detection.metrics`: the runs it is over and the value it averages; the DVC metrics
   read the same definitions.
 - Rows with ``error`` true (backend errors) are excluded from every statistic and counted
   (``counts.<cond>.<model>.failed``, ``excluded_error_runs``); every model keeps its row in

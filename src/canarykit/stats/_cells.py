@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .. import metrics
+from ..detection import metrics
 from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Resampler, Sample, make_resampler, rate_intervals
 from ._config import StatsConfig
@@ -39,7 +39,7 @@ def _with_rates(f: pl.DataFrame) -> pl.DataFrame:
 class Cell:
     """The non-error runs of one (pool, condition, model) as arrays (one entry per run).
 
-    The rates' per-run values come from their definitions (:mod:`canarykit.metrics`), NaN
+    The rates' per-run values come from their definitions (:mod:`canarykit.detection.metrics`), NaN
     where a rate is not defined over the run: ``csr``; ``success``, the headline tsr (NaN for
     an unjudged or a truncated run); ``success_taf``, a truncated run as a failure;
     ``recovery``; ``trap`` and ``control`` (runs x canary types); ``trap_any`` (the types

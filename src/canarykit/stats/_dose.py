@@ -1,6 +1,6 @@
 """The dose-response study (issue 21): how each weakness grows as look-alikes multiply.
 
-Input: one row per dose run (:class:`~canarykit.schemas.DoseRunsTable`): ``model``,
+Input: one row per dose run (:class:`~canarykit.store.schemas.DoseRunsTable`): ``model``,
 ``task_id``, ``seed``, ``kind`` (a canary type or ``distractor``), ``dose`` (k, the number of
 look-alikes of the task's first needed real tool), ``first_pick`` (the run's first call into
 that tool's family went to a look-alike; null when the run never called into the family),
@@ -291,7 +291,7 @@ def first_tools(tasks_path: str | Path) -> dict[str, str]:
     """Task id -> the task's first needed real tool (``correct_tools[0]``), read from the task
     suite's JSON as is (the suite was validated when the study ran; the statistics do not
     depend on the tools or the agents)."""
-    from ..jsonio import read_json_input
+    from ..store.jsonio import read_json_input
 
     doc = read_json_input(tasks_path, "task suite")
     items = doc.get("tasks") if isinstance(doc, dict) else doc
@@ -302,14 +302,14 @@ def first_tools(tasks_path: str | Path) -> dict[str, str]:
 
 
 def dose_runs(runs: pl.DataFrame, calls: pl.DataFrame, targets: Mapping[str, str], source: str = "runs") -> pl.DataFrame:
-    """The dose runs of a study's per-run table, as :class:`~canarykit.schemas.DoseRunsTable`.
+    """The dose runs of a study's per-run table, as :class:`~canarykit.store.schemas.DoseRunsTable`.
 
     ``calls``: the per-call table (``run_id``, ``call_idx``, ``name``, ``cls``, ``shadows``);
     ``targets``: task id -> the task's first needed real tool. ``kind`` and ``dose`` come from
     the run's arm (``<kind>@<k>``); ``first_pick`` is whether the run's first call into the
     target's family (the target itself, or a look-alike shadowing it; an unknown name is
     not in it) went to a look-alike, null when it made none."""
-    from ..schemas import DoseRunsTable, validate
+    from ..store.schemas import DoseRunsTable, validate
 
     d = runs.filter(pl.col("condition") == "dose")
     parts = pl.col("arm").str.split_exact("@", 1)

@@ -4,7 +4,7 @@
 For type T the ``declared`` run of a (task, seed) is paired with its ``control`` run of arm
 T: the same list with only T's canary swapped for its twin (the canary with the probed
 property set to its healthy value). The primary outcome is the **first pick**
-(:func:`canarykit.metrics.first_pick_rate`): over runs that called into the families of
+(:func:`canarykit.detection.metrics.first_pick_rate`): over runs that called into the families of
 the real tools T's stand-ins shadow, the share whose first such call went to T's stand-in.
 ``delta = canary - control`` (first-pick rates), paired by (task, seed) and clustered by
 task, over the tasks with a first pick on both sides (``clusters`` of them); ``lo``/``hi``

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
-from .. import schemas
 from ..errors import InputError
+from ..store import schemas
 from ..types import CANARY_TYPES
 
 
@@ -36,7 +36,7 @@ def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
     offered or called (``control_*`` false, ``control_calls`` 0), no order is known
     (``canary_before_real`` null), every run has the arm ``""`` and no first pick is known
     (``first_pick_T``, ``recovered_T``, ``item_T``, ``selection_visible_T`` null)."""
-    from ..detect import TYPE_OUTCOME_PREFIXES
+    from ..detection.detect import TYPE_OUTCOME_PREFIXES
 
     add = []
     if "arm" not in df.columns:

@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from ..console import brace_paths
-from ..jsonio import atomic_write_text, write_json
+from ..store.jsonio import atomic_write_text, write_json
+from ..study.console import brace_paths
 from ..types import CANARY_TYPES, POOLS
 from ._config import StatsConfig
 from ._descriptives import DECLARED_FULL, POOLED

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 from threadpoolctl import threadpool_limits
 
-from ..jsonio import finite_or_none
+from ..store.jsonio import finite_or_none
 from ..types import CANARY_TYPES
 from ._cells import Study, build_study
 from ._comparisons import (

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from ..jsonio import canonical_json
+from ..store.jsonio import canonical_json
 from ..types import ToolDef, ToolResult
 from . import database, files, mathtools, search, weather
 from ._common import MAX_RESULT_BYTES, TODAY, ToolError, cap_result, clip_message
@@ -313,7 +313,7 @@ def tool_table() -> pl.DataFrame:
     """One row per real tool: server, name, description, input_schema (canonical JSON)."""
     import polars as pl
 
-    from ..schemas import ToolsTable, validate
+    from ..store.schemas import ToolsTable, validate
 
     df = pl.DataFrame(
         {

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ...errors import InputError
-from ...jsonio import canonical_json
+from ...store.jsonio import canonical_json
 from .._banks import entry
 from .._cases import Coincidence, candidate_cases, case_slug, describe_case, valid_case
 from .._paper import derive_special_case

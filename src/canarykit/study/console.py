@@ -1,0 +1,380 @@
+"""What a person sees of a run: the console of ``make run`` and the errors about targets.
+
+``make run`` runs Snakemake with ``--logger canarykit`` (Snakemake's own logger-plugin
+mechanism; the plugin, ``snakemake_logger_plugin_canarykit``, is a thin shell over
+:class:`ConsoleView`). The console then holds one screen:
+
+- one line when the run starts (jobs, rules, where the full log goes);
+- a progress line per stage (a Snakemake rule) when its last job finishes, with the jobs done
+  so far, and after the run index the runs with their rate (runs per second);
+- errors as they happen, each in a few lines: a user error (``canarykit: error: ...``) as its
+  own line, without Snakemake's ``WorkflowError in file ... line N`` wrapper and traceback; a
+  failed job as its rule, its log and the log's last line;
+- a closing block: the oracle instrument check, the report's path, the main tables' paths,
+  the full log and the next command to try.
+
+The full Snakemake log (every rule block, as without the plugin) is written beside the other
+logs, ``<study.output_dir>/logs/snakemake.log``; jobs' own progress lines go to their rule
+logs only (:data:`CONSOLE_ENV`, read by :func:`canarykit.study.workflow.run_script`).
+
+:func:`unknown_target_error` is the check the workflow runs when it is parsed: a target that
+no rule makes gets one line that lists the study's targets (with a "did you mean"), instead of
+Snakemake's banner and its input-function hint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import did_you_mean
+
+#: Set (to ``quiet``) by the console in the main Snakemake process, inherited by every job:
+#: a script's stderr then goes to its rule's log only, not to the terminal.
+CONSOLE_ENV = "CANARYKIT_CONSOLE"
+#: Set by the workflow (rules/common.smk) to study.output_dir: where the console finds the
+#: study's outputs and writes the full log.
+OUT_ENV = "CANARYKIT_OUT"
+#: The full log of a run with the console, under the study's output directory.
+FULL_LOG = "logs/snakemake.log"
+#: The tables the closing block names (all of them are listed under ``outputs.tables``).
+MAIN_TABLES = ("table1", "table2", "table3")
+#: Lines of an error message the console prints at most (the full text is in the log).
+MAX_ERROR_LINES = 12
+
+_NOISE = (
+    "Building DAG of jobs",
+    "Select jobs to execute",
+    "Assuming unrestricted shared filesystem",
+    "Using shell:",
+    "Provided cores:",
+    "Rules claiming more threads",
+    "Execute ",
+    "Complete log",
+    "Shutting down",
+    "Exiting because a job execution failed",
+    "Will exit after finishing",
+    "Removing output files of failed job",
+    "Storing output in storage",
+    "Waiting at most",
+)
+
+
+def _event(record: logging.LogRecord) -> str:
+    event = getattr(record, "event", None)
+    return str(event) if event is not None else ""
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _path(item: str) -> str:
+    """A file as Snakemake formats it in a job's record (``path (annotation)``): the path."""
+    return str(item).split(" (", 1)[0].strip()
+
+
+def user_error_lines(text: str) -> list[str] | None:
+    """The lines of a canarykit user error inside a Snakemake error text (``WorkflowError in file
+    ..., line 43:`` then ``canarykit: error: ...`` then the traceback), or None when the text
+    holds none."""
+    start = text.find("canarykit: error:")
+    if start < 0:
+        return None
+    lines = []
+    for line in text[start:].splitlines():
+        if line.lstrip().startswith('File "') or line.startswith("Traceback"):
+            break
+        if line.strip():
+            lines.append(line.rstrip())
+    return lines[:MAX_ERROR_LINES]
+
+
+def last_line(path: str | Path) -> str:
+    """The last non-empty line of a log file ("" when it is missing or empty)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 8192))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1][:400] if lines else ""
+
+
+class ConsoleView:
+    """Turns Snakemake's log records into the lines of a one-screen console.
+
+    :meth:`lines` takes one record and returns what to print now (often nothing);
+    :meth:`closing` returns the closing block. ``out`` is the study's output directory (by
+    default read, when needed, from :data:`OUT_ENV`); ``clock`` is for tests.
+    """
+
+    def __init__(self, out: str | None = None, clock: Callable[[], float] = time.monotonic, *,
+                 dryrun: bool = False) -> None:
+        self._out = out
+        self.dryrun = dryrun
+        self.clock = clock
+        self.t0 = clock()
+        self.rule_of: dict[int, str] = {}
+        self.planned: Counter[str] = Counter()
+        self.done: Counter[str] = Counter()
+        self.first_start: dict[str, float] = {}
+        self.total = 0
+        self.finished = 0
+        self.failed_jobs = 0
+        self.errors = 0
+        self.nothing_to_do = False
+        self.started = False
+
+    @property
+    def out(self) -> str:
+        return self._out or os.environ.get(OUT_ENV) or "results"
+
+    @property
+    def full_log(self) -> str:
+        return f"{self.out}/{FULL_LOG}"
+
+    def lines(self, record: logging.LogRecord) -> list[str]:
+        event = _event(record)
+        if event == "run_info" and isinstance(getattr(record, "stats", None), Mapping):
+            stats = dict(record.stats)  # type: ignore[attr-defined]
+            self.total = int(stats.pop("total", sum(stats.values())))
+            self.planned = Counter({str(k): int(v) for k, v in stats.items()})
+            if self.started:  # said again (a dry run, a DAG updated by a checkpoint): counts only
+                return []
+            self.started = True
+            if self.dryrun:
+                return [f"canarykit: a dry run: {self.total} jobs over {len(self.planned)} rules would run"]
+            return [f"canarykit: {self.total} jobs over {len(self.planned)} rules; the full log: {self.full_log}"]
+        if event == "job_info":
+            rule = str(getattr(record, "rule_name", ""))
+            self.rule_of[int(record.jobid)] = rule  # type: ignore[attr-defined]
+            self.first_start.setdefault(rule, self.clock())
+            return []
+        if event == "job_finished":
+            return self._finished(int(record.job_id))  # type: ignore[attr-defined]
+        if event in ("job_error", "group_error"):
+            return self._job_error(record)
+        if event in ("progress", "shellcmd", "workflow_started", "resources_info", "debug_dag", "rulegraph", "group_info"):
+            return []
+        text = record.getMessage() if record.msg is not None else ""
+        if text.startswith("Nothing to be done"):
+            self.nothing_to_do = True
+            return ["canarykit: nothing to do: every output is up to date"]
+        if event == "error" or record.levelno >= logging.ERROR:
+            return self._error(text, getattr(record, "exception", ""))
+        if record.levelno >= logging.WARNING and text.strip() and not text.startswith(_NOISE):
+            return [f"warning: {text.strip().splitlines()[0][:300]}"]
+        return []
+
+    def _finished(self, jobid: int) -> list[str]:
+        self.finished += 1
+        rule = self.rule_of.get(jobid)
+        if rule is None:
+            return []
+        self.done[rule] += 1
+        if self.done[rule] < self.planned.get(rule, 1) or rule == "all":  # `all` only gathers
+            return []
+        now = self.clock()
+        n = self.done[rule]
+        line = (f"  {rule:<20} {n:>4} job{'s' if n != 1 else ' '}  {_duration(now - self.first_start.get(rule, now)):>6}"
+                f"   [{self.finished}/{self.total or self.finished} jobs, {_duration(now - self.t0)}]")
+        out = [line]
+        if rule == "run_index":
+            out += self._runs_line(now)
+        return out
+
+    def _runs_line(self, now: float) -> list[str]:
+        try:
+            summary = json.loads(Path(self.out, "logs/run-summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        wall = now - self.first_start.get("run_agents", self.first_start.get("run_index", now))
+        executed = int(summary.get("executed", 0))
+        rate = f", {executed / wall:.1f} runs/s" if executed and wall > 0 else ""
+        return [f"  {'':<20} runs: {summary.get('total', 0)} ({executed} executed, {summary.get('reused', 0)} reused, "
+                f"{summary.get('failed', 0)} failed){rate}"]
+
+    def _job_error(self, record: logging.LogRecord) -> list[str]:
+        self.failed_jobs += 1
+        self.errors += 1
+        rule = getattr(record, "rule_name", "?")
+        logs = [_path(f) for f in getattr(record, "log", None) or []]
+        out = [f"error: rule {rule} (job {getattr(record, 'jobid', '?')}) failed"
+               + (f"; its log: {', '.join(logs)}" if logs else f"; the full log: {self.full_log}")]
+        for log in logs[:1]:
+            if line := last_line(log):
+                out.append(f"  {line}")
+        return out
+
+    def _error(self, text: str, exception: str) -> list[str]:
+        if not text.strip() or text.startswith(_NOISE):
+            return []
+        self.errors += 1
+        user = user_error_lines(text)
+        if user is not None:
+            return user
+        lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+        if exception and lines and lines[0].rstrip(":") == exception:
+            lines = lines[1:]  # "MissingRuleException:" on a line of its own
+        lines = [line.replace(" (if you use input functions make sure that they don't raise unexpected exceptions)", "")
+                 for line in lines]
+        if len(lines) > MAX_ERROR_LINES:
+            lines = [*lines[:MAX_ERROR_LINES], f"... (the full text: {self.full_log})"]
+        return [f"error: {lines[0]}", *lines[1:]] if lines else []
+
+    def succeeded(self) -> bool:
+        return self.errors == 0 and (self.nothing_to_do or (self.started and self.finished >= self.total))
+
+    def closing(self) -> list[str]:
+        """The closing block (nothing when the run did not start: its error was the message)."""
+        if self.dryrun or not (self.started or self.nothing_to_do or self.errors):
+            return []
+        elapsed = _duration(self.clock() - self.t0)
+        if not self.succeeded():
+            if not self.started and not self.nothing_to_do:
+                return []
+            return ["", f"canarykit: the run stopped after {elapsed}: {self.failed_jobs} job(s) failed "
+                        f"({self.finished} of {self.total} done)",
+                    f"  full log:  {self.full_log}",
+                    "  next:      fix what the error says, then `make run` again (finished work is reused)"]
+        out = self.out
+        block = ["", f"canarykit: done in {elapsed}"]
+        block.append(f"  instrument check: {instrument_check(out)}")
+        report = Path(out, "report.html")
+        if report.exists():
+            block.append(f"  report:    {report}")
+        tables = [str(Path(out, f"{t}.csv")) for t in MAIN_TABLES if Path(out, f"{t}.csv").exists()]
+        if tables:
+            block.append(f"  tables:    {', '.join(tables)} (and their .md; all tables: {out}/*.csv)")
+        if Path(out, "figures").is_dir():
+            block.append(f"  figures:   {out}/figures/")
+        block.append(f"  full log:  {self.full_log}")
+        block.append(f"  next:      open {report} in a browser, or: cat {out}/table1.md")
+        return block
+
+
+def instrument_check(out: str | Path) -> str:
+    """The oracle instrument check of a study's judge validation, in words."""
+    path = Path(out, "judge/validation.json")
+    try:
+        check = json.loads(path.read_text(encoding="utf-8")).get("oracle_check")
+    except (OSError, ValueError):
+        return f"not available ({path} missing)"
+    if not check:
+        return "no oracle agent in this study"
+    runs, passed = check.get("runs", 0), check.get("passed", 0)
+    if check.get("ok"):
+        return f"ok: the oracle passed {passed} of {runs} runs"
+    return (f"FAILED: the oracle passed {passed} of {runs} runs; a configuration or task-suite problem, "
+            f"not a result (details: {path})")
+
+
+def study_targets(out: str, outputs: Mapping[str, Sequence[str]], formats: Sequence[str]) -> list[str]:
+    """The files a person asks for by name: the tables, stats.json, the report, the figures."""
+    return [
+        *[f"{out}/{t}.csv" for t in outputs.get("tables", [])],
+        *[f"{out}/{t}.md" for t in outputs.get("tables", [])],
+        f"{out}/stats.json",
+        f"{out}/report.html",
+        *[f"{out}/figures/{f}.{fmt}" for f in outputs.get("figures", []) for fmt in formats],
+    ]
+
+
+def unknown_target_error(targets: Iterable[str], rules: Sequence[Any], named: Sequence[str],
+                         target_rules: Sequence[str]) -> str | None:
+    """The message for the first requested target no rule makes (None when every one is made).
+
+    ``rules``: the workflow's rules (each with ``name`` and ``is_producer(path)``); ``named``:
+    the study's named files (:func:`study_targets`); ``target_rules``: the rule names a person
+    asks for. A file that exists is a target Snakemake handles itself.
+    """
+    names = {r.name for r in rules}
+    for target in targets:
+        if target in names or Path(target).exists():
+            continue
+        path = os.path.normpath(os.path.relpath(target) if os.path.isabs(target) else target)  # as Snakemake does
+        if any(r.is_producer(path) for r in rules if getattr(r, "products", None)):
+            continue
+        kind = "rule or file"
+        hint = did_you_mean(target, [*named, *target_rules])
+        return (f"canarykit: error: {target}: no {kind} of this study by that name{hint}; "
+                f"targets: {', '.join(target_rules)}; files: {', '.join(brace_paths(named))}")
+    return None
+
+
+def cli_targets(argv: Sequence[str]) -> list[str]:
+    """The targets on a ``snakemake`` command line (``argv`` as in :data:`sys.argv`), read with
+    Snakemake's own argument parser; none when the process is not the ``snakemake`` command
+    (a script building the workflow through the API, a test)."""
+    if not argv or Path(argv[0]).name != "snakemake":
+        return []
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(list(argv[1:]))
+    except SystemExit:
+        return []
+    return [str(t) for t in getattr(args, "targets", None) or []]
+
+
+def brace_paths(paths: Sequence[str]) -> list[str]:
+    """``paths`` in shell-brace groups: ``results/{table1,table2}.{csv,md}``."""
+    by_suffix: dict[tuple[str, str], list[str]] = {}
+    for p in paths:
+        path = Path(p)
+        by_suffix.setdefault((str(path.parent), path.suffix), []).append(path.stem)
+    merged: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (parent, suffix), stems in by_suffix.items():
+        merged.setdefault((parent, tuple(stems)), []).append(suffix)
+
+    def brace(items: Sequence[str]) -> str:
+        return items[0] if len(items) == 1 else "{" + ",".join(items) + "}"
+
+    return [f"{parent}/{brace(stems)}.{brace([s.lstrip('.') for s in suffixes])}"
+            for (parent, stems), suffixes in merged.items()]
+
+
+class FullLog:
+    """The full Snakemake log of a run with the console: every record, formatted as Snakemake's
+    own stream would be without the console, buffered until the study's output directory is
+    known (the workflow has been parsed), then written to ``<out>/logs/snakemake.log``."""
+
+    def __init__(self, view: ConsoleView, format_record: Callable[[logging.LogRecord], str]) -> None:
+        self.view = view
+        self.format_record = format_record
+        self.buffer: list[str] = []
+        self.fh: Any = None
+
+    def write(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format_record(record)
+        except Exception:  # a record the default formatter cannot render: its plain message
+            text = str(record.msg)
+        if not text:
+            return
+        if self.fh is None and (os.environ.get(OUT_ENV) or self.view.started or _event(record) == "error"):
+            path = Path(self.view.full_log)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.fh = path.open("w", encoding="utf-8")
+            self.fh.writelines(self.buffer)
+            self.buffer = []
+        if self.fh is None:
+            self.buffer.append(text + "\n")
+        else:
+            self.fh.write(text + "\n")
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None

@@ -1,0 +1,494 @@
+"""``canarykit plan``: what a study will cost and what it can detect, before anything runs.
+
+``canarykit plan [--configfile F ...] [--base-rate R] [--icc RHO] [--effect D] [-o plan.json]``
+reads params.yaml (with each ``--configfile`` merged over it, as Snakemake does), builds the
+study's tool lists with the workflow's own code (the environment's tools, the canary pools
+of ``canaries.generator: offline``, :func:`canarykit.assembly.assembly.build_assemblies` for every
+pool, condition and seed) and prints two tables; ``-o`` writes the same as JSON.
+
+**Cost, per model.** Runs (every model runs every list), model calls (the canonical plan's
+steps plus the final answer per run, :func:`canarykit.study.config.turns_needed`, capped at
+``agent.max_turns``; ``calls_max`` if every run used the limit), input and output tokens
+and USD. Input tokens per call: the system message, the task prompt and the offered tool
+definitions (their JSON, measured on the real lists, at 4 characters a token) plus the
+conversation so far (each earlier turn adds a tool call and its result, assumed
+:data:`CALL_TOKENS` and :data:`RESULT_TOKENS`); output: a tool call per turn and an answer.
+Prices come from LiteLLM's own table (the ``model_prices_and_context_window`` file that
+``litellm`` ships and uses offline; read directly, because importing litellm costs seconds):
+a model it does not list is priced ``unknown`` (never 0), and so is the total; Ollama and
+local models cost nothing; reference agents make no model call. LLM judges (``judge.primary``,
+``judge.cross`` of kind ``llm``) cost one call per run judged.
+
+**Power, per primary estimand** (``stats.primary``). Simulated with the study's own
+estimator (:func:`canarykit.stats.paired_deltas` and the primary trap-rate test, with the
+study's ``stats.bootstrap_unit``, ``alpha`` and Holm family) on its real design: per canary
+type, the (task, seed) pairs and canary items the assembled lists offer. Outcomes: each
+task has a propensity with mean ``--base-rate`` and intra-task correlation ``--icc`` (two
+runs of one task are correlated ``icc``); the canary side shifts it on the logit scale so
+that the mean difference is the effect. Every run is
+assumed to make a call into the family (an opportunity); no item effect is simulated.
+Task propensities are logit-normal: ``logit p = mu + s Z``, ``s`` set so that two runs of
+one task correlate ``--icc`` at the base rate, ``mu`` so that they average the rate.
+
+- ``control_effect`` (per type): the effect is ``delta`` = canary - twin first-pick rate
+  over the pairs offered both; detected when the study would call it ``lured``: ``p`` below
+  ``alpha / m`` (Holm's first step with the other ``m - 1`` members null, ``m`` = models
+  under test x types offered) and the interval above 0; never with fewer than
+  ``stats.min_clusters`` (default 10) tasks.
+- ``trap_rate`` (per type): the effect is the trap rate's excess over
+  ``stats.equivalence_margin``; detected when its one-sided test rejects at ``alpha / m``.
+
+The MDE is the smallest effect detected with 80% power (common random numbers over the
+effect, bisection to 1/256 of the range); ``power`` is the share detected at ``--effect``.
+Each point is :data:`SIMULATIONS` simulated studies (Monte Carlo se about 0.02 at 0.8).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special
+
+from ..errors import InputError
+from ..types import CANARY_TYPES
+
+#: Tokens assumed for what the tool lists do not tell: a tool call, a tool result, a final
+#: answer, a judge's verdict; characters per token of the measured texts.
+CALL_TOKENS, RESULT_TOKENS, ANSWER_TOKENS, VERDICT_TOKENS, CHARS_PER_TOKEN = 40, 200, 150, 200, 4
+SIMULATIONS = 300
+POWER = 0.8
+DEFAULTS = {"base_rate": 0.2, "icc": 0.3, "effect": 0.15}
+LOCAL_PROVIDERS = ("ollama", "ollama_chat")
+
+
+# --------------------------------------------------------------------------- the design
+
+
+@dataclass
+class TypeDesign:
+    """One canary type's opportunities in the primary pool: the control-effect pairs (task,
+    seed, canary item) and the trap-rate runs (task, seed, item) of ``declared``."""
+
+    pairs: list[tuple[str, int, str]] = field(default_factory=list)
+    runs: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+@dataclass
+class Design:
+    """What :func:`study_design` measured on the assembled lists."""
+
+    lists: int
+    runs_per_model: int
+    calls: int
+    calls_max: int
+    input_tokens: int
+    output_tokens: int
+    judge_input_tokens: int
+    grid: dict[str, list[str]]
+    tasks: int
+    seeds: list[int]
+    types: dict[str, TypeDesign]
+    notes: list[str]
+
+
+def _tools(cfg: Mapping[str, Any]) -> Any:
+    from ..canaries import ingest_tools
+    from ..mcp.environments import is_mcp
+    from ..store.jsonio import read_json_input
+    from ..tools import mcp_definitions
+
+    if not is_mcp(cfg["environment"]):
+        return ingest_tools(mcp_definitions(), "builtin tools", strict=True)
+    path = Path(cfg["study"]["output_dir"]) / "tools.json"
+    if not path.is_file():
+        raise InputError("params.yaml", "environment.kind", f"mcp: plan reads the listed tools from {path}; list them first "
+                         "(snakemake --cores 1 " + str(path) + ")")
+    from ..mcp.environments import tools_of
+
+    return ingest_tools(tools_of(read_json_input(path, "tools file"), str(path)), str(path), strict=True)
+
+
+def study_design(cfg: Mapping[str, Any]) -> Design:
+    """Build every tool list of the study with the workflow's code and measure it."""
+    from ..agents.loop import SYSTEM_PROMPT
+    from ..assembly.assembly import build_assemblies
+    from ..assembly.dose import DOSE_CONDITION, dose_assemblies, dose_records
+    from ..canaries import builtin_executor, study_pool, suite_from_tasks
+    from ..tasks.tasks import load_tasks, select_tasks
+    from .config import run_grid, turns_needed
+
+    notes: list[str] = []
+    tools = _tools(cfg)
+    suite: list[Any] = load_tasks(cfg["study"]["tasks"], tools=tools.tools)
+    tasks: list[Any] = select_tasks(suite, cfg["study"]["limit_tasks"])
+    by_id = {t.id: t for t in tasks}
+    can = cfg["canaries"]
+    if can["generator"] != "offline":
+        notes.append(f"canaries.generator {can['generator']}: planned with the offline wording (same tools, lengths close)")
+    grid = run_grid(dict(cfg))
+    seeds = [int(s) for s in cfg["study"]["seeds"]]
+    max_turns = int(cfg["agent"]["max_turns"])
+    base = len(SYSTEM_PROMPT) // CHARS_PER_TOKEN
+    d = Design(0, 0, 0, 0, 0, 0, 0, grid, len(tasks), seeds, {t: TypeDesign() for t in CANARY_TYPES}, notes)
+    primary = can["pool"]
+    quiet = _Null()
+    for pool, conditions in grid.items():
+        if not conditions:
+            continue
+        doc = study_pool(tools, tasks, pool, fit=can["fit"], suffixes=can["suffixes"][pool],
+                         control_suffixes=can["control_suffixes"][pool], special_cases=can["special_cases"],
+                         generator="offline", source="plan", tasks_source=cfg["study"]["tasks"])
+        rest = [c for c in conditions if c != DOSE_CONDITION]
+        lists = build_assemblies(tasks, tools.tools, doc.canaries, pool, rest, seeds, doc.controls, log=quiet) if rest else []
+        if DOSE_CONDITION in conditions:  # the dose lists (docs/dose.md), from the look-alikes the pool file would hold
+            dose = cfg["study"]["dose"]
+            # built from the whole suite, as the workflow's pool file is (granularity cases are checked against it)
+            records = dose_records(tools.tools, [t.correct_tools[0] for t in suite if t.correct_tools], pool,
+                                   k=max(dose["levels"]), kinds=dose["kinds"], fit=can["fit"], suffixes=can["suffixes"][pool],
+                                   special_cases=can["special_cases"],
+                                   suite=suite_from_tasks(suite, cfg["study"]["tasks"], builtin_executor(tools.tools)))
+            lists += dose_assemblies(tasks, tools.tools, records, pool, seeds, levels=dose["levels"], kinds=dose["kinds"])[0]
+        for a in lists:
+            task = by_id[a.task_id]
+            n = min(turns_needed(task), max_turns)
+            fixed = base + len(task.prompt) // CHARS_PER_TOKEN + len(json.dumps(list(a.tools))) // CHARS_PER_TOKEN
+            d.lists += 1
+            d.calls += n
+            d.calls_max += max_turns
+            d.input_tokens += n * fixed + (CALL_TOKENS + RESULT_TOKENS) * n * (n - 1) // 2
+            d.output_tokens += CALL_TOKENS * (n - 1) + ANSWER_TOKENS
+            d.judge_input_tokens += len(task.prompt) // CHARS_PER_TOKEN + (CALL_TOKENS + RESULT_TOKENS) * (n - 1) + ANSWER_TOKENS
+            if pool == primary:
+                _opportunities(d, a)
+    d.runs_per_model = d.lists
+    for t, td in d.types.items():
+        # one run per (task, seed) (a list may hold two canaries of a type: its first is the item)
+        first = {(g, s): i for g, s, i in reversed(td.runs)}
+        td.runs = sorted((g, s, i) for (g, s), i in first.items())
+        twins = {(g, s) for g, s, _ in td.pairs}
+        td.pairs = [(g, s, i) for g, s, i in td.runs if (g, s) in twins]
+        if td.runs and "control" in grid.get(primary, []) and not td.pairs:
+            notes.append(f"{t}: offered, but never as a twin too: no control effect")
+    return d
+
+
+class _Null:
+    def write(self, _: str) -> int:
+        return 0
+
+
+def _opportunities(d: Design, a: Any) -> None:
+    """Record the per-type opportunities of one primary-pool list (declared: canaries;
+    control: twins, keyed by (task, seed) until :func:`study_design` pairs them)."""
+    for o in a.offered:
+        if a.condition == "declared" and o.canary_type in d.types:
+            d.types[o.canary_type].runs.append((a.task_id, int(a.seed), str(o.canary_id)))
+        elif a.condition == "control" and getattr(o, "control_type", None) in d.types:
+            d.types[o.control_type].pairs.append((a.task_id, int(a.seed), str(o.control_id)))
+
+
+# --------------------------------------------------------------------------- prices and cost
+
+
+def price_table() -> dict[str, Any]:
+    """LiteLLM's own price table (the JSON file the package ships), read without importing litellm."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return {}
+    path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def price(model: str | None, table: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(input, output) USD per token of a LiteLLM model string; None when the table lacks it.
+
+    LiteLLM's lookup: the model string as given, else without its ``provider/`` prefix when
+    the entry belongs to that provider (``anthropic/claude-opus-4-8`` -> ``claude-opus-4-8``)."""
+    if not model:
+        return None
+    entry = table.get(model)
+    if entry is None and "/" in model:
+        provider, rest = model.split("/", 1)
+        cand = table.get(rest)
+        if cand is not None and str(cand.get("litellm_provider", "")).split("-")[0] == provider:
+            entry = cand
+    if not entry or entry.get("input_cost_per_token") is None or entry.get("output_cost_per_token") is None:
+        return None
+    return float(entry["input_cost_per_token"]), float(entry["output_cost_per_token"])
+
+
+def _usd(p: tuple[float, float] | None, tin: int, tout: int) -> float | None:
+    return None if p is None else p[0] * tin + p[1] * tout
+
+
+def cost_table(cfg: Mapping[str, Any], d: Design) -> dict[str, Any]:
+    """Per model (and LLM judge): runs, model calls, tokens and USD (module docstring)."""
+    table = price_table()
+    rows: list[dict[str, Any]] = []
+    for m in cfg["models"]:
+        backend = m.get("backend")
+        model = m.get("model")
+        row: dict[str, Any] = {"model": m["name"], "backend": backend, "group": m.get("group"), "runs": d.runs_per_model}
+        if backend == "reference":
+            row.update(model_calls=0, model_calls_max=0, input_tokens=0, output_tokens=0, usd=0.0, price="no model")
+        else:
+            local = backend in ("ollama", "local") or str(model or "").split("/")[0] in LOCAL_PROVIDERS
+            p = (0.0, 0.0) if local else price(model, table)
+            row.update(model_calls=d.calls, model_calls_max=d.calls_max, input_tokens=d.input_tokens,
+                       output_tokens=d.output_tokens, usd=_usd(p, d.input_tokens, d.output_tokens),
+                       price="local (no API charge)" if local else ("LiteLLM price table" if p else "unknown"))
+        rows.append(row)
+    judges: list[dict[str, Any]] = []
+    n_llm = sum(1 for m in cfg["models"] if m.get("backend") != "reference")
+    judged_runs = d.runs_per_model * len(cfg["models"])
+    for role in ("primary", "cross"):
+        j = (cfg.get("judge") or {}).get(role) or {}
+        if j.get("kind") != "llm":
+            continue
+        p = price(j.get("model"), table)
+        template = 0
+        tpath = Path((cfg.get("judge") or {}).get("template") or "")
+        if tpath.is_file():
+            template = len(tpath.read_text(encoding="utf-8")) // CHARS_PER_TOKEN
+        tin = judged_runs * template + d.judge_input_tokens * len(cfg["models"])
+        tout = judged_runs * VERDICT_TOKENS
+        judges.append({"judge": role, "model": j.get("model"), "calls": judged_runs, "input_tokens": tin, "output_tokens": tout,
+                       "usd": _usd(p, tin, tout), "price": "LiteLLM price table" if p else "unknown"})
+    every = rows + judges
+    unknown = [r.get("model") if "judge" not in r else f"judge.{r['judge']}" for r in every if r["usd"] is None]
+    known = sum(r["usd"] for r in every if r["usd"] is not None)
+    return {
+        "models": rows, "judges": judges,
+        "total": {"runs": d.runs_per_model * len(cfg["models"]), "model_calls": d.calls * n_llm,
+                  "usd": None if unknown else known, "usd_known": known, "unknown_prices": unknown},
+        "assumptions": {"chars_per_token": CHARS_PER_TOKEN, "tool_call_tokens": CALL_TOKENS,
+                        "tool_result_tokens": RESULT_TOKENS, "answer_tokens": ANSWER_TOKENS, "verdict_tokens": VERDICT_TOKENS,
+                        "calls_per_run": "plan steps + final answer (agent.max_turns for calls_max)"},
+    }
+
+
+# --------------------------------------------------------------------------- power by simulation
+
+
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def _moments(mu: float, sd: float) -> tuple[float, float]:
+    """Mean and variance of ``expit(mu + sd Z)`` (Gauss-Hermite)."""
+    p = special.expit(mu + sd * _NODES)
+    m = float((_WEIGHTS * p).sum())
+    return m, float((_WEIGHTS * p**2).sum()) - m**2
+
+
+def logit_mean(rate: float, sd: float) -> float:
+    """The logit-scale centre whose propensities average ``rate``."""
+    return float(optimize.brentq(lambda mu: _moments(mu, sd)[0] - rate, -40.0, 40.0))
+
+
+def task_sd(rate: float, icc: float) -> float:
+    """The logit-scale sd of task effects that makes two runs of one task correlate ``icc``
+    at ``rate`` (the outcome-scale intra-task correlation ``Var(p) / (rate (1 - rate))``)."""
+
+    def gap(sd: float) -> float:
+        m, v = _moments(logit_mean(rate, sd), sd)
+        return v / (m * (1.0 - m)) - icc
+
+    return float(optimize.brentq(gap, 1e-4, 30.0))
+
+
+@dataclass
+class _Sim:
+    """Common random numbers of one type's simulated studies: a uniform per (study, task)
+    for its propensity and per (study, run) for each side's outcome."""
+
+    tasks: np.ndarray
+    codes: np.ndarray
+    items: np.ndarray
+    task_z: np.ndarray
+    run_u: np.ndarray
+    twin_u: np.ndarray
+
+    def logit(self, rate: float, sd: float) -> np.ndarray:
+        """``(studies, runs)``: each run's task propensity on the logit scale (task effects
+        ``N(0, sd²)``, centred so that the propensities average ``rate``)."""
+        return (logit_mean(rate, sd) + sd * self.task_z)[:, self.codes]
+
+
+def _sim(rows: Sequence[tuple[str, int, str]], sims: int, rng: np.random.Generator) -> _Sim:
+    from ..stats import item_key
+
+    tasks = np.array([g for g, _, _ in rows], dtype=str)
+    codes = np.unique(tasks, return_inverse=True)[1]
+    return _Sim(tasks, codes, item_key([i for *_, i in rows]), rng.standard_normal((sims, int(codes.max()) + 1)),
+                rng.random((sims, len(rows))), rng.random((sims, len(rows))))
+
+
+def _delta_power(boot: Any, sim: _Sim, base: float, sd: float, effect: float, alpha: float, m: int) -> float:
+    from ..stats import Sample, paired_deltas
+
+    twin = (sim.twin_u < special.expit(sim.logit(base, sd))).astype(float)
+    canary = (sim.run_u < special.expit(sim.logit(base + effect, sd))).astype(float)
+    specs = [(("plan",), Sample(canary[k], sim.tasks, None, sim.items), Sample(twin[k], sim.tasks, None, sim.items))
+             for k in range(canary.shape[0])]
+    rows = paired_deltas(boot, specs, alpha=alpha)
+    return float(np.mean([r["p"] is not None and r["p"] < alpha / m and r["lo"] is not None and r["lo"] > 0 for r in rows]))
+
+
+def _rate_power(boot: Any, sim: _Sim, margin: float, sd: float, effect: float, alpha: float, m: int) -> float:
+    from ..stats import Sample, rate_tests
+
+    y = (sim.run_u < special.expit(sim.logit(margin + effect, sd))).astype(float)
+    p = rate_tests(boot, [Sample(y[k], sim.tasks, None, sim.items) for k in range(y.shape[0])], margin, "greater")
+    return float(np.mean(np.nan_to_num(p, nan=1.0) < alpha / m))
+
+
+def _mde(power_at: Any, hi: float) -> float | None:
+    """The smallest effect in (0, hi] whose power reaches :data:`POWER` (bisection)."""
+    if power_at(hi) < POWER:
+        return None
+    lo = 0.0
+    for _ in range(8):
+        mid = (lo + hi) / 2.0
+        if power_at(mid) >= POWER:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float, effect: float,
+                sims: int = SIMULATIONS, seed: int = 0) -> dict[str, Any]:
+    """Per primary family and canary type: the MDE at 80% power and the power at ``effect``."""
+    from ..stats import StatsConfig, make_resampler
+
+    st = StatsConfig.from_mapping(cfg["stats"])
+    sd = task_sd(base_rate, icc)
+    min_clusters = int(cfg["stats"].get("min_clusters", 10))  # fewer tasks: the diagnosis is inconclusive
+    tested = [m["name"] for m in cfg["models"] if st.tested(str(m.get("group")))]
+    out: dict[str, Any] = {}
+    for family in st.primary:
+        if family not in ("control_effect", "trap_rate"):
+            out[family] = {"note": "no power simulation for this family"}
+            continue
+        key = "pairs" if family == "control_effect" else "runs"
+        offered = {t: getattr(td, key) for t, td in d.types.items() if getattr(td, key)}
+        m = max(len(tested), 1) * max(len(offered), 1)
+        fam: dict[str, Any] = {"family_size": m, "models_under_test": len(tested), "alpha": st.alpha,
+                               "alpha_per_test": st.alpha / m, "types": {}}
+        if not tested:
+            fam["note"] = "no model under test (stats.test_groups): sized as if one model were tested"
+        for t, rows in offered.items():
+            rng = np.random.default_rng([seed, CANARY_TYPES.index(t), len(family)])
+            sim = _sim(rows, sims, rng)
+            boot = make_resampler(st.bootstrap_unit, np.unique(sim.tasks), min(st.resamples, 1000), st.seed)
+            cache: dict[float, float] = {}
+
+            def power_at(x: float, sim: _Sim = sim, boot: Any = boot, cache: dict[float, float] = cache,
+                         m: int = m, delta: bool = family == "control_effect") -> float:
+                if x not in cache:
+                    cache[x] = (_delta_power(boot, sim, base_rate, sd, x, st.alpha, m) if delta
+                                else _rate_power(boot, sim, st.equivalence_margin, sd, x, st.alpha, m))
+                return cache[x]
+
+            top = (1.0 - base_rate if family == "control_effect" else 1.0 - st.equivalence_margin) - 1e-3
+            n_tasks = int(np.unique(sim.tasks).size)
+            if family == "control_effect" and n_tasks < min_clusters:  # always inconclusive (design: min_clusters)
+                cache.update({min(effect, top): 0.0})
+                mde = None
+            else:
+                mde = _mde(power_at, top)
+            fam["types"][t] = {
+                "runs": len(rows), "tasks": n_tasks, "items": int(np.unique(sim.items).size),
+                "mde": mde, "power_at_effect": power_at(min(effect, top)),
+                **({"mde_rate": None if mde is None else st.equivalence_margin + mde} if family == "trap_rate" else {}),
+            }
+        out[family] = fam
+    return out
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def plan(configfiles: Sequence[str] = (), *, base_rate: float = DEFAULTS["base_rate"], icc: float = DEFAULTS["icc"],
+         effect: float = DEFAULTS["effect"], params: str = "params.yaml", sims: int = SIMULATIONS) -> dict[str, Any]:
+    """The plan of the study params.yaml (+ ``configfiles``) describes (module docstring)."""
+    from .config import load_params
+
+    for name, value, lo, hi in (("--base-rate", base_rate, 0.0, 1.0), ("--icc", icc, 0.0, 1.0), ("--effect", effect, 0.0, 1.0)):
+        if not lo < value < hi:
+            raise InputError("command line", name, f"must be strictly between {lo:g} and {hi:g}, got {value}")
+    if not Path(params).is_file():
+        raise InputError(params, "-", "params file not found (run plan from the study's directory)")
+    t0, c0 = time.perf_counter(), time.process_time()
+    cfg = load_params(params, list(configfiles))
+    d = study_design(cfg)
+    cost = cost_table(cfg, d)
+    power = power_table(cfg, d, base_rate, icc, effect, sims)
+    return {
+        "study": {"params": params, "configfiles": list(configfiles), "tasks": d.tasks, "seeds": d.seeds, "grid": d.grid,
+                  "lists_per_model": d.lists, "models": len(cfg["models"]), "output_dir": cfg["study"]["output_dir"]},
+        "assumptions": {"base_rate": base_rate, "icc": icc, "effect": effect, "power": POWER, "simulations": sims,
+                        "outcome": "every run makes a call into the family (an opportunity); no item effect",
+                        "notes": d.notes},
+        "cost": cost, "power": power, "seconds": round(time.perf_counter() - t0, 2),
+        "cpu_seconds": round(time.process_time() - c0, 2),
+    }
+
+
+def _money(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:,.2f}"
+
+
+def plan_lines(p: Mapping[str, Any]) -> list[str]:
+    """The plan as the console prints it."""
+    s, c, a = p["study"], p["cost"], p["assumptions"]
+    lines = [f"plan: {s['tasks']} tasks x {len(s['seeds'])} seeds, {s['lists_per_model']:,} tool lists per model "
+             f"({', '.join(f'{pool}: {len(cs)} conditions' for pool, cs in s['grid'].items())}), {s['models']} models", "",
+             f"{'model':<32} {'runs':>7} {'calls':>9} {'in tokens':>13} {'out tokens':>11} {'USD':>12}  price"]
+    for r in c["models"]:
+        lines.append(f"{r['model']:<32} {r['runs']:>7,} {r['model_calls']:>9,} {r['input_tokens']:>13,} "
+                     f"{r['output_tokens']:>11,} {_money(r['usd']):>12}  {r['price']}")
+    for j in c["judges"]:
+        lines.append(f"{'judge.' + j['judge']:<32} {'':>7} {j['calls']:>9,} {j['input_tokens']:>13,} "
+                     f"{j['output_tokens']:>11,} {_money(j['usd']):>12}  {j['model']} ({j['price']})")
+    t = c["total"]
+    lines.append(f"{'total':<32} {t['runs']:>7,} {t['model_calls']:>9,} {'':>13} {'':>11} {_money(t['usd']):>12}"
+                 + (f"  (known part {_money(t['usd_known'])}; unknown: {', '.join(t['unknown_prices'])})" if t["usd"] is None else ""))
+    lines += ["", f"power: base rate {a['base_rate']:g}, icc {a['icc']:g}, effect {a['effect']:g}, {a['simulations']} simulated "
+                  "studies per point; MDE at 80% power"]
+    for family, fam in p["power"].items():
+        if "types" not in fam:
+            continue
+        lines.append(f"  {family} (Holm family of {fam['family_size']}: alpha {fam['alpha']:g} -> {fam['alpha_per_test']:.4f} "
+                     f"per test){' - ' + fam['note'] if fam.get('note') else ''}")
+        for t, e in fam["types"].items():
+            mde = "not reachable" if e["mde"] is None else f"{e['mde']:.3f}"
+            if family == "trap_rate" and e.get("mde_rate") is not None:
+                mde += f" (rate {e['mde_rate']:.3f})"
+            lines.append(f"    {t:<24} {e['runs']:>5} runs {e['tasks']:>4} tasks {e['items']:>4} items   MDE {mde:<20} "
+                         f"power at {a['effect']:g}: {e['power_at_effect']:.2f}")
+    lines += [f"  note: {n}" for n in a["notes"]]
+    lines.append(f"planned in {p['seconds']:.1f} s ({p['cpu_seconds']:.1f} s CPU)")
+    return lines
+
+
+def plan_command(configfiles: Sequence[str], base_rate: float, icc: float, effect: float, output: str | None) -> int:
+    """``canarykit plan``: print the plan; ``output``: write it as JSON too. Returns 0."""
+    from ..store.jsonio import write_json
+
+    p = plan(configfiles, base_rate=base_rate, icc=icc, effect=effect)
+    for line in plan_lines(p):
+        print(line)
+    if output:
+        write_json(output, p)
+        print(f"plan: written to {output}", file=sys.stderr)
+    return 0

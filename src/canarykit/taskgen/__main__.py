@@ -1,7 +1,0 @@
-"""``python -m canarykit.taskgen OUTPUT.json``: generate the task suite into OUTPUT.json."""
-
-import sys
-
-from ._suite import main
-
-sys.exit(main())
