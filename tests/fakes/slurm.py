@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,6 +59,11 @@ class SlurmCluster:
         self.procs: list[subprocess.Popen[bytes]] = []
         self._saved_conf: bytes | None = None
         self._conf_written = False
+        # slurmd's spool holds Unix sockets named after job steps, and a socket path has at
+        # most 108 bytes: under pytest-xdist the test's own directory is too deep for job ids
+        # of two digits ("Unix socket path ... is too long", then "launch failed requeued
+        # held"), so the spool gets a short directory of its own
+        self.spool = Path(tempfile.mkdtemp(prefix="ck-slurmd-", dir="/tmp"))
 
     def __enter__(self) -> SlurmCluster:
         ensure_packages()
@@ -82,7 +88,7 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation={self.dir}/state
-SlurmdSpoolDir={self.dir}/spool
+SlurmdSpoolDir={self.spool}
 SlurmctldPidFile={self.dir}/slurmctld.pid
 SlurmdPidFile={self.dir}/slurmd.pid
 SlurmctldLogFile={self.dir}/log/slurmctld.log
@@ -160,6 +166,7 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
         self.procs.clear()
         if getattr(self, "_log", None) is not None:
             self._log.close()
+        shutil.rmtree(self.spool, ignore_errors=True)
         if self._conf_written:
             if self._saved_conf is not None:
                 CONF.write_bytes(self._saved_conf)
