@@ -198,9 +198,9 @@ def test_calculate_refuses_code_and_bad_math(expression: str) -> None:
 @pytest.mark.parametrize("expression", ["9 ** 9 ** 9", "10 ** 100000", "2 ** 2 ** 64", "(10 ** 90) * (10 ** 90)",
                                         "pow(99999, 99999)", "+".join(["9 ** 9"] * 80)])
 def test_calculate_huge_numbers_error_quickly(expression: str) -> None:
-    start = time.perf_counter()
-    err("calculate", {"expression": expression})
-    assert time.perf_counter() - start < 0.5
+    """Refused by a guard before the arithmetic runs (how long it takes: benchmarks, not tests)."""
+    message = err("calculate", {"expression": expression})
+    assert any(w in message for w in ("too large", "limit", "invalid arguments", "exceeds")), message
 
 
 def test_compute_statistics() -> None:
@@ -326,10 +326,9 @@ def test_bad_or_nondeterministic_sql_is_a_tool_error(sql: str) -> None:
 
 
 def test_runaway_query_is_stopped() -> None:
-    start = time.perf_counter()
-    err("query_database", {"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
-                                  "SELECT COUNT(*) FROM c"})
-    assert time.perf_counter() - start < 2
+    message = err("query_database", {"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                                            "SELECT COUNT(*) FROM c"})
+    assert "execution limit" in message
 
 
 def test_database_works_from_other_threads() -> None:
