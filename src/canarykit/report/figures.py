@@ -384,7 +384,8 @@ def fig11(fd: Mapping[str, pl.DataFrame]) -> Any:
     color = alt.Color("model:N", title="Model", sort=models,
                       scale=alt.Scale(domain=models, range=list(OKABE_ITO[: max(len(models), 1)]) * (len(models) // 8 + 1)))
     dash = alt.StrokeDash("look_alike:N", title="Look-alikes", sort=["canary", "twin", "distractor"],
-                          scale=alt.Scale(domain=["canary", "twin", "distractor"], range=[[1, 0], [5, 3], [1, 0]]))
+                          scale=alt.Scale(domain=["canary", "twin", "distractor"], range=[[1, 0], [5, 3], [1, 0]]),
+                          legend=None)  # the subtitle says it: canaries solid, twins dashed
     levels = sorted(d["k"].unique().to_list())
     x = alt.X("x:Q", title="look-alikes k (log scale)",
               axis=alt.Axis(values=[math.log2(k + 1) for k in levels], labelExpr="round(pow(2, datum.value) - 1)"))

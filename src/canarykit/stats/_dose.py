@@ -47,7 +47,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..types import CANARY_TYPES, DISTRACTOR, DOSE_KINDS, DOSE_LEVELS, TWIN_PREFIX
-from ._dose_fit import Estimate, Fit, combine, describe, exact_bound, fit_curve, mean_estimate, mean_fit, sign_test_p
+from ._dose_fit import Estimate, Fit, combine, describe, exact_bound, fit_curve, mean_estimate, rate_difference
 from ._tests import holm
 
 __all__ = ["DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_curve", "dose_markdown", "dose_response", "dose_runs", "dose_table",
@@ -145,23 +145,11 @@ def _growth(fit: Fit | None, n_clusters: int, alpha: float, levels: Sequence[int
 
 
 def _level_delta(a: pl.DataFrame, b: pl.DataFrame, clusters: Mapping[str, int], alpha: float) -> dict[str, Any]:
-    """Rate at k = 1 of ``a`` minus that of ``b``, paired by task; a constant side widens the
-    interval by its exact bound (``[0, u]`` for a side at 0), and when both are constant and
-    differ, p is the sign test's (every task differs the same way)."""
+    """Rate at k = 1 of ``a`` minus that of ``b``, paired by task (:func:`._dose_fit.rate_difference`)."""
     (_, ya, ca), (_, yb, cb) = _picks(a, clusters, level=1), _picks(b, clusters, level=1)
     if ya.size == 0 or yb.size == 0:
         return _estimate_block(None, alpha, unit=UNIT)
-    g = len(clusters)
-    est = combine([mean_fit(ya, ca), mean_fit(yb, cb)], [[1.0], [-1.0]], g)
-    lo, hi = est.interval(alpha)
-    p = est.p()
-    for y, c, sign in ((ya, ca, 1.0), (yb, cb, -1.0)):
-        if np.all(y == y[0]):  # the exact interval of a constant side, signed as it enters
-            u = exact_bound(int(np.unique(c).size), alpha)
-            lo, hi = (lo - u, hi) if (y[0] == 1.0) == (sign > 0) else (lo, hi + u)
-    if est.se <= 1e-12 and abs(est.estimate) > 1e-12:
-        p = sign_test_p(int(np.unique(np.concatenate([ca, cb])).size))
-    return {"estimate": est.estimate, "lo": lo, "hi": hi, "se": est.se, "df": est.df, "p": p, "unit": UNIT}
+    return {**rate_difference(ya, ca, yb, cb, len(clusters), alpha), "unit": UNIT}
 
 
 def _contrast(typed: pl.DataFrame, base: pl.DataFrame, clusters: Mapping[str, int], alpha: float) -> dict[str, Any] | None:

@@ -29,8 +29,10 @@ A curve that is constant (every run at k >= 1 trapped, or none) has no growth to
 and no between-task spread (its robust variance is 0). Its growth is 0 (Firth's estimate
 with every level the same size; with unequal levels Firth's penalty alone would tilt it,
 half a pseudo-run per level whatever the level's runs), with the model-based variance (the
-inverse Fisher information at the fitted level): an all-zero curve's growth is 0 with an
-interval of about +-1.8 at 30 tasks, not the degenerate [0, 0].
+inverse Fisher information at Firth's estimate of the one rate, ``(0 + 1/2) / (n + 1)``):
+an all-zero curve's growth is 0 with an interval of about +-2.6 whatever the number of
+tasks (the runs say the rate stays near 0 at every k, and nothing about its log-odds'
+slope), not the degenerate [0, 0].
 """
 
 from __future__ import annotations
@@ -122,8 +124,9 @@ def fit_curve(x: np.ndarray, y: np.ndarray, codes: np.ndarray, *, penalty: float
     events = int(ys.sum())
     constant = events in (0, ys.size)
     if constant:  # no look-alike taken (or every one): no growth, whatever the levels' sizes
-        intercept = firth_logit(np.zeros_like(xs), ys, penalty=penalty)[0][0]
-        mu = np.full(xs.size, float(expit(intercept)))
+        share = (events + penalty) / (ys.size + 2.0 * penalty)  # Firth's (Jeffreys') estimate of one proportion
+        intercept = float(np.log(share / (1.0 - share)))
+        mu = np.full(xs.size, share)
         i00, i01, i11 = _info(xs, mu * (1.0 - mu))
         coef = np.array([intercept, 0.0])
         bread = np.array([[i11, -i01], [-i01, i00]]) / max(i00 * i11 - i01**2, 1e-300)
@@ -203,31 +206,26 @@ def combine(fits: Sequence[Fit], weights: Sequence[Sequence[float]], n_clusters:
     g = n_clusters
     if not robust:
         return Estimate(est, float(np.sqrt(model_var)), float(g - 1), model_var)
-    # per fit: u = X~ B c (each run's influence direction); clusters' rows gathered once
+    # per fit: u = X~ B c (each run's influence direction). With P's columns p_g = (I - H) E_g a_g
+    # (a_g the task's adjusted influence) and H a projection, block-diagonal over fits,
+    # P'P = diag(a_g'a_g) - sum_f V_f' B_f V_f with V_f's columns X~_fg' a_fg: no N x G matrix.
     parts = [(f, f.xt @ (f.bread @ c)) for f, c in robust]
-    sizes = [f.xt.shape[0] for f, _ in parts]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    n_all = int(offsets[-1])
-    p_mat = np.zeros((n_all, g))
+    diag = np.zeros(g)
+    vs = [np.zeros((f.xt.shape[1], g)) for f, _ in parts]
     var = 0.0
     for cl in range(g):
-        rows = [np.flatnonzero(f.codes == cl) for f, _ in parts]
-        if not any(r.size for r in rows):
-            continue
-        adj: list[np.ndarray] = []
-        for (f, u), r in zip(parts, rows, strict=True):  # H is block-diagonal over fits
+        score = 0.0
+        for i, (f, u) in enumerate(parts):
+            r = np.flatnonzero(f.codes == cl)
             if r.size == 0:
-                adj.append(np.zeros(0))
                 continue
             xg = f.xt[r]
-            adj.append(_inv_sqrt(np.eye(r.size) - xg @ f.bread @ xg.T) @ u[r])
-        var += float(sum(a @ f.resid[r] for (f, _), a, r in zip(parts, adj, rows, strict=True))) ** 2
-        for i, ((f, _), a, r) in enumerate(zip(parts, adj, rows, strict=True)):
-            if r.size:  # (I - H)[:, g] applied to the adjusted influence
-                col = np.zeros(f.xt.shape[0])
-                col[r] = a
-                p_mat[offsets[i]:offsets[i + 1], cl] = col - f.xt @ (f.bread @ (f.xt[r].T @ a))
-    m = p_mat.T @ p_mat
+            a = _inv_sqrt(np.eye(r.size) - xg @ f.bread @ xg.T) @ u[r]
+            score += float(a @ f.resid[r])
+            diag[cl] += float(a @ a)
+            vs[i][:, cl] = xg.T @ a
+        var += score**2
+    m = np.diag(diag) - sum(v.T @ f.bread @ v for (f, _), v in zip(parts, vs, strict=True))
     df_r = float(np.trace(m) ** 2 / np.sum(m**2)) if np.sum(m**2) > 0 else float(g - 1)
     total = var + model_var
     if model_var > 0 and total > 0:  # Welch-Satterthwaite over the robust and model-based parts
@@ -246,6 +244,24 @@ def exact_bound(n_clusters: int, alpha: float) -> float:
 def sign_test_p(n_clusters: int) -> float:
     """Two-sided sign test when every one of ``n_clusters`` tasks differs the same way."""
     return float(min(1.0, 2.0 * 0.5 ** max(n_clusters, 1)))
+
+
+def rate_difference(ya: np.ndarray, ca: np.ndarray, yb: np.ndarray, cb: np.ndarray, n_clusters: int,
+                    alpha: float) -> dict[str, Any]:
+    """Mean of ``ya`` minus mean of ``yb`` (runs of tasks ``ca``, ``cb``), paired by task: the
+    CR2 interval, widened by a constant side's exact bound (``[0, u]`` for a side at 0, as
+    it enters the difference), and, when no task varies but the two differ, the sign test's p
+    (every task differs the same way)."""
+    est = combine([mean_fit(ya, ca), mean_fit(yb, cb)], [[1.0], [-1.0]], n_clusters)
+    lo, hi = est.interval(alpha)
+    p = est.p()
+    for y, c, sign in ((ya, ca, 1.0), (yb, cb, -1.0)):
+        if np.all(y == y[0]):
+            u = exact_bound(int(np.unique(c).size), alpha)
+            lo, hi = (lo - u, hi) if (y[0] == 1.0) == (sign > 0) else (lo, hi + u)
+    if est.se <= 1e-12 and abs(est.estimate) > 1e-12:
+        p = sign_test_p(int(np.unique(np.concatenate([ca, cb])).size))
+    return {"estimate": est.estimate, "lo": lo, "hi": hi, "se": est.se, "df": est.df, "p": p}
 
 
 def describe(e: Estimate, alpha: float) -> dict[str, Any]:
