@@ -50,12 +50,13 @@ def bias_rows(draws: int) -> None:
                         else np.inf for d in s])
         finite = np.abs(mle) < 15
 
-        def cell(v: np.ndarray) -> str:
-            rel = "" if abs(truth) < 1e-9 else f" ({100 * (v.mean() / truth - 1):+.0f}%)"
-            return f"{v.mean():.3f}{rel}"
+        print(f"| 0, {', '.join(f'{x:g}' for x in rates)} | {truth:.3f} | {_cell(firth, truth)} | {_cell(prior, truth)} | "
+              f"{_cell(mle[finite], truth)} | {1 - finite.mean():.1%} |")
 
-        print(f"| 0, {', '.join(f'{x:g}' for x in rates)} | {truth:.3f} | {cell(firth)} | {cell(prior)} | "
-              f"{cell(mle[finite])} | {1 - finite.mean():.1%} |")
+
+def _cell(v: np.ndarray, truth: float) -> str:
+    rel = "" if abs(truth) < 1e-9 else f" ({100 * (v.mean() / truth - 1):+.0f}%)"
+    return f"{v.mean():.3f}{rel}"
 
 
 @dataclass(frozen=True)

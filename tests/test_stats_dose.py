@@ -14,7 +14,14 @@ import statsmodels.api as sm
 from scipy.special import expit
 
 from canarykit.errors import InputError
-from canarykit.stats import DOSE_KINDS, dose_markdown, dose_metrics, dose_response, dose_runs, dose_table
+from canarykit.stats import (
+    DOSE_KINDS,
+    dose_markdown,
+    dose_metrics,
+    dose_response,
+    dose_runs,
+    dose_table,
+)
 from canarykit.stats._dose import _holm
 from canarykit.stats._dose_fit import combine, firth_logit, fit_curve
 from canarykit.store.schemas import DoseRunsTable, validate

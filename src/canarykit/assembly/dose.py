@@ -159,12 +159,13 @@ def dose_list(task: TaskLike, seed: int, kind: str, k: int, real_tools: Sequence
                     tool_list_hash(tools, behaviours if twins else None), twins, dose_arm(kind, k))
 
 
-def _offered_twins(task: TaskLike, recs: Sequence[Mapping[str, Any]], real_tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+def _offered_twins(task: TaskLike, recs: Sequence[Mapping[str, Any]],
+                   real_tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]] | None:
     """The twins as offered to ``task`` (a granularity twin takes the task's one case), or
     None when one cannot be offered to it (:func:`~canarykit.canaries.control_for_task`)."""
     names = [str(t["name"]) for t in real_tools]
     schemas = {str(t["name"]): t.get("inputSchema") for t in real_tools}
-    out = []
+    out: list[Mapping[str, Any]] = []
     for rec in recs:
         ctl = control_for_task(rec, task, taken=names, schema=schemas.get(str(rec["shadows"])))
         if ctl is None:

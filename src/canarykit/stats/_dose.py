@@ -47,7 +47,16 @@ import polars as pl
 
 from ..errors import InputError
 from ..types import CANARY_TYPES, DISTRACTOR, DOSE_KINDS, DOSE_LEVELS, TWIN_PREFIX
-from ._dose_fit import Estimate, Fit, combine, describe, exact_bound, fit_curve, mean_estimate, rate_difference
+from ._dose_fit import (
+    Estimate,
+    Fit,
+    combine,
+    describe,
+    exact_bound,
+    fit_curve,
+    mean_estimate,
+    rate_difference,
+)
 from ._tests import holm
 
 __all__ = ["DISTRACTOR", "DOSE_KINDS", "DOSE_LEVELS", "dose_curve", "dose_markdown", "dose_response", "dose_runs", "dose_table",
