@@ -104,12 +104,17 @@ def test_a_curve_flat_from_one_look_alike_has_growth_covering_zero() -> None:
     """The issue's flat curve (0, .5, .5, .5, .5): the old slope on log2(k + 1) read 0.61 (the
     0 -> 1 step); growth over k >= 1 is 0, its interval holds 0, and over 300 simulated flat
     curves (30 tasks x 2 seeds) it holds 0 about 95% of the time."""
-    tasks, seeds = 30, 2
+    tasks, seeds = 32, 2
+    # half the tasks trapped at each k >= 1 (both seeds), a different half at each level:
+    # the curve is exactly (0, .5, .5, .5, .5) and the tasks differ
+    trapped = {(t, k): k > 0 and (t >> int(math.log2(k))) & 1 == 0 for t in range(tasks) for k in LEVELS}
     rows = [{"model": "m", "task_id": f"t{t:02d}", "seed": s, "kind": "distractor", "dose": k,
-             "first_pick": k > 0 and (t + s) % 2 == 0, "trapped": k > 0 and (t + s) % 2 == 0, "success": True,
+             "first_pick": trapped[(t, k)], "trapped": trapped[(t, k)], "success": True,
              "truncated": False, "error": False} for t in range(tasks) for s in range(seeds) for k in LEVELS]
-    g = dose_response(pl.DataFrame(rows))["m"]["distractor"]["growth"]
-    assert g["estimate"] == pytest.approx(0.0, abs=1e-9) and g["lo"] < 0 < g["hi"]
+    block = dose_response(pl.DataFrame(rows))["m"]["distractor"]
+    assert block["rate"] == [0.0, 0.5, 0.5, 0.5, 0.5]
+    g = block["growth"]
+    assert g["estimate"] == pytest.approx(0.0, abs=1e-9) and g["lo"] < -0.1 and g["hi"] > 0.1, g
     rng = np.random.default_rng(5)
     x = np.tile(np.log2([1, 2, 4, 8]).repeat(seeds), tasks)
     codes = np.repeat(np.arange(tasks), 4 * seeds)
