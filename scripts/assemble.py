@@ -3,7 +3,7 @@
 import sys
 
 from canarykit.assembly.assembly import build_assemblies, position_lines, write_assemblies
-from canarykit.assembly.dose import DOSE_CONDITION, dose_assemblies, skipped_lines
+from canarykit.assembly.dose import DOSE_CONDITION, dose_assemblies, draw_lines, skipped_lines
 from canarykit.canaries import canary_table, load_pool_document
 from canarykit.mcp.environments import tools_of
 from canarykit.store.jsonio import read_json_input
@@ -24,10 +24,12 @@ def main(smk):
         tasks, tools, doc["canaries"], smk.wildcards.pool, conditions, seeds, doc["controls"], source=smk.input.canaries,
     ) if conditions else []
     if DOSE_CONDITION in smk.params.conditions:
+        draw_seed = smk.params.dose.get("seed", 0)
         dose, skipped = dose_assemblies(tasks, tools, doc.get("dose", []), smk.wildcards.pool, seeds,
-                                        levels=smk.params.dose["levels"], kinds=smk.params.dose["kinds"])
+                                        levels=smk.params.dose["levels"], kinds=smk.params.dose["kinds"], draw_seed=draw_seed)
         assemblies += dose
-        for line in [*skipped_lines(skipped, smk.wildcards.pool), *position_lines(dose, smk.wildcards.pool)]:
+        for line in [*draw_lines(dose, smk.wildcards.pool, draw_seed), *skipped_lines(skipped, smk.wildcards.pool),
+                     *position_lines(dose, smk.wildcards.pool)]:
             print(line, file=sys.stderr)
     write_assemblies(assemblies, smk.output[0])
 

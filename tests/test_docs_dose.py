@@ -22,7 +22,7 @@ def test_the_page_shows_the_profile_commands_and_the_profile_runs_the_dose_condi
     assert [c.text for c in commands(DOCS / "dose.md")] == [command(RUN).text, command(CHECK).text]
     study = yaml.safe_load((ROOT / PROFILE).read_text())["study"]
     assert study["conditions"] == ["dose"] and study["output_dir"] == "results/dose"
-    assert study["dose"] == {"levels": list(DOSE_LEVELS), "kinds": list(DOSE_KINDS)}
+    assert study["dose"] == {"levels": list(DOSE_LEVELS), "kinds": list(DOSE_KINDS), "seed": 0}
 
 
 def test_validate_config_as_printed() -> None:

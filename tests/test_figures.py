@@ -80,7 +80,7 @@ def test_figure_data_columns(result: dict[str, Any]) -> None:
     assert set(fd["fig7"].get_column("condition").unique()) == {"declared", "full"}
 
 
-def test_dose_figure_has_a_panel_per_kind_and_a_line_per_model(result: dict[str, Any]) -> None:
+def test_dose_figure_has_a_panel_per_type_with_its_twins_and_a_line_per_model(result: dict[str, Any]) -> None:
     from canarykit.testing.synthetic import synthetic_dose_runs
 
     dose = stats.dose_response(synthetic_dose_runs(["uniform", "planted:parameter_trap"], tasks=4, seeds=(0,)))
@@ -88,5 +88,8 @@ def test_dose_figure_has_a_panel_per_kind_and_a_line_per_model(result: dict[str,
     assert spec["facet"]["field"] == "kind_label" and spec["columns"] == 4
     rows = spec["datasets"][next(iter(spec["datasets"]))]
     assert {r["kind"] for r in rows} == set(stats.DOSE_KINDS) and {r["model"] for r in rows} == {"uniform", "planted:parameter_trap"}
+    assert len({r["kind_label"] for r in rows}) == 7  # six types (canaries and twins) and the distractors
     marks = {layer["mark"]["type"] for layer in spec["spec"]["layer"]}
     assert marks == {"area", "line"}  # the interval band and the curve
+    line = next(layer for layer in spec["spec"]["layer"] if layer["mark"]["type"] == "line")
+    assert line["encoding"]["strokeDash"]["field"] == "look_alike"  # twins dashed

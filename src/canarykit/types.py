@@ -46,15 +46,19 @@ PHRASE_TYPES: Final[tuple[str, ...]] = ("semantic_decoy", "capability_mirage", "
 #: canary's weakness from its lure (issue 11): ``control`` (the ``declared`` lists with every
 #: canary replaced by its matched-surface control, same slots) and ``mirrored`` (the
 #: ``declared`` lists with each canary and the real tool it shadows trading places).
-#: ``dose`` (issue 21): per kind (a canary type or ``distractor``) and k, the real tools and k
-#: look-alikes of the task's first needed tool (:mod:`canarykit.assembly.dose`).
+#: ``dose`` (issue 21): per kind (a canary type, a type's twins ``twin:<type>``, or
+#: ``distractor``) and k, the real tools and k look-alikes of the task's first needed tool
+#: (:mod:`canarykit.assembly.dose`).
 CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full", "control", "mirrored", "dose")
 #: The paper's canary-density conditions.
 PAPER_CONDITIONS: Final[tuple[str, ...]] = ("baseline", "declared", "full")
-#: The dose condition (issue 21): the untyped look-alike kind (neutral near-duplicates of the
-#: real tool), the kinds of a dose curve and the default look-alike counts (``study.dose``).
+#: The dose condition (issue 21, 27): the untyped look-alike kind (neutral near-duplicates of
+#: the real tool), the twin kinds (k twins of a type: its crowding baseline), the kinds of a
+#: dose curve and the default look-alike counts (``study.dose``).
 DISTRACTOR: Final = "distractor"
-DOSE_KINDS: Final[tuple[str, ...]] = (*CANARY_TYPES, DISTRACTOR)
+TWIN_PREFIX: Final = "twin:"
+TWIN_KINDS: Final[tuple[str, ...]] = tuple(f"{TWIN_PREFIX}{t}" for t in CANARY_TYPES)
+DOSE_KINDS: Final[tuple[str, ...]] = (*CANARY_TYPES, *TWIN_KINDS, DISTRACTOR)
 DOSE_LEVELS: Final[tuple[int, ...]] = (0, 1, 2, 4, 8)
 POOLS: Final[tuple[str, ...]] = ("standard", "subtle")
 DIFFICULTIES: Final[tuple[str, ...]] = ("easy", "medium", "hard")

@@ -136,7 +136,7 @@ from ._controls import (
     task_cases,
 )
 from ._dates import snapshot_records
-from ._dose import DISTRACTOR_TAILS, bank_canaries, distractors
+from ._dose import DISTRACTOR_TAILS, bank_canaries, bank_pairs, bank_size, distractors, wording_of
 from ._fit import FIT_MODES, ToolProfile, fit_skip, profile_tool
 from ._generator import (
     GENERATOR_VERSION,
@@ -294,6 +294,8 @@ __all__ = [
     "TypeSkipped",
     "approximate_payload",
     "bank_canaries",
+    "bank_pairs",
+    "bank_size",
     "build_pool",
     "builtin_executor",
     "canary_id",
@@ -352,6 +354,7 @@ __all__ = [
     "task_cases",
     "validate_pool",
     "validate_tool_defs",
+    "wording_of",
     "write_pool",
     "schema_validator_class",
     "server_prefix",

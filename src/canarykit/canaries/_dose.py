@@ -1,10 +1,13 @@
-"""What the dose condition (issue 21) offers beside a real tool: the first k canaries of one
-type from its bank, or k neutral look-alikes ("distractors").
+"""What the dose condition (issue 21, 27) offers beside a real tool: canaries of one type from
+its bank, their twins, or k neutral look-alikes ("distractors").
 
 :func:`bank_canaries` builds the canaries of bank entries 1..k of one type for one tool, with
 the generator itself (the same records a pool with ``variants: k`` holds for that tool and
 type: ids ``<type>:<tool>`` then ``<type>:<tool>@v<i>``, names distinct and never a real
-tool's). :func:`distractors` builds k near-duplicates of a real tool: a name variant with
+tool's). :func:`bank_pairs` builds every entry of the bank (:func:`bank_size`) with its twin,
+each record carrying ``variant`` (the entry, 1-based) and ``wording`` (``<type>/<nn>``):
+the dose lists draw their k wordings from them at random (:mod:`canarykit.assembly.dose`).
+:func:`distractors` builds k near-duplicates of a real tool: a name variant with
 the real tool's description and schema, which works exactly like it. A distractor record::
 
     id "distractor:<tool>@<i>", kind "distractor", distractor_of "<tool>", shadows "<tool>",
@@ -23,7 +26,7 @@ from typing import Any, Final
 
 from ..errors import InputError
 from ..types import CANARY_TYPES
-from ._banks import MAX_VARIANTS
+from ._banks import BANKS, MAX_VARIANTS
 from ._cases import TaskSuite
 from ._generator import _unique_name, build_pool
 from ._rewriters import Rewriter
@@ -74,12 +77,43 @@ def bank_canaries(
         raise InputError(source, "canary_type", f"expected one of {list(CANARY_TYPES)}, got {canary_type!r}")
     if _check_k(k, source) == 0:
         return []
-    built = build_pool(
+    return _bank_pool(tool, canary_type, k, pool=pool, fit=fit, suffixes=suffixes, special_cases=special_cases,
+                      suite=suite, rewriter=rewriter, taken=taken, source=source).canaries
+
+
+def _bank_pool(tool: Mapping[str, Any], canary_type: str, k: int, *, pool: str = "standard", fit: str = "fitted",
+               suffixes: Mapping[str, Any] | None = None, special_cases: Mapping[str, Mapping[str, Any]] | None = None,
+               suite: TaskSuite | None = None, rewriter: Rewriter | None = None, taken: Iterable[str] = (),
+               source: str = "<tool>", controls: bool = False) -> Any:
+    return build_pool(
         _tool_list(tool, source), pool, suffixes if suffixes is not None else DEFAULT_SUFFIXES.get(pool, DEFAULT_SUFFIXES["standard"]),
         fit=fit, special_cases=special_cases, rewriter=rewriter, suite=suite, source=source,
-        types=(canary_type,), variants=k, taken=list(taken),
+        types=(canary_type,), variants=k, taken=list(taken), controls=controls,
     )
-    return built.canaries
+
+
+def bank_size(canary_type: str) -> int:
+    """How many entries of ``canary_type``'s bank a dose list can draw from (at most
+    :data:`~._banks.MAX_VARIANTS`, the generator's limit)."""
+    return min(len(BANKS[canary_type]), MAX_VARIANTS)
+
+
+def wording_of(record: Mapping[str, Any]) -> str:
+    """A canary's wording: its ``wording`` (``<type>/<nn>``, the bank entry), else the same
+    label from its type and ``variant``."""
+    found = record.get("wording")
+    return str(found) if found else f"{record['type']}/{int(record.get('variant', 1)):02d}"
+
+
+def bank_pairs(tool: Mapping[str, Any], canary_type: str, **options: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every bank entry of ``canary_type`` for ``tool`` as (canary, twin), in entry order,
+    each record with its ``wording``; fewer when the bank runs out for this tool, none when
+    the type does not fit it. ``options``: :func:`bank_canaries`' keywords."""
+    if canary_type not in CANARY_TYPES:
+        raise InputError(str(options.get("source", "<tool>")), "canary_type", f"expected one of {list(CANARY_TYPES)}, got {canary_type!r}")
+    built = _bank_pool(tool, canary_type, bank_size(canary_type), controls=True, **options)
+    return [({**c, "wording": wording_of(c)}, {**t, "wording": wording_of(c)})
+            for c, t in zip(built.canaries, built.controls, strict=True)]
 
 
 def distractors(tool: Mapping[str, Any], k: int, *, taken: Iterable[str] = (), source: str = "<tool>") -> list[dict[str, Any]]:

@@ -367,36 +367,44 @@ FIGURES: dict[str, Callable[[Mapping[str, pl.DataFrame]], Any]] = {
 
 
 def fig11(fd: Mapping[str, pl.DataFrame]) -> Any:
-    """The dose curves (issue 21): first-pick rate against k, a facet per kind, a line per
-    model, its interval as a band."""
+    """The dose curves (issues 21, 27): first-pick rate against k, a panel per canary type (its
+    canaries solid, its twins dashed) and one for the distractors, a line per model, its
+    interval as a band."""
     title = "Figure 11: how each weakness grows as look-alikes multiply"
     d = fd["fig11"].filter(pl.col("rate").is_not_null())
     if d.is_empty():
         return _empty(title, "Needs dose runs (study.conditions: [dose])")
-    kinds = [k for k in stats.DOSE_KINDS if k in set(d["kind"].to_list())]
-    d = d.with_columns(kind_label=pl.col("kind").replace_strict({**TYPE_LABELS, "distractor": "distractor (untyped)"},
-                                                                  default=pl.col("kind")),
-                       x=(pl.col("k") + 1).log(2))
+    if "family" not in d.columns:  # a curve file from before twins: every kind is its own panel
+        d = d.with_columns(family=pl.col("kind"), look_alike=pl.lit("canary"))
+    families = [k for k in (*CANARY_TYPES, stats.DISTRACTOR) if k in set(d["family"].to_list())]
+    d = d.with_columns(kind_label=pl.col("family").replace_strict({**TYPE_LABELS, "distractor": "distractor (untyped)"},
+                                                                    default=pl.col("family")),
+                       x=(pl.col("k") + 1).log(2), series=pl.col("model") + " / " + pl.col("look_alike"))
     models = sorted(d["model"].unique().to_list())
     color = alt.Color("model:N", title="Model", sort=models,
                       scale=alt.Scale(domain=models, range=list(OKABE_ITO[: max(len(models), 1)]) * (len(models) // 8 + 1)))
+    dash = alt.StrokeDash("look_alike:N", title="Look-alikes", sort=["canary", "twin", "distractor"],
+                          scale=alt.Scale(domain=["canary", "twin", "distractor"], range=[[1, 0], [5, 3], [1, 0]]),
+                          legend=None)  # the subtitle says it: canaries solid, twins dashed
     levels = sorted(d["k"].unique().to_list())
     x = alt.X("x:Q", title="look-alikes k (log scale)",
               axis=alt.Axis(values=[math.log2(k + 1) for k in levels], labelExpr="round(pow(2, datum.value) - 1)"))
-    base = alt.Chart().encode(x=x, color=color)
-    band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title="first-pick trap rate", scale=alt.Scale(domain=[0, 1])),
+    base = alt.Chart().encode(x=x, color=color, detail="series:N")
+    band = base.mark_area(opacity=0.12).encode(y=alt.Y("lo:Q", title="first-pick trap rate", scale=alt.Scale(domain=[0, 1])),
                                                y2="hi:Q")
     line = base.mark_line(point=True).encode(
-        y="rate:Q", tooltip=["model", "kind", "k:Q", alt.Tooltip("rate:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"),
-                             alt.Tooltip("hi:Q", format=".3f"), "n:Q"])
+        y="rate:Q", strokeDash=dash,
+        tooltip=["model", "kind", "k:Q", alt.Tooltip("rate:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"),
+                 alt.Tooltip("hi:Q", format=".3f"), "n:Q"])
     return alt.layer(band, line, data=d).properties(width=200, height=170).facet(
         facet=alt.Facet("kind_label:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold"),
-                        sort=[d.filter(pl.col("kind") == k)["kind_label"][0] for k in kinds]),
+                        sort=[d.filter(pl.col("family") == k)["kind_label"][0] for k in families]),
         columns=4,
     ).properties(title=alt.Title(title, subtitle=[
         "first-pick trap rate (the first call into the needed tool's family went to a look-alike) against the number k of "
-        "look-alikes of one kind", "bands: task-clustered intervals; a type rising faster than the untyped distractor "
-        "panel is a weakness that grows beyond plain crowding (stats.json dose_response.<model>.<type>.vs_distractor)"]))
+        "look-alikes of one kind: a type's canaries (solid) and their twins (dashed), or neutral distractors",
+        "bands: task-clustered intervals; a type rising faster than its twins from k = 1 is a weakness that grows with "
+        "density (stats.json dose_response.<model>.<type>.vs_twin.growth)"]))
 
 
 def build_charts(result: Mapping[str, Any]) -> dict[str, Any]:

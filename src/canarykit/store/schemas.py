@@ -20,6 +20,7 @@ from ..types import (
     CANARY_TYPES,
     CONDITIONS,
     DIFFICULTIES,
+    DOSE_KINDS,
     LEGACY_STATUSES,
     POOLS,
     RUN_STATUSES,
@@ -116,10 +117,11 @@ class AssemblyTable(pa.DataFrameModel):
 
     @pa.dataframe_check
     def controls_only_in_the_control_condition(cls, data: Any) -> Any:  # type: ignore[misc]  # noqa: N805
+        """Twins are offered in ``control`` lists and in ``dose`` lists of a ``twin:T`` kind."""
         if "control_id" not in data.lazyframe.collect_schema().names():
             return data.lazyframe.select(pl.lit(True))
         return data.lazyframe.select(
-            (pl.col("condition") == "control") | pl.col("control_id").is_null()
+            pl.col("condition").is_in(["control", "dose"]) | pl.col("control_id").is_null()
         )
 
 
@@ -301,14 +303,14 @@ def check_runs_type_columns(df: pl.DataFrame, source: str) -> None:
 
 class DoseRunsTable(pa.DataFrameModel):
     """The dose study's runs (``dose_runs.parquet``; :mod:`canarykit.stats._dose`): one row per
-    (model, task, seed, kind, dose). ``kind``: a canary type or ``distractor``; ``dose``: k, the
+    (model, task, seed, kind, dose). ``kind``: a canary type, ``twin:<type>`` or ``distractor``; ``dose``: k, the
     look-alikes of the task's first needed real tool; ``first_pick``: the run's first call into
     that tool's family went to a look-alike (null: no call into the family)."""
 
     model: str
     task_id: str
     seed: int = pa.Field(ge=0)
-    kind: str = pa.Field(isin=[*_TYPES, "distractor"])
+    kind: str = pa.Field(isin=list(DOSE_KINDS))
     dose: int = pa.Field(ge=0, le=8)
     first_pick: bool = pa.Field(nullable=True)
     trapped: bool

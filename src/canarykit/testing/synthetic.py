@@ -430,9 +430,10 @@ def synthetic_dose_runs(
     ``uniform``: the first pick goes to one of the k + 1 tools of the family uniformly, so to a
     look-alike with probability k / (k + 1), whatever the kind (**planted**).
     ``planted:<T>``: blind to T, sees through the other types: with probability ``take_prob``
-    it takes a look-alike when one it cannot tell from the real tool is offered (T's canaries
-    and the neutral distractors), never another type's (**planted**: the rate is
-    ``take_prob`` from k = 1 on for T and ``distractor``, 0 elsewhere).
+    it takes a look-alike when one it cannot tell from the real tool is offered (T's canaries,
+    every type's twins and the neutral distractors), never another type's canary
+    (**planted**: the rate is ``take_prob`` from k = 1 on for T, the twins and
+    ``distractor``, 0 elsewhere: flat from k = 1, growth 0 everywhere).
     Draws are independent across kinds (no common random numbers), so a zero contrast has
     to hold by its interval, not by construction. A trapped run fails (``success`` false)
     with probability one half; no run is truncated or fails.
@@ -450,7 +451,8 @@ def synthetic_dose_runs(
                         if agent == "uniform":
                             p = k / (k + 1)
                         elif agent.startswith("planted:"):
-                            p = take_prob if k > 0 and kind in (agent.removeprefix("planted:"), "distractor") else 0.0
+                            blind = kind in (agent.removeprefix("planted:"), "distractor") or kind.startswith("twin:")
+                            p = take_prob if k > 0 and blind else 0.0
                         else:
                             raise ValueError(f"unknown known-answer agent {agent!r}")
                         pick = bool(rng.random() < p)
