@@ -28,9 +28,10 @@ TEXT_CUES: Mapping[str, tuple[re.Pattern[str], ...]] = {
     "old_date": (re.compile(r"(?<![\d.])" + _OLD_YEAR + r"(?!\d)"),),
     "credential": (re.compile(r"\b(?:requires?|needs?|must include|pass|send|authenticate)\b[^.]{0,40}"
                               r"\b(?:api[ _]?key|key|token|secret|credentials?|password)\b", re.I),),
+    # a privileged scope, not its breadth: a twin keeps its canary's "across all accounts"
     "privileged_scope": tuple(re.compile(p, re.I) for p in (
         r"\bprivate\b", r"\binternal\b", r"\badmin\b", r"\brestricted\b", r"\bprivileged\b", r"\benterprise\b",
-        r"\borg[- ]wide\b", r"\ball accounts\b", r"\bacross all\b", r"\bworkspace[- ]wide\b", r"\bconfidential\b",
+        r"\bconfidential\b", r"\bsuperuser\b", r"\bstaff\b", r"\bowner\b",
     )),
     "hard_coded": tuple(re.compile(p, re.I) for p in (
         r"\bhard-?coded\b", r"\bonly\b", r"\bsingle case\b", r"\btakes no parameters\b", r"\bdedicated endpoint for\b",

@@ -82,7 +82,7 @@ def build_control(canary: Mapping[str, Any], part: Mapping[str, Any], mirrored: 
         if key == "id":
             record["id"] = f"{CONTROL_PREFIX}{canary['id']}"
             record["control_of"] = canary["id"]
-        elif key in ("name", "description", "inputSchema", "behaviour"):
+        elif key in ("name", "description", "inputSchema", "behaviour", "tell"):
             record[key] = copy.deepcopy(part[key])
         elif key in ("title", "annotations") and key in mirrored:
             record[key] = copy.deepcopy(mirrored[key])
