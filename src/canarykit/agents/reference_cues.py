@@ -48,7 +48,7 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 
 _STALE = _rx(
-    r"\b(?:once|twice) (?:a|an|each|every|per) (?:day|night|week|month)\b",
+    r"\b(?:once|twice)[- ](?:a|an|each|every|per)[- ](?:day|night|week|month)\b",
     r"\b(?:each|every|per) (?:night|morning|evening)\b", r"\bup to (?:a|one) (?:day|night|week)\b",
     r"\b(?:up to|about|roughly|around) \d+ hours\b",
     r"\b(?:a|one|two|\d+)[- ](?:day|hour|night|week)s?[- ](?:old|late|delay(?:ed)?|lag(?:ged)?|behind|stale)\b",
@@ -193,7 +193,9 @@ _HARDCODED = _rx(
     r"\bbound to (?:one|a single|a fixed|a specific|the one|a preset)\b",
     r"\bpre[- ]?set\b",
     r"\bignor(?:es|ing) (?:the |its |your |any |all )?(?:\w+ )?(?:inputs?|arguments?|parameters?|keywords?|"
-    r"query|queries|requests?|values?)\b", r"\bspeciali[sz]ed (?:for|to)\b", r"\bno other\b",
+    r"query|queries|requests?|values?)\b", r"\bspeciali[sz]ed (?:for|to)\b",
+    # "no other" restricts what it serves; "no other tool can match" compares it with other tools (a claim)
+    r"\bno other\b(?! (?:tools?|services?|engines?|products?|apis?|providers?|models?|systems?|solutions?)\b)",
     r"\bevery call (?:searches|returns|answers|uses|gets) (?:the same|one|a single|that|this)\b",
     r"\bonly (?:knows|covers|serves|handles|answers|returns|supports|accepts|tracks|works for)\b",
     r"\bwhatever (?:\w+ )?(?:is given|is asked|is passed|you (?:ask|pass|give|send))\b",
@@ -243,6 +245,8 @@ _INFLATED = _rx(
     r"world[- ]beating)\b",
     r"\b(?:outclass|surpass|outdo|outshine|outsmart)\w*\b",
     r"\bunlike (?:the |other |any )?(?:standard|basic|regular|plain|default|ordinary|other)\b",
+    r"\bno other (?:tools?|services?|engines?|products?|apis?|providers?|models?|systems?|solutions?) "
+    r"(?:can|could|comes? close|matches|match|offers?|does|do|gets?)\b",
     r"\bhigh[- ](?:fidelity|accuracy|quality|performance|resolution|end)\b",
 )
 
