@@ -74,10 +74,13 @@ def test_levels_nest_and_kinds_differ(built) -> None:
 
 
 def test_cells_the_bank_cannot_fill_are_skipped_and_named(built) -> None:
+    """A granularity trap's k wordings reword one case (issue 27), so the bank fills every
+    cell of a tool that hosts the type; a cell it could not fill would be skipped and named."""
     _, lists, skipped = built
-    assert skipped and all(s.kind == "granularity_trap" and s.available < s.k for s in skipped)
+    assert not skipped and all(s.kind == "granularity_trap" and s.available < s.k for s in skipped)
     offered = {(a.task_id, a.arm) for a in lists}
     assert not {(s.task_id, dose_arm(s.kind, s.k)) for s in skipped} & offered
+    assert {a.arm for a in lists} >= {dose_arm("granularity_trap", k) for k in DOSE_LEVELS if k}
 
 
 def test_bad_arms_and_kinds_are_refused() -> None:

@@ -166,11 +166,13 @@ def _schema_spans(canary: Mapping[str, Any], twin: Mapping[str, Any]) -> list[Sp
             stripped["required"] = [r for r in stripped["required"] if r != cred]
             if not stripped["required"]:
                 del stripped["required"]
+        if stripped.get("properties") == {} and "properties" not in t:  # the real tool took no parameters
+            del stripped["properties"]
         ok = bool(cred) and cred in c.get("required", []) and stripped == t
         return [Span("inputSchema", f"required {cred}", "", ok, "" if ok else "more than the credential differs")]
-    if kind == "granularity_trap":
-        ok = not c.get("properties") and bool(t.get("properties"))
-        return [Span("inputSchema", *shown, ok, "" if ok else "not (no parameters -> the real tool's)")]
+    if kind == "granularity_trap":  # no parameters against the real tool's (any: the paper fit's tools with none)
+        ok = not c.get("properties") and c.get("additionalProperties") is False
+        return [Span("inputSchema", *shown, ok, "" if ok else "the canary takes parameters")]
     return [Span("inputSchema", *shown, False, f"a {kind} keeps its schema")]
 
 

@@ -211,12 +211,15 @@ def draw_wordings(seed: int, k: int, *, part: str = DEFAULT_PART, types: Sequenc
 def resolve_wordings(types: Sequence[str], variants: int, *, fit: str = "fitted", seed: int = DEFAULT_WORDING_SEED,
                      wordings: Mapping[str, Sequence[str]] | None = None, part: str = DEFAULT_PART,
                      source: str = "params.yaml", field: str = "canaries.variants") -> dict[str, tuple[str, ...]]:
-    """The wordings (entry ids, variant order) a pool of ``types`` holds: ``wordings`` when
-    given (checked: known ids of the right type, no repeat); with ``fit: paper`` the
-    paper's entry 01, then 02, ... (``variants`` of them); else :func:`draw_wordings`."""
+    """The wordings (entry ids, variant order) a pool of ``types`` holds: ``wordings`` for
+    the types it names (checked: known ids of the right type, no repeat); for the others,
+    with ``fit: paper`` the paper's entry 01, then 02, ... (``variants`` of them), else
+    :func:`draw_wordings`."""
     if wordings is not None:
-        out: dict[str, tuple[str, ...]] = {}
-        for t in types:
+        rest = [t for t in types if t not in wordings]
+        out: dict[str, tuple[str, ...]] = (resolve_wordings(rest, variants, fit=fit, seed=seed, part=part, source=source,
+                                                            field=field) if rest else {})
+        for t in (t for t in types if t in wordings):
             ids = wordings.get(t)
             where = f"{field.rsplit('.', 1)[0]}.wordings.{t}" if "." in field else f"wordings.{t}"
             if not isinstance(ids, (list, tuple)) or not ids:
@@ -228,7 +231,7 @@ def resolve_wordings(types: Sequence[str], variants: int, *, fit: str = "fitted"
             if len(set(ids)) != len(ids):
                 raise InputError(source, where, f"an entry is drawn twice: {list(ids)}")
             out[t] = tuple(ids)
-        return out
+        return {t: out[t] for t in types}
     if not isinstance(variants, int) or isinstance(variants, bool) or variants < 1:
         raise InputError(source, field, f"expected a whole number from 1 to {MAX_VARIANTS}, got {variants!r}")
     if fit == "paper":
@@ -399,6 +402,23 @@ def check_entry(canary_type: str, raw: Any) -> list[str]:
             out.append(f"parameter: a snake_case argument name, got {p!r}")
     if canary_type in NAME_PARTS:
         out += _name_problems(canary_type, raw)
+    return out
+
+
+def check_name_parts(banks: Mapping[str, Sequence[Entry]] | None = None) -> list[str]:
+    """Name parts two types share in the same place (a prefix of a mirage and of a
+    prerequisite canary, a tail of a temporal and of a granularity one): their records would
+    collide in a pool, and a renamed record (``_2``) differs from its pair beyond the tell."""
+    banks = BANKS if banks is None else banks
+    out: list[str] = []
+    for place in ("prefix", "tail"):
+        owner: dict[str, str] = {}
+        for t in (t for t, p in NAME_PARTS.items() if p == place):
+            for e in banks.get(t, ()):
+                for part in (e.canary_name, e.twin_name):
+                    if part in owner and owner[part].split("/")[0] != t:
+                        out.append(f"{e.id}: the {place} {part!r} is also {owner[part]}'s")
+                    owner.setdefault(part, e.id)
     return out
 
 

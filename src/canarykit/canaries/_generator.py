@@ -249,6 +249,8 @@ def build_pool(
     if fit not in FIT_MODES:
         raise InputError(source, "fit", f"expected one of {list(FIT_MODES)}, got {fit!r}")
     where = suffixes_source or source
+    for t in types:
+        get_transform(t)
     seed = DEFAULT_WORDING_SEED if wording_seed is None else wording_seed
     drawn = resolve_wordings(types, variants, fit=fit, seed=seed, wordings=wordings, part=wording_part,
                              source=where, field=f"{suffixes_field}variants")
@@ -267,8 +269,6 @@ def build_pool(
         peers=tuple(peers) if peers is not None else tuple(listed.tools),
         wordings={t: tuple(entry_by_id(w) for w in ids) for t, ids in drawn.items()},
     )
-    for t in types:
-        get_transform(t)
     out = Pool(pool, fit, [], [], list(listed.skipped), [], GENERATOR_VERSION,
                wording_seed=seed if wordings is None and fit != "paper" else None,
                wordings={t: list(ids) for t, ids in drawn.items()})

@@ -156,6 +156,7 @@ def without_claim(body: str, claim: str) -> str:
         return body
     out = body.replace(claim, " ", 1)
     out = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(out.split()))
+    out = re.sub(r"([,;:])[,;:]+", r"\1", out)
     out = re.sub(r"[,;:]+(?=[.!?]|$)", "", out)
     out = re.sub(r"([.!?])[.!?,;:]+", r"\1", out)
     out = re.sub(r"^[\s,;:.]+", "", out).strip()

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from ..errors import ConfigError, InputError
 from ..types import CANARY_TYPES
-from ._banks import MAX_VARIANTS, Entry, fill, selling_point
+from ._banks import BANKS, MAX_VARIANTS, Entry, fill, selling_point
 
 #: The paper's give-away suffixes (Appendix C, section 6.7): ``fit: paper`` with these
 #: reproduces the paper's two pools.
@@ -166,8 +166,11 @@ def check_twin_suffixes(
         for i, twin in enumerate(texts, start=1):
             where = f"{field}.{t}" if isinstance(value, str) else f"{field}.{t}[{i - 1}]"
             canary = _configured(suffixes.get(t), i)
-            if canary is not None and canary.strip() and _norm(twin) == _norm(canary):
-                raise InputError(source, where, f"the twin's suffix repeats its canary's ({canary!r}): a twin "
+            # unconfigured, the canary's phrasing is a drawn entry's: any of the bank's
+            said = [canary] if canary is not None else [e.phrasing(st) for e in BANKS[t] for st in ("standard", "subtle")]
+            repeated = next((c for c in said if c.strip() and _norm(twin) == _norm(c)), None)
+            if repeated is not None:
+                raise InputError(source, where, f"the twin's suffix repeats its canary's ({repeated!r}): a twin "
                                  "carries the probed property at its healthy value (docs/canaries.md, \"Twins\")")
             word = selling_point(twin)
             if word is not None:

@@ -13,7 +13,7 @@ from ...errors import InputError
 from ...store.jsonio import canonical_json
 from .._cases import Coincidence, candidate_cases, case_slug, describe_case, valid_case
 from .._paper import derive_special_case
-from .._text import append_suffix, fit_name, join_sentences, slug
+from .._text import append_suffix, fit_name, join_sentences, slug, tell_name
 from .base import (
     TransformContext,
     TypeSkipped,
@@ -221,9 +221,11 @@ class GranularityTrap:
         label = special_case_label(args)
         description = granularity_description(tool, label, ctx.suffix, ctx.fit)
         slug_ = special_case_slug(args) if ctx.fit == "paper" else case_slug(args)
-        tail = wording.name_part(twin=False, case=slug_)
-        name = fit_name(f"{name_base(tool)}_{tail}")
-        twin_name = fit_name(f"{name_base(tool)}_{wording.twin_name}")
+        # the case's slug short enough that the tail keeps the entry's words and the base stays whole
+        room = max(4, 25 - len(wording.canary_name.replace("{case}", "")))
+        tail = wording.name_part(twin=False, case=slug(slug_, room) or slug_[:room])
+        name = tell_name(name_base(tool), tail=tail)
+        twin_name = tell_name(name_base(tool), tail=wording.twin_name)
         first = first_sentence(tool).rstrip(".!? ")
         told = [t.format(label=label) for t in PAPER_CASE_TELLS] if ctx.fit == "paper" else []
         return {

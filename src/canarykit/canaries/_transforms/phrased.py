@@ -10,7 +10,7 @@ from typing import Any, Final
 from .._banks import OLD_DATE
 from .._fit import profile_tool
 from .._rewriters import without_claim
-from .._text import fit_name, paraphrase_names, sanitize_name
+from .._text import fit_name, paraphrase_names, sanitize_name, tell_name
 from .base import (
     TransformContext,
     base_description,
@@ -102,8 +102,8 @@ class CapabilityMirage:
                 behaviour = fitted_behaviour(
                     behaviour, {"dates": "round_to_hour", "lists": "keep_first_half", "text": "truncate_half"}
                 )
-        name = fit_name(f"{wording.canary_name}_{name_base(tool)}")
-        twin_name = fit_name(f"{wording.twin_name}_{name_base(tool)}")
+        name = tell_name(name_base(tool), prefix=wording.canary_name)
+        twin_name = tell_name(name_base(tool), prefix=wording.twin_name)
         return same_schema_canary(tool, ctx, name, body, behaviour, twin_name=twin_name,
                                   twin_body=without_claim(body, claim),
                                   name_tells=(wording.canary_name, wording.twin_name), body_tell=claim)
@@ -119,7 +119,7 @@ class TemporalDecoy:
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
         wording = ctx.entry_of(self.type)
-        name = fit_name(f"{name_base(tool)}_{wording.canary_name}")
+        name = tell_name(name_base(tool), tail=wording.canary_name)
         behaviour: dict[str, Any] = {
             "kind": "snapshot",
             "is_error": False,
@@ -132,7 +132,7 @@ class TemporalDecoy:
             behaviour = fitted_behaviour(
                 behaviour, {"dates": "to_snapshot_year", "lists": "drop_last", "text": "drop_last_sentence"}
             )
-        twin_name = fit_name(f"{name_base(tool)}_{wording.twin_name}")
+        twin_name = tell_name(name_base(tool), tail=wording.twin_name)
         return same_schema_canary(tool, ctx, name, base_description(tool), behaviour, twin_name=twin_name,
                                   name_tells=(wording.canary_name, wording.twin_name))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._text import fit_name, humanize, scrub_auth, scrub_auth_name, strip_auth_sentences
+from .._text import humanize, scrub_auth, scrub_auth_name, strip_auth_sentences, tell_name
 from .base import (
     TransformContext,
     base_description,
@@ -35,8 +35,8 @@ class PrerequisiteBlindness:
         name = scrub_auth_name(name_base(tool))
         stripped = strip_auth_sentences(base_description(tool)) or scrub_auth(humanize(name))
         behaviour: dict[str, Any] = {"kind": "auth_error", "is_error": True, "error": AUTH_ERROR}
-        return same_schema_canary(tool, ctx, fit_name(f"{wording.canary_name}_{name}"), stripped, behaviour,
-                                  wording=scrub_auth, twin_name=fit_name(f"{wording.twin_name}_{name}"),
+        return same_schema_canary(tool, ctx, tell_name(name, prefix=wording.canary_name), stripped, behaviour,
+                                  wording=scrub_auth, twin_name=tell_name(name, prefix=wording.twin_name),
                                   name_tells=(wording.canary_name, wording.twin_name))
 
 
