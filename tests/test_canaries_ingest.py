@@ -103,7 +103,8 @@ def test_titles_annotations_and_output_schemas_are_mirrored() -> None:
     dated = alone["temporal_decoy:read_text_file"]
     assert dated["title"] == f"Read Text File ({entry_by_id(dated['wording']).canary_name.replace('_', ' ')})"
     assert "2023" in dated["title"]
-    assert ids["capability_mirage:read_text_file"]["title"] == "Advanced Read Text File"
+    mirage = ids["capability_mirage:read_text_file"]
+    assert mirage["title"] == f"{entry_by_id(mirage['wording']).canary_name.capitalize()} Read Text File"
 
 
 def test_parameter_traps_do_not_keep_the_real_titles_or_schema_title() -> None:
