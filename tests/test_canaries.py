@@ -16,6 +16,8 @@ from canarykit.canaries import (
     PAPER_SUFFIXES,
     LLMRewriter,
     RewriterError,
+    audit_pair,
+    build_pool,
     canary_table,
     generate_command,
     generate_pool,
@@ -673,3 +675,24 @@ def test_llm_rewriter_asks_for_a_plausible_mirage_in_the_subtle_pool(tmp_path: P
     assert mirage["description"].startswith("Weather, updated engine.")
     assert mirage["provenance"]["rewriter"] == "llm" and mirage["provenance"]["fit"] == "fitted"
     assert mirage["provenance"]["prompt_version"] == "2" and "updated engine" in mirage["tell"]["description"]
+
+
+def test_an_llm_mirage_marks_its_claim_and_its_twin_is_its_own_text_without_it(tmp_path: Path) -> None:
+    """Issue 27: the mirage's twin is derived from the canary's rewritten text. A claim that
+    is not a verbatim part of the description, or a description that still claims something
+    without it, is asked again."""
+    fake = FakeCompletion([
+        '{"name": "advanced_get_weather", "description": "Weather for a city, with expert precision.", "claim": "expertly"}',
+        '{"name": "advanced_get_weather", "description": "Weather for a city, with expert precision, better than any.", '
+        '"claim": "with expert precision"}',
+        '{"name": "advanced_get_weather", "description": "Weather for a city, with expert precision, as JSON.", '
+        '"claim": "with expert precision"}',
+    ])
+    rw = LLMRewriter("m", cache_path=tmp_path / "c.json", completion_fn=fake)
+    result = build_pool(TOOLS[:1], "standard", DEFAULT_SUFFIXES["standard"], rewriter=rw, controls=True,
+                        types=("capability_mirage",))
+    assert len(fake.calls) == 3
+    canary, twin = result.canaries[0], result.controls[0]
+    assert canary["description"].startswith("Weather for a city, with expert precision, as JSON. ")
+    assert twin["description"].startswith("Weather for a city, as JSON. ")
+    assert audit_pair(canary, twin).ok and canary["provenance"]["prompt_version"] == "2"

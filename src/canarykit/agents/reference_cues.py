@@ -168,7 +168,7 @@ _PRIVILEGED = _rx(
     r"executive|management|back[- ]?office|back[- ]?end|personal|sealed|locked|hidden|secured|gated|"
     r"embargoed)\b[ -](?:workspace|resources?|data|records?|files?|repositor\w+|"
     r"endpoints?|scopes?|access|accounts?|tenants?|projects?|channels?|documents?|systems?|rights|privileges|"
-    r"roles?|areas?|spaces?|views?|level|tier|only|side|grade|consoles?|panels?|tools?|information|details)\b",
+    r"roles?|areas?|spaces?|views?|level|tier|only|side|consoles?|panels?|tools?|information|details)\b",
     r"\b(?:admin(?:istrator)?|root|superuser|owner|operator|staff|elevated) (?:scope|access|rights|privileges|role|"
     r"permissions|powers)\b",
     r"\bglobal (?:scope|access|admin)\b", r"\badmin[- ]managed\b", r"\bback[- ]offices?\b",
