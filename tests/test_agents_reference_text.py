@@ -32,8 +32,8 @@ def _listed(path: Path, drop_server: str | None = None) -> list[dict[str, Any]]:
 
 def _pool(real: list[dict[str, Any]], pool: str, suffixes: dict[str, str], **kw: Any) -> list[dict[str, Any]]:
     """The canaries, and the generator's twins when it writes them (records with a ``variant``,
-    design note section 2) after them. Every wording of the generator's banks, where it has
-    them (``canaries.variants`` takes the first K entries of each type's bank, at most 8)."""
+    design note section 2) after them. Every development wording of the generator's banks
+    (the 8 the readers were tuned on), or, with ``wording_part="heldback"``, every held-back one."""
     if "variants" in inspect.signature(canaries.build_pool).parameters:
         kw.setdefault("variants", 8)
         kw.setdefault("wording_part", "development")
@@ -61,6 +61,9 @@ def pools() -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[
     out = {
         "standard": (builtin, _pool(builtin, "standard", std), std),
         "subtle": (builtin, _pool(builtin, "subtle", sub), sub),
+        # the held-back wordings, which the readers were not written against (the default study's)
+        "heldback": (builtin, _pool(builtin, "standard", std, wording_part="heldback"), std),
+        "heldback-subtle": (builtin, _pool(builtin, "subtle", sub, wording_part="heldback"), sub),
         "reworded": (builtin, [c if "control_of" in c else reword(c)
                                for c in _pool(builtin, "standard", REWORDED_SUFFIXES, special_cases=REWORDED_CASES)],
                      REWORDED_SUFFIXES),
@@ -91,7 +94,8 @@ def lookalike_scores(real: list[dict[str, Any]], stand_ins: list[dict[str, Any]]
 #: (precision, recall) floors: exact on the built-in tools; real servers hold sibling tools
 #: whose short descriptions read like variants of each other (read_file / read_text_file,
 #: read_query / write_query), and reworded names the finder cannot tie to a terse original.
-FLOORS = {"standard": (1.0, 1.0), "subtle": (1.0, 1.0), "reworded": (1.0, 1.0),
+FLOORS = {"standard": (1.0, 1.0), "subtle": (1.0, 1.0), "heldback": (1.0, 1.0), "heldback-subtle": (1.0, 1.0),
+          "reworded": (1.0, 1.0),
           "foreign": (0.9, 0.9), "official": (0.95, 0.95), "workspace": (0.95, 0.95)}
 
 

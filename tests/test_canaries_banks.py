@@ -123,7 +123,8 @@ def test_records_carry_their_entry_and_the_pool_its_draw() -> None:
                    types=("capability_mirage",))
 
 
-def test_the_study_pool_records_the_params_seed_and_generate_canaries_reads_it(tmp_path: Path) -> None:
+def test_the_study_pool_records_the_params_seed_and_generate_canaries_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from canarykit.canaries import ingest_tools, load_pool_document
     from canarykit.tasks.tasks import load_tasks
 
@@ -142,8 +143,9 @@ def test_the_study_pool_records_the_params_seed_and_generate_canaries_reads_it(t
     doc = load_pool_document(out)
     assert doc["wording_seed"] == 11 and doc["wordings"] == made.wordings
     params.write_text(yaml.safe_dump({"canaries": {"variants": 12}}))
-    run = subprocess.run([sys.executable, "-m", "canarykit", "generate-canaries", str(tools_json), "-o", str(out),
-                          "--params", str(params)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+    from canarykit.cli import main
+
+    code = main(["generate-canaries", str(tools_json), "-o", str(out), "--params", str(params)])
+    assert code == 2 and capsys.readouterr().err.strip().splitlines() == [
         f"canarykit: error: {params}: canaries.variants: expected a whole number from 1 to 8 (the heldback part of the "
         "semantic_decoy bank holds 8 wordings), got 12"]
