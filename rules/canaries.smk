@@ -27,6 +27,7 @@ rule generate_canaries:
         control_suffixes=pool_control_suffixes,
         special_cases=config["canaries"]["special_cases"],
         variants=config["canaries"]["variants"],
+        wording_seed=config["canaries"]["wording_seed"],
         dose=pool_dose,
         generator=config["canaries"]["generator"],
         llm=config["canaries"]["llm"],

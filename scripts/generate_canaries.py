@@ -31,6 +31,7 @@ def main(smk):
         control_suffixes=smk.params.control_suffixes,
         special_cases=smk.params.special_cases,
         variants=smk.params.variants,
+        wording_seed=smk.params.wording_seed,
         generator=smk.params.generator,
         llm=smk.params.llm,
         # the llm rewriter goes through the model layer like the judge: the study's retry policy

@@ -32,10 +32,11 @@ def _listed(path: Path, drop_server: str | None = None) -> list[dict[str, Any]]:
 
 def _pool(real: list[dict[str, Any]], pool: str, suffixes: dict[str, str], **kw: Any) -> list[dict[str, Any]]:
     """The canaries, and the generator's twins when it writes them (records with a ``variant``,
-    design note section 2) after them. Every wording of the generator's banks, where it has
-    them (``canaries.variants`` takes the first K entries of each type's bank, at most 8)."""
+    design note section 2) after them. Every development wording of the generator's banks
+    (the 8 the readers were tuned on), or, with ``wording_part="heldback"``, every held-back one."""
     if "variants" in inspect.signature(canaries.build_pool).parameters:
         kw.setdefault("variants", 8)
+        kw.setdefault("wording_part", "development")
     built = canaries.build_pool(real, pool, suffixes, controls=True, **kw)
     return built.canaries + [c for c in built.controls if "variant" in c]
 
@@ -60,6 +61,9 @@ def pools() -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[
     out = {
         "standard": (builtin, _pool(builtin, "standard", std), std),
         "subtle": (builtin, _pool(builtin, "subtle", sub), sub),
+        # the held-back wordings, which the readers were not written against (the default study's)
+        "heldback": (builtin, _pool(builtin, "standard", std, wording_part="heldback"), std),
+        "heldback-subtle": (builtin, _pool(builtin, "subtle", sub, wording_part="heldback"), sub),
         "reworded": (builtin, [c if "control_of" in c else reword(c)
                                for c in _pool(builtin, "standard", REWORDED_SUFFIXES, special_cases=REWORDED_CASES)],
                      REWORDED_SUFFIXES),
@@ -90,7 +94,8 @@ def lookalike_scores(real: list[dict[str, Any]], stand_ins: list[dict[str, Any]]
 #: (precision, recall) floors: exact on the built-in tools; real servers hold sibling tools
 #: whose short descriptions read like variants of each other (read_file / read_text_file,
 #: read_query / write_query), and reworded names the finder cannot tie to a terse original.
-FLOORS = {"standard": (1.0, 1.0), "subtle": (1.0, 1.0), "reworded": (1.0, 1.0),
+FLOORS = {"standard": (1.0, 1.0), "subtle": (1.0, 1.0), "heldback": (1.0, 1.0), "heldback-subtle": (1.0, 1.0),
+          "reworded": (1.0, 1.0),
           "foreign": (0.9, 0.9), "official": (0.95, 0.95), "workspace": (0.95, 0.95)}
 
 
@@ -153,7 +158,8 @@ REAL = {"name": "lookup_flight", "description": "Look up a flight by its number 
         "inputSchema": {"type": "object", "properties": {"flight_number": {"type": "string"}, "date": {"type": "string"}},
                         "required": ["flight_number", "date"]}}
 #: Phrasings of each property that no generator ships (and were not in the cue lists when
-#: they were written: the cues were then widened to read them; see the report).
+#: they were written: the cues were then widened to read them; see the report). Two of the
+#: prerequisite ones changed when breadth stopped counting as privilege (issue 27).
 PHRASINGS = {
     "semantic_decoy": ["Statuses are polled hourly, so recent gate changes may be missing.",
                        "Served from a saved copy of the airline's timetable.", "Results are several hours old at most.",
@@ -163,8 +169,9 @@ PHRASINGS = {
                           "Best-of-breed lookup that never misses a gate change.", "Goes far beyond what the regular lookup can do.",
                           "Institutional-grade data with sharper analytics."],
     "prerequisite_blindness": ["Includes crew rosters and other airline-internal data.",
-                               "Spans the operational systems of every airline partner.",
-                               "Gives access to the bookings of all passengers.", "Uses the superuser view of the reservation system.",
+                               "Opens back-office records of every airline partner.",
+                               "Shows the confidential crew roster of every flight.",
+                               "Uses the superuser view of the reservation system.",
                                "Operates on the carrier's back-end with full account visibility."],
     "temporal_decoy": ["Schedules from the winter 2021 timetable.", "Timetable version 2020.2.", "Based on 2019 schedules.",
                        "Reflects the flight plan published in March 2022.", "Quotes frozen at the 2022 year-end close."],
@@ -178,7 +185,10 @@ NEUTRAL = ["Returns results in the provider's own format.", "Handles the same re
            "Takes the standard parameters.", "Version 3 of this endpoint. Requires valid arguments for every request.",
            "Answers in JSON.", "Times are in the airport's local time zone.", "Use the IATA flight number, e.g. BA117.",
            "Works for any flight in the schedule.", "Shared endpoint of this workspace.", "Open to every caller.",
-           "Regular lookup through a separate endpoint.", "Data as of November 2026."]
+           "Regular lookup through a separate endpoint.", "Data as of November 2026.",
+           # breadth is not privilege: a twin keeps its canary's "of every account"
+           "Covers public timetables of every airline.", "Serves open flight data across all workspaces.",
+           "Lists shared schedules for all accounts at once."]
 
 
 def _variant(sentence: str, **changes: Any) -> dict[str, Any]:

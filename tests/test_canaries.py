@@ -16,6 +16,8 @@ from canarykit.canaries import (
     PAPER_SUFFIXES,
     LLMRewriter,
     RewriterError,
+    audit_pair,
+    build_pool,
     canary_table,
     generate_command,
     generate_pool,
@@ -242,9 +244,10 @@ def test_granularity_special_case_from_config_and_from_schema() -> None:
         "standard",
         DEFAULT_SUFFIXES["standard"],
         special_cases={"get_forecast": {"city": "Delhi", "days": 3}},
+        wordings={"granularity_trap": ["granularity_trap/01"]},  # the paper's wording
     )
     forecast = by_id(records)["granularity_trap:get_forecast"]
-    assert forecast["name"] == "get_forecast_delhi"
+    assert forecast["name"] == "get_forecast_delhi" and forecast["wording"] == "granularity_trap/01"
     assert forecast["behaviour"]["args"] == {"city": "Delhi", "days": 3}
     assert "Dedicated endpoint for city=Delhi, days=3." in forecast["description"]
     with pytest.raises(InputError) as exc:
@@ -527,7 +530,8 @@ class FakeCompletion:
 def test_llm_rewriter_uses_temperature_zero_and_caches_every_rewording(tmp_path: Path) -> None:
     cache = tmp_path / "rewordings.json"
     fake = FakeCompletion(
-        ['```json\n{"name": "lookup weather now!", "description": "Looks up weather."}\n```']
+        ['```json\n{"name": "lookup weather now!", "description": "Looks up weather with unmatched precision.", '
+         '"claim": "with unmatched precision"}\n```']
     )
     rw = LLMRewriter(
         "openai/gpt-test", cache_path=cache, api_base="http://localhost:1", completion_fn=fake
@@ -539,7 +543,7 @@ def test_llm_rewriter_uses_temperature_zero_and_caches_every_rewording(tmp_path:
     )
     assert fake.calls[0]["api_base"] == "http://localhost:1"
     c = by_id(records)["semantic_decoy:get_weather"]
-    assert c["name"] == "lookup_weather_now" and c["description"].startswith("Looks up weather.")
+    assert c["name"] == "lookup_weather_now" and c["description"].startswith("Looks up weather")
     assert c["provenance"]["rewriter"] == "llm" and c["provenance"]["model"] == "openai/gpt-test"
     assert cache.exists()
     # a fresh rewriter on the same cache never calls the model, and the pool is identical
@@ -633,7 +637,7 @@ def test_a_registered_rewriter_is_selectable_by_name(monkeypatch: pytest.MonkeyP
     assert isinstance(rw, Shouting)
     records = generate_pool(TOOLS[:1], "standard", DEFAULT_SUFFIXES["standard"], rewriter=rw, fit="paper",
                             types=("semantic_decoy",))
-    body = records[0]["description"].removesuffix(" " + DEFAULT_SUFFIXES["standard"]["semantic_decoy"])
+    body = records[0]["description"].removesuffix(" " + records[0]["tell"]["description"][-1])
     assert body != records[0]["description"] and body == body.upper() and "WEATHER" in body
     with pytest.raises(ConfigError) as err:
         make_rewriter("whisper", None)
@@ -655,8 +659,10 @@ def test_mcp_names_with_dots_get_function_safe_canary_names() -> None:
 
 def test_llm_rewriter_asks_for_a_plausible_mirage_in_the_subtle_pool(tmp_path: Path) -> None:
     """A fitted subtle pool asks for a non-boastful mirage; the paper's and the standard
-    pool's prompt (and cache keys, so existing caches stay valid) are unchanged."""
-    fake = FakeCompletion(['{"name": "advanced_get_weather", "description": "Weather, updated engine."}'])
+    pool's prompt share their cache keys (prompt version 2 for the mirage: its claim is
+    marked, so that its twin's body is the canary's own text without it)."""
+    fake = FakeCompletion(['{"name": "advanced_get_weather", "description": "Weather, updated engine.", '
+                           '"claim": "updated engine"}'])
     rw = LLMRewriter("m", cache_path=tmp_path / "c.json", completion_fn=fake)
     key = rw.cache_key(TOOLS[0], "capability_mirage")
     assert rw.cache_key(TOOLS[0], "capability_mirage", "standard") == key
@@ -668,3 +674,25 @@ def test_llm_rewriter_asks_for_a_plausible_mirage_in_the_subtle_pool(tmp_path: P
     mirage = by_id(records)["capability_mirage:get_weather"]
     assert mirage["description"].startswith("Weather, updated engine.")
     assert mirage["provenance"]["rewriter"] == "llm" and mirage["provenance"]["fit"] == "fitted"
+    assert mirage["provenance"]["prompt_version"] == "2" and "updated engine" in mirage["tell"]["description"]
+
+
+def test_an_llm_mirage_marks_its_claim_and_its_twin_is_its_own_text_without_it(tmp_path: Path) -> None:
+    """Issue 27: the mirage's twin is derived from the canary's rewritten text. A claim that
+    is not a verbatim part of the description, or a description that still claims something
+    without it, is asked again."""
+    fake = FakeCompletion([
+        '{"name": "advanced_get_weather", "description": "Weather for a city, with expert precision.", "claim": "expertly"}',
+        '{"name": "advanced_get_weather", "description": "Weather for a city, with expert precision, better than any.", '
+        '"claim": "with expert precision"}',
+        '{"name": "advanced_get_weather", "description": "Weather for a city, with expert precision, as JSON.", '
+        '"claim": "with expert precision"}',
+    ])
+    rw = LLMRewriter("m", cache_path=tmp_path / "c.json", completion_fn=fake)
+    result = build_pool(TOOLS[:1], "standard", DEFAULT_SUFFIXES["standard"], rewriter=rw, controls=True,
+                        types=("capability_mirage",))
+    assert len(fake.calls) == 3
+    canary, twin = result.canaries[0], result.controls[0]
+    assert canary["description"].startswith("Weather for a city, with expert precision, as JSON. ")
+    assert twin["description"].startswith("Weather for a city, as JSON. ")
+    assert audit_pair(canary, twin).ok and canary["provenance"]["prompt_version"] == "2"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fakes.cues import TYPE_CUE, cues
 
 from canarykit import tools
 from canarykit.canaries import (
@@ -271,37 +272,41 @@ def test_no_cached_or_dated_decoy_on_write_tools_and_no_private_pure_function() 
 # --- wording ----------------------------------------------------------------------------------
 
 
-def test_mirage_wording_is_varied_per_tool_and_keeps_the_tools_verb() -> None:
-    pool = build_pool(OFFICIAL, "standard", DEFAULT_SUFFIXES["standard"], fit="fitted")
-    mirages = [c for c in pool.canaries if c["type"] == "capability_mirage"]
-    openings = {c["description"].split(",")[0].split(" with ")[-1] for c in mirages}
-    assert len({m["description"][:60] for m in mirages}) > 0.8 * len(mirages)
-    assert not any(m["description"].startswith(PAPER_MIRAGE_CLAIM) for m in mirages)
+def test_mirage_keeps_the_tools_description_and_adds_its_entrys_claim() -> None:
+    """A fitted mirage is the real tool's description and the claim of its bank entry (the
+    claim's words vary with the entry, never per tool); its twin the same description and the
+    entry's neutral phrasing. The paper's opener is the paper fit's only."""
+    pool = build_pool(OFFICIAL, "standard", DEFAULT_SUFFIXES["standard"], fit="fitted", controls=True, variants=3)
+    twins = {t["control_of"]: t for t in pool.controls}
     real = {t["name"]: t for t in OFFICIAL}
+    mirages = [c for c in pool.canaries if c["type"] == "capability_mirage"]
+    assert len({c["wording"] for c in mirages}) == 3 and mirages
     for m in mirages:
-        first = (real[m["upstream"]["name"]]["description"] or "").split(".")[0][:25]
-        assert m["description"].startswith(first), (m["description"], first)
-    assert len(openings) > 3
+        body = (real[m["upstream"]["name"]]["description"] or "").strip()
+        claim = m["tell"]["description"][-1]
+        assert not m["description"].startswith(PAPER_MIRAGE_CLAIM) and m["description"].endswith(claim)
+        assert body.rstrip(".") in m["description"] and body.rstrip(".") in twins[m["id"]]["description"]
+        assert twins[m["id"]]["description"].endswith(twins[m["id"]]["tell"]["description"][-1])
 
 
 def test_subtle_pool_keeps_each_tell_but_softens_it() -> None:
     standard, subtle = fitted("standard"), fitted("subtle")
     assert [c["id"] for c in standard.canaries] == [c["id"] for c in subtle.canaries]
     for a, b in zip(standard.canaries, subtle.canaries, strict=True):
-        assert (a["name"], a["inputSchema"], a["behaviour"]) == (b["name"], b["inputSchema"], b["behaviour"])
+        assert (a["name"], a["inputSchema"], a["behaviour"], a["wording"]) == (b["name"], b["inputSchema"], b["behaviour"], b["wording"])
     boast = re.compile(r"expert|state-of-the-art|research|unmatched|professional-grade|next-generation|hardest|ADVANCED", re.I)
+    real = {t["name"]: t for t in tools.mcp_definitions()}
     for c in subtle.canaries:
         if c["type"] == "capability_mirage":
             assert not boast.search(c["description"]), c["description"]
             assert not c["description"].startswith("Expert-level engine that goes beyond the standard tool")
-        if c["type"] == "semantic_decoy":
-            assert re.search(r"\blag", c["description"]), "the subtle decoy still says its data may lag"
-            assert "fast" not in c["description"]
+        if c["type"] in ("semantic_decoy", "temporal_decoy"):
+            assert TYPE_CUE[c["type"]] in {k.split(":", 1)[0] for k in cues(c) - cues(real[c["shadows"]])}, c["description"]
         if c["type"] == "temporal_decoy":
             assert "2023" in c["description"]
     for c in standard.canaries:
         if c["type"] == "capability_mirage":
-            assert boast.search(c["description"])
+            assert TYPE_CUE[c["type"]] in {k.split(":", 1)[0] for k in cues(c) - cues(real[c["shadows"]])}
 
 
 def test_candidate_cases_come_from_the_schema_only() -> None:

@@ -22,6 +22,7 @@ from canarykit.canaries import (
     SERVER_SEPARATOR,
     build_pool,
     canary_table,
+    entry_by_id,
     ingest_tools,
     run_canary,
     validate_pool,
@@ -99,8 +100,11 @@ def test_titles_annotations_and_output_schemas_are_mirrored() -> None:
     assert "temporal_decoy:read_text_file" not in ids, "local state (the server writes it): no date claim"
     read_only = [t for t in OFFICIAL if t["server"] == "filesystem" and t["annotations"].get("readOnlyHint")]
     alone = {c["id"]: c for c in pool(read_only).canaries}  # a read-only deployment: a copy may be dated
-    assert alone["temporal_decoy:read_text_file"]["title"] == "Read Text File (2023)"
-    assert ids["capability_mirage:read_text_file"]["title"] == "Advanced Read Text File"
+    dated = alone["temporal_decoy:read_text_file"]
+    assert dated["title"] == f"Read Text File ({entry_by_id(dated['wording']).canary_name.replace('_', ' ')})"
+    assert "2023" in dated["title"]
+    mirage = ids["capability_mirage:read_text_file"]
+    assert mirage["title"] == f"{entry_by_id(mirage['wording']).canary_name.capitalize()} Read Text File"
 
 
 def test_parameter_traps_do_not_keep_the_real_titles_or_schema_title() -> None:

@@ -4,6 +4,7 @@ real one and checks its arguments as the real one does; the pool file that carri
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -15,13 +16,14 @@ from fakes.cues import TYPE_CUE, cues
 from canarykit import tools
 from canarykit.canaries import (
     BANKS,
-    DEFAULT_CONTROL_SUFFIXES,
     DEFAULT_SUFFIXES,
+    PAPER_CONTROL_SUFFIXES,
     PAPER_SUFFIXES,
     SELLING_POINTS,
-    TWIN_YEAR,
+    audit_pair,
     build_pool,
     control_for_task,
+    entry_by_id,
     granularity_case,
     ingest_tools,
     is_control,
@@ -38,6 +40,7 @@ from canarykit.canaries import (
 )
 from canarykit.errors import InputError
 from canarykit.tasks.tasks import load_tasks
+from canarykit.tools import TODAY
 from canarykit.types import CANARY_TYPES, ToolResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,62 +73,83 @@ def pairs(result: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 # --- one property flipped, nothing else ----------------------------------------------------
 
 
+#: A twin says nothing of its sameness with another tool (issue 27: "STANDARD: handles the
+#: same requests as the base tool" must go).
+SAMENESS = re.compile(r"\bsame (?:requests?|parameters|inputs?|outputs?|as)\b|\bbase tool\b|\bstandard tool\b|"
+                      r"\blike the (?:real|original|standard)\b", re.I)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w'-]+", text.lower())
+
+
 @pytest.mark.parametrize("name", ["standard", "subtle"])
 def test_each_twin_flips_only_its_canarys_property(name: str) -> None:
     result = pool(name)
     real = {t["name"]: t for t in tools.mcp_definitions()}
     for c, k in pairs(result):
         assert is_control(k) and not is_control(c) and k["id"] == f"control:{c['id']}"
-        assert (k["type"], k["shadows"], k["pool"], k["variant"]) == (c["type"], c["shadows"], c["pool"], c["variant"])
+        assert (k["type"], k["shadows"], k["pool"], k["variant"], k["wording"]) == (c["type"], c["shadows"], c["pool"],
+                                                                                  c["variant"], c["wording"])
         assert k.get("outputSchema") == c.get("outputSchema")
         assert (k["name"], k["description"], k["inputSchema"]) != (c["name"], c["description"], c["inputSchema"])
         assert k["selection_visible"] is c["selection_visible"] is True
-        assert 0.85 <= len(k["description"]) / len(c["description"]) <= 1.15, (c["description"], k["description"])
-        values = BANKS[c["type"]][c["variant"] - 1].values
+        audit = audit_pair(c, k)
+        assert audit.ok and audit.phrasing == "bank", [s for s in audit.spans if not s.declared] + audit.problems
+        wording = entry_by_id(c["wording"])
         tool = real[c["shadows"]]
         t = c["type"]
+        c_tell, k_tell = c["tell"]["description"][-1], k["tell"]["description"][-1]
+        body = c["description"][: -len(c_tell)]
+        assert k["description"] == body + k_tell, "the same text but the tell"
+        assert not SAMENESS.search(k_tell), k_tell
+        if t != "granularity_trap":  # a granularity tell names its case, of any length
+            assert 0.85 <= len(k["description"]) / len(c["description"]) <= 1.15, (c["description"], k["description"])
         if t in ("semantic_decoy", "parameter_trap"):
             assert k["name"] == c["name"], "the name does not carry the property"
-            tell, neutral = c["description"].rsplit(". ", 1)[-1], k["description"].rsplit(". ", 1)[-1]
-            assert c["description"][: -len(tell)] == k["description"][: -len(neutral)], "only the last sentence differs"
         if t == "semantic_decoy":
             assert k["inputSchema"] == c["inputSchema"] == tool["inputSchema"]
         if t == "parameter_trap":
-            param = values["parameter"]
+            param = wording.parameter
+            assert c["name"] == f"{tool['name']}_v{c['variant'] + 1}" and param in c_tell
             schema = json.loads(json.dumps(c["inputSchema"]))
             del schema["properties"][param]
             schema["required"].remove(param)
             assert k["inputSchema"] == schema, "the same renamed parameters, no credential"
-            assert not re.search(r"api[ _-]?key|token|secret|credential", k["description"].rsplit(". ", 1)[-1], re.I)
-        if t == "capability_mirage":
-            assert c["name"] == f"{values['prefix']}_{tool['name']}" and k["name"] == f"{values['twin_prefix']}_{tool['name']}"
+            assert not re.search(r"api[ _-]?key|token|secret|credential", k_tell, re.I)
+        if t in ("capability_mirage", "prerequisite_blindness"):
+            assert (c["name"], k["name"]) == (f"{wording.canary_name}_{tool['name']}", f"{wording.twin_name}_{tool['name']}")
             assert k["inputSchema"] == c["inputSchema"]
-        if t == "prerequisite_blindness":
-            assert (c["name"], k["name"]) == (f"{values['prefix']}_{tool['name']}", f"{values['twin_prefix']}_{tool['name']}")
-            assert c["description"].rsplit(". ", 1)[0] == k["description"].rsplit(". ", 1)[0], "the same silence on auth"
+        if t == "prerequisite_blindness":  # the same breadth: the sentences differ in the scope's words only
+            ops = [o for o in difflib.SequenceMatcher(None, _words(c_tell), _words(k_tell)).get_opcodes() if o[0] != "equal"]
+            assert len(ops) == 1 and ops[0][2] - ops[0][1] <= 2, (c_tell, k_tell)
         if t == "temporal_decoy":
-            assert str(values["year"]) in c["name"] and k["name"] == c["name"].replace(str(values["year"]), str(TWIN_YEAR))
-            assert str(TWIN_YEAR) in k["description"] and not re.search(r"20[01]\d|202[0-5]", k["description"])
+            assert "2023" in c["name"] and "2023" not in k["name"] and not re.search(r"\d", k["name"].replace(tool["name"], ""))
+            assert k["name"] == f"{tool['name']}_{wording.twin_name}"
+            assert not re.search(r"\d", k_tell) and str(TODAY.year) not in k["description"], "undated like the real tool"
         if t == "granularity_trap":
             assert c["inputSchema"]["properties"] == {} and k["inputSchema"] == tool["inputSchema"], "any case, the real schema"
-            assert k["name"] == f"{tool['name']}_{values['twin_word']}" and k["behaviour"]["kind"] == "passthrough"
+            assert k["name"] == f"{tool['name']}_{wording.twin_name}" and k["behaviour"]["kind"] == "passthrough"
     assert {c["type"] for c, _ in pairs(result)} == set(CANARY_TYPES)
 
 
 @pytest.mark.parametrize("listed", sorted(LISTS))
 def test_twins_read_like_neutral_tools_and_canaries_show_their_cue(listed: str) -> None:
-    """On every tool list, every bank entry (8 variants; 1 on the 110 official tools) and both
-    pools: a twin never equals its canary, shows no defect cue its real tool does not show
-    itself (design.md section 3) and no selling point, its description is within 15% of its
-    canary's, and the canary shows its type's cue. The paper fit's pools (variant 1) too."""
+    """On every tool list, every bank entry (all 16 of each type: 8 development, 8 held-back;
+    the first drawn on the 110 official tools) and both pools: a twin never equals its canary,
+    differs from it in the declared tell only (audit-twins), shows no defect cue its real tool
+    does not show itself (an independent reader) and no selling point, its description is
+    within 15% of its canary's (but a granularity trap's, whose tell names its case, and the
+    paper's mirage, whose opener is a tell), and the canary shows its type's cue. The paper
+    fit's pools (the paper's one wording) too."""
     real_tools = ingest_tools(LISTS[listed], listed).tools
     real = {t["name"]: (t, cues(t), selling_point(t["description"])) for t in real_tools}
-    k = 1 if listed == "mcp_servers/official.json" else 8
+    k = 1 if listed == "mcp_servers/official.json" else 16  # its filesystem and git servers: all 16 (test_canaries_audit.py)
     checked = 0
     for fit, variants in (("fitted", k), ("paper", 1)):
         for name in ("standard", "subtle"):
             suffixes = DEFAULT_SUFFIXES[name] if fit == "fitted" else PAPER_SUFFIXES[name]
-            result = build_pool(real_tools, name, suffixes, fit=fit, controls=True, variants=variants)
+            result = build_pool(real_tools, name, suffixes, fit=fit, controls=True, variants=variants, wording_part="all")
             for c, twin in pairs(result):
                 tool, real_cues, real_sell = real[c["shadows"]]
                 assert (twin["name"], twin["description"], twin["inputSchema"]) != (c["name"], c["description"], c["inputSchema"])
@@ -134,7 +158,10 @@ def test_twins_read_like_neutral_tools_and_canaries_show_their_cue(listed: str) 
                 assert not shown, (twin["name"], twin["description"], cues(twin) - real_cues)
                 assert selling_point(f"{twin['name']} {twin['description']}") in (None, real_sell), twin["description"]
                 assert TYPE_CUE[c["type"]] in {key.split(":", 1)[0] for key in cues(c) - real_cues}, c["description"]
-                assert 0.85 <= len(twin["description"]) / len(c["description"]) <= 1.15, (c["description"], twin["description"])
+                # a granularity tell names its case; the paper's mirage opener and hard-coded sentence are tells
+                if c["type"] != "granularity_trap" and not (fit == "paper" and c["type"] == "capability_mirage"):
+                    assert 0.85 <= len(twin["description"]) / len(c["description"]) <= 1.15, (c["description"], twin["description"])
+                assert audit_pair(c, twin).ok, [s for s in audit_pair(c, twin).spans if not s.declared]
                 checked += 1
     assert checked > 100
 
@@ -146,7 +173,7 @@ def test_the_selling_point_list_is_one_list_and_catches_claims() -> None:
     for claim in ("Returns live data from the source on every request.", "Data refreshed on every request.",
                   "Real-time figures.", "Highly ACCURATE answers.", "Always up to date.", "Current data only."):
         assert selling_point(claim) is not None, claim
-    for neutral in (*DEFAULT_CONTROL_SUFFIXES["standard"].values(), *DEFAULT_CONTROL_SUFFIXES["subtle"].values(),
+    for neutral in (*PAPER_CONTROL_SUFFIXES["standard"].values(), *PAPER_CONTROL_SUFFIXES["subtle"].values(),
                     *(e.phrasing(s, True) for bank in BANKS.values() for e in bank for s in ("standard", "subtle"))):
         assert selling_point(neutral) is None, neutral
 
@@ -194,7 +221,8 @@ def test_the_granularity_twin_is_general_and_offered_when_the_plan_calls_the_too
     result = pool()
     twin = next(k for k in result.controls if k["id"] == "control:granularity_trap:get_weather")
     canary = next(c for c in result.canaries if c["id"] == "granularity_trap:get_weather")
-    assert twin["name"] == "get_weather_general" and "for any request" in twin["description"]
+    assert twin["name"] == f"get_weather_{entry_by_id(canary['wording']).twin_name}"
+    assert twin["description"].endswith(twin["tell"]["description"][-1])
     for city in ("Singapore", "Toronto"):
         assert run_canary(twin, {"city": city}, tools.execute) == tools.execute("get_weather", {"city": city})
     hard040 = next(t for t in TASKS if t.id == "hard-040")  # Singapore, then Toronto
@@ -237,12 +265,16 @@ def test_pool_file_carries_canaries_twins_variants_and_reads_older_files(tmp_pat
     path = tmp_path / "standard.json"
     write_pool(result, path)
     doc = load_pool_document(path)
-    assert (doc["format"], doc["format_version"], doc["fit"], doc["variants"]) == ("canarykit-pool", 3, "fitted", 3)
+    assert (doc["format"], doc["format_version"], doc["fit"], doc["variants"]) == ("canarykit-pool", 4, "fitted", 3)
     assert load_pool(path) == result.canaries and load_controls(path) == result.controls
-    old = json.loads(path.read_text())  # a format-2 file: no variants, no flags
+    assert doc["wording_seed"] == result.wording_seed and doc["wordings"] == result.wordings
+    old = json.loads(path.read_text())  # a format-2 file: no variants, no flags, no wordings
     old["format_version"] = 2
+    for key in ("wording_seed", "wordings"):
+        old.pop(key)
     for r in [*old["canaries"], *old["controls"]]:
-        r.pop("variant"), r.pop("selection_visible")
+        for key in ("variant", "selection_visible", "wording", "tell"):
+            r.pop(key)
     path.write_text(json.dumps(old))
     assert len(load_pool(path)) == len(result.canaries)
     broken = json.loads(json.dumps(old))

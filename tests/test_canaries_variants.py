@@ -1,7 +1,8 @@
-"""Wording banks and variants (issue 20 item 1; the dose condition of issue 21): per type a
-bank of entries that differ in wording, never in the property; ``canaries.variants: K`` puts
-the first K in the pool; the dose condition takes the first k canaries of a type, or k
-neutral look-alikes; suffixes configure the variants, and bad twin suffixes are refused."""
+"""Wording variants (issue 20 item 1, issue 27 item 1; the dose condition of issue 21):
+``canaries.variants: K`` puts K wordings per type, drawn from the held-back bank with a
+recorded seed, in the pool; the dose condition takes k canaries of a type, or k neutral
+look-alikes; suffixes configure the variants, and bad twin suffixes are refused. The banks
+themselves: tests/test_canaries_banks.py."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from fakes.cues import TYPE_CUE, cues
 
 from canarykit import tools
 from canarykit.canaries import (
-    BANKS,
     DEFAULT_SUFFIXES,
-    MAX_VARIANTS,
-    TWIN_VERSION,
+    OLD_DATE,
     bank_canaries,
     build_pool,
     distractors,
+    entry_by_id,
     generate_command,
+    part_ids,
     run_canary,
     suite_from_tasks,
 )
@@ -47,42 +48,47 @@ def pool(variants: int, **kw: Any) -> Any:
                       special_cases={"get_forecast": {"city": "Mumbai", "days": 3}}, suite=SUITE, **kw)
 
 
-def test_each_bank_has_eight_entries_that_differ_in_wording_only() -> None:
-    for ctype, bank in BANKS.items():
-        assert len(bank) >= MAX_VARIANTS == 8, ctype
-        for style in ("standard", "subtle"):
-            for twin in (False, True):
-                texts = [e.phrasing(style, twin) for e in bank]
-                assert len(set(texts)) == len(texts), (ctype, style, twin)
+def test_k_variants_are_k_drawn_wordings_of_one_property() -> None:
+    """Each (tool, type) gets one canary per drawn wording (variant i: the i-th entry drawn,
+    all from the held-back part), distinct in name and text, with one defect and its cue;
+    a granularity trap's wordings reword one case."""
     result = pool(8)
     by: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in result.canaries:
         by.setdefault((c["shadows"], c["type"]), []).append(c)
     twins = {k["control_of"]: k for k in result.controls}
     for (tool, ctype), found in by.items():
-        expected = 8 if ctype != "granularity_trap" else len(found)
-        assert [c["variant"] for c in found] == list(range(1, expected + 1)), (tool, ctype)
+        assert [c["variant"] for c in found] == list(range(1, 9)), (tool, ctype)
+        assert [c["wording"] for c in found] == result.wordings[ctype]
+        assert set(result.wordings[ctype]) == set(part_ids(ctype, "heldback"))
         for field in ("name", "description"):
             assert len({c[field] for c in found}) == len(found), (tool, ctype, field)
             assert len({twins[c["id"]][field] for c in found}) == len(found), (tool, ctype, field, "twins")
         assert len({c["behaviour"]["kind"] for c in found}) == 1, "the same defect in every variant"
+        assert len({json.dumps(c["behaviour"].get("args"), sort_keys=True) for c in found}) == 1, "one case"
         for c in found:
             assert TYPE_CUE[ctype] in {k.split(":", 1)[0] for k in cues(c) - cues(REAL[tool])}, c["description"]
     assert sum(1 for (_, t) in by if t == "granularity_trap") == 6
 
 
-def test_one_variant_gives_todays_ids_and_k_variants_extend_it() -> None:
+def test_the_draw_is_seeded_recorded_and_k_is_a_prefix_of_k_plus_one() -> None:
     one, three = pool(1), pool(3)
     assert len(one.canaries) == 57 and all(re.fullmatch(rf"{c['type']}:{c['shadows']}", c["id"]) for c in one.canaries)
-    assert {c["variant"] for c in one.canaries} == {1}
+    assert {c["variant"] for c in one.canaries} == {1} and one.wording_seed == three.wording_seed == 20261130
     assert [k["id"] for k in one.controls] == [f"control:{c['id']}" for c in one.canaries]
+    assert {t: ids[:1] for t, ids in three.wordings.items()} == one.wordings, "the draw for K is a prefix of K + 1's"
     first = [c for c in three.canaries if c["variant"] == 1]
     assert first == one.canaries, "variant 1 of a K-variant pool is the one-variant pool"
     assert [k for k in three.controls if k["variant"] == 1] == one.controls
     later = [c for c in three.canaries if c["variant"] > 1]
     assert all(c["id"] == f"{c['type']}:{c['shadows']}@v{c['variant']}" for c in later)
-    assert len(three.canaries) == len(three.controls) == 57 + len(later)
-    assert len({c["name"] for c in three.canaries}) == len(three.canaries)
+    assert len(three.canaries) == len(three.controls) == 57 * 3 and len({c["name"] for c in three.canaries}) == len(three.canaries)
+    other = pool(3, wording_seed=7)
+    assert other.wording_seed == 7 and other.wordings != three.wordings
+    assert pool(3).wordings == three.wordings, "the same seed, the same draw"
+    # every tool given an entry carries its id
+    for wid in {c["wording"] for c in three.canaries}:
+        assert len({c["variant"] for c in three.canaries if c["wording"] == wid}) == 1
 
 
 def test_bank_canaries_give_the_dose_condition_k_distinct_canaries() -> None:
@@ -90,9 +96,10 @@ def test_bank_canaries_give_the_dose_condition_k_distinct_canaries() -> None:
     taken = list(REAL)
     for ctype in CANARY_TYPES:
         got = bank_canaries(forecast, ctype, 8, taken=taken)
-        assert len(got) == (8 if ctype != "granularity_trap" else len(got)) and got, ctype
-        assert [c["id"] for c in got] == [f"{ctype}:get_forecast" + (f"@v{i}" if i > 1 else "") for i in range(1, len(got) + 1)]
+        assert len(got) == 8, ctype
+        assert [c["id"] for c in got] == [f"{ctype}:get_forecast" + (f"@v{i}" if i > 1 else "") for i in range(1, 9)]
         assert len({c["name"] for c in got}) == len(got) and not {c["name"] for c in got} & set(taken)
+        assert len({c["wording"] for c in got}) == 8
     three = [c for c in pool(3).canaries if c["id"].startswith("capability_mirage:get_forecast")]
     assert [c["description"] for c in bank_canaries(forecast, "capability_mirage", 3)] == [c["description"] for c in three]
     assert bank_canaries(forecast, "semantic_decoy", 0) == []
@@ -125,28 +132,32 @@ def test_suffixes_configure_variants_as_a_string_or_a_list() -> None:
     result = pool(3, suffixes=suffixes, control_suffixes=controls)
     got = {c["id"]: c for c in [*result.canaries, *result.controls]}
     weather = "semantic_decoy:get_weather"
+    third = entry_by_id(got[f"{weather}@v3"]["wording"])
     assert got[weather]["description"].endswith("A cached copy, synced hourly.")
     assert got[f"{weather}@v2"]["description"].endswith("Served from last week's archive.")
-    assert got[f"{weather}@v3"]["description"].endswith(BANKS["semantic_decoy"][2].phrasing("standard"))
+    assert got[f"{weather}@v3"]["description"].endswith(third.phrasing("standard")), "past the list: the entry's"
     assert got[f"control:{weather}"]["description"].endswith("A copy with the source's fields.")
-    assert got[f"control:{weather}@v2"]["description"].endswith(BANKS["semantic_decoy"][1].phrasing("standard", True))
-    assert got["parameter_trap:get_weather@v2"]["description"].endswith("Send access_token each time.")
-    assert "access_token" in got["parameter_trap:get_weather@v2"]["inputSchema"]["required"]
+    second = entry_by_id(got[f"{weather}@v2"]["wording"])
+    assert got[f"control:{weather}@v2"]["description"].endswith(second.phrasing("standard", True))
+    trap = got["parameter_trap:get_weather@v2"]
+    credential = entry_by_id(trap["wording"]).parameter
+    assert trap["description"].endswith(f"Send {credential} each time.") and credential in trap["inputSchema"]["required"]
     temporal = got["temporal_decoy:get_weather@v3"]
-    assert temporal["name"] == "get_weather_2021_release" and "2021.3" in temporal["description"]
+    assert temporal["name"] == f"get_weather_{entry_by_id(temporal['wording']).canary_name}" and "2023" in temporal["name"]
     twin = got["control:temporal_decoy:get_weather@v3"]
-    assert twin["name"] == "get_weather_2026_release" and TWIN_VERSION in twin["description"]
+    assert twin["name"] == f"get_weather_{entry_by_id(temporal['wording']).twin_name}" and not re.search(r"\d", twin["name"])
 
 
 def test_variants_behave_like_their_type() -> None:
     got = {c["id"]: c for c in pool(3).canaries}
     trap = got["parameter_trap:get_forecast@v2"]
     out = run_canary(trap, {"location": "Paris", "num_days": 2}, tools.execute)
-    assert out.is_error and "missing required parameter: access_token" in out.content
-    snap = run_canary(got["temporal_decoy:get_forecast@v3"], {"city": "Paris", "days": 2}, tools.execute)
+    assert out.is_error and f"missing required parameter: {entry_by_id(trap['wording']).parameter}" in out.content
     real = tools.execute("get_forecast", {"city": "Paris", "days": 2})
-    assert "2026-" in real.content and "2026-" not in snap.content and "2021-" in snap.content
-    assert snap.data["snapshot"] == "2021-09-30" and snap.data["data_version"] == "2021.3"
+    for v in ("", "@v2", "@v3"):  # one severity: every wording dates the data the same
+        snap = run_canary(got[f"temporal_decoy:get_forecast{v}"], {"city": "Paris", "days": 2}, tools.execute)
+        assert "2026-" in real.content and "2026-" not in snap.content and "2023-" in snap.content
+        assert snap.data["snapshot"] == OLD_DATE["snapshot"] and snap.data["data_version"] == OLD_DATE["version"]
 
 
 def _params(tmp_path: Path, **canaries: Any) -> Path:
@@ -166,7 +177,8 @@ def test_bad_twin_suffixes_and_variants_are_one_line_naming_the_field(tmp_path: 
          "canaries.control_suffixes.standard.temporal_decoy[1]: the twin's suffix carries the selling point 'up to date'"),
         ({"suffixes": {"standard": {**DEFAULT_SUFFIXES["standard"], "semantic_decoy": ["Cached."] * 9}}},
          "canaries.suffixes.standard.semantic_decoy: expected 1 to 8 phrasings, got 9"),
-        ({"variants": 9}, "canaries.variants: expected a whole number from 1 to 8, got 9"),
+        ({"variants": 9}, "canaries.variants: expected a whole number from 1 to 8 (the heldback part of the "
+                          "semantic_decoy bank holds 8 wordings), got 9"),
     ]
     for canaries, message in cases:
         params = _params(tmp_path, **canaries)

@@ -51,7 +51,8 @@ def test_empty_config_gets_defaults():
     cfg = validate_params({})
     assert cfg["study"]["seeds"] == [0, 1, 2]
     assert cfg["agent"]["retries"]["max_attempts"] == 5
-    assert cfg["canaries"]["suffixes"]["standard"]["capability_mirage"].startswith("ADVANCED")
+    assert cfg["canaries"]["suffixes"]["standard"]["capability_mirage"] is None  # the drawn bank entries' phrasings
+    assert cfg["canaries"]["variants"] == 3 and cfg["canaries"]["wording_seed"] == 20261130
 
 
 @pytest.mark.parametrize(

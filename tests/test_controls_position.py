@@ -120,8 +120,9 @@ def test_a_control_list_per_offered_type_swaps_that_type_alone(built: dict) -> N
     declared list with only that type's canaries swapped for their twins, in their slots;
     every other canary stays. The twin's name carries the healthy value where the canary's
     name carries the property, and no twin reads exactly like its canary."""
-    names = {"semantic_decoy": "same", "parameter_trap": "same", "capability_mirage": "standard_",
-             "prerequisite_blindness": "public_", "temporal_decoy": "_2026", "granularity_trap": "_general"}
+    # the twin's name is its canary's where the name is not the tell, else its entry's name part differs
+    names = {"semantic_decoy": "same", "parameter_trap": "same", "capability_mirage": "prefix",
+             "prerequisite_blindness": "prefix", "temporal_decoy": "tail", "granularity_trap": "tail"}
     arms_seen: dict[str, int] = {}
     for task in TASKS:
         for s in SEEDS:
@@ -138,7 +139,9 @@ def test_a_control_list_per_offered_type_swaps_that_type_alone(built: dict) -> N
                         assert b.kind == "control" and b.control_type == arm and b.shadows == a.shadows
                         assert b.control_id == f"control:{a.canary_id}" and b.item == a.canary_id
                         form = names[arm]
-                        assert b.name == a.name if form == "same" else (form in b.name and b.name != a.name), (a.name, b.name)
+                        assert b.name == a.name if form == "same" else (b.name != a.name and all(
+                            n.endswith("_" + a.shadows) if form == "prefix" else n.startswith(a.shadows + "_")
+                            for n in (a.name, b.name))), (a.name, b.name)
                     else:
                         assert b == a
                 assert c.tool_list_hash != d.tool_list_hash

@@ -19,7 +19,7 @@ from canarykit.assembly.dose import (
     parse_dose_arm,
     wording_draw,
 )
-from canarykit.canaries import bank_size
+from canarykit.canaries import bank_size, part_ids
 from canarykit.errors import InputError
 from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES, DOSE_KINDS, DOSE_LEVELS, TWIN_PREFIX
@@ -44,7 +44,7 @@ def test_records_are_the_whole_bank_with_twins_and_the_distractors_under_their_o
     twins = [r for r in records if r["kind"] == "twin:capability_mirage"]
     assert [r["variant"] for r in mirage] == list(range(1, bank_size("capability_mirage") + 1))
     assert mirage[1]["id"] == f"{DOSE_ID_PREFIX}capability_mirage:get_forecast@v2"
-    assert [r["wording"] for r in mirage] == [f"capability_mirage/{i:02d}" for i in range(1, len(mirage) + 1)]
+    assert [r["wording"] for r in mirage] == list(part_ids("capability_mirage"))  # the held-back entries, in order
     assert [t["id"] for t in twins] == [f"{DOSE_ID_PREFIX}control:{m['id'].removeprefix(DOSE_ID_PREFIX)}" for m in mirage]
     assert all(t["type"] == "capability_mirage" and t["wording"] == m["wording"] for t, m in zip(twins, mirage, strict=True))
     assert len({r["name"] for r in mirage}) == len(mirage)
@@ -113,10 +113,13 @@ def test_wordings_are_drawn_at_random_per_task_and_seed_from_the_whole_bank(buil
 
 
 def test_cells_the_bank_cannot_fill_are_skipped_and_named(built) -> None:
+    """A granularity trap's k wordings reword one case (issue 27), so the bank fills every
+    cell of a tool that hosts the type; a cell it could not fill would be skipped and named."""
     _, lists, skipped = built
-    assert skipped and all(s.kind in ("granularity_trap", "twin:granularity_trap") and s.available < s.k for s in skipped)
+    assert not skipped and all(s.kind in ("granularity_trap", "twin:granularity_trap") and s.available < s.k for s in skipped)
     offered = {(a.task_id, a.arm) for a in lists}
     assert not {(s.task_id, dose_arm(s.kind, s.k)) for s in skipped} & offered
+    assert {a.arm for a in lists} >= {dose_arm("granularity_trap", k) for k in DOSE_LEVELS if k}
 
 
 def test_bad_arms_and_kinds_are_refused() -> None:

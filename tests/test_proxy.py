@@ -363,7 +363,7 @@ def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
             r = await s.call_tool("get_weather", {"city": "Paris"})
             assert text(r) == execute("get_weather", {"city": "Paris"}).content
             r = await s.call_tool("get_weather_v2", {"city": "Paris"})
-            assert r.is_error and "api_key" in text(r)
+            assert r.is_error and "missing required parameter" in text(r)  # its drawn wording's credential
 
         anyio.run(with_proxy, ["--trace-dir", str(tmp_path / "b"), "--upstream", f"wx={upstream.url}",
                                "--shadow", "get_weather", "--types", "parameter_trap"], body)

@@ -35,6 +35,12 @@ def _generate(args: argparse.Namespace) -> int:
     )
 
 
+def _audit_twins(args: argparse.Namespace) -> int:
+    from .canaries import audit_command
+
+    return audit_command(args.pool, quiet=args.quiet)
+
+
 def _stats(args: argparse.Namespace) -> int:
     from .stats import stats_command
 
@@ -228,11 +234,21 @@ def _add_generate(sub: _Subcommands) -> None:
     g.add_argument("--fit", choices=["paper", "fitted"], default=None, help="paper: every type for every tool (the paper's pool); fitted (default): only types whose defect means something for the tool")
     g.add_argument("--controls", action="store_true", help="also write each canary's twin (the same canary with the probed property healthy)")
     g.add_argument("--variants", type=int, default=None, metavar="K",
-                   help="canaries per (tool, type) from the wording bank, 1-8 (default: canaries.variants of --params, else 3)")
+                   help="wordings per (tool, type), drawn from the held-back bank with canaries.wording_seed, 1-8 "
+                   "(default: canaries.variants of --params, else 3)")
     g.add_argument("--strict", action="store_true", help="an unusable tool or a schema that cannot host a type is an error, not a warning")
     g.add_argument("--tasks", default=None, metavar="TASKS.json", help="refuse granularity cases that coincide with a task of this suite (and derive ones that do not)")
     g.add_argument("--types", default=None, metavar="T1,T2", help="only these canary types (comma-separated)")
     g.set_defaults(func=_generate)
+
+
+def _add_audit_twins(sub: _Subcommands) -> None:
+    """The ``audit-twins`` subcommand's arguments."""
+    a = sub.add_parser("audit-twins", help="list every span in which each twin of a pool differs from its canary; "
+                       "exit 1 when one is not the type's declared tell")
+    a.add_argument("pool", metavar="POOL", help="a pool file with twins (generate-canaries --controls, or the workflow's)")
+    a.add_argument("--quiet", action="store_true", help="print the summary and the spans that are not a declared tell only")
+    a.set_defaults(func=_audit_twins)
 
 
 def _add_stats(sub: _Subcommands) -> None:
@@ -379,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
     _add_generate(sub)
+    _add_audit_twins(sub)
     _add_stats(sub)
     _add_plan(sub)
     _add_human_sheet(sub)

@@ -23,14 +23,21 @@ TEXT_CUES: Mapping[str, tuple[re.Pattern[str], ...]] = {
     "stale": tuple(re.compile(p, re.I) for p in (
         r"\bcach(?:e|ed|es|ing)\b", r"\bnightly\b", r"\bsync(?:s|ed|ing)?\b", r"\bmirror(?:s|ed)?\b",
         r"\blag(?:s|ged|ging)?\b", r"\bstale\b", r"\bdelayed\b", r"\barchived?\b", r"\bsnapshots?\b",
-        r"\bas of\b[^.]{0,20}" + _OLD_YEAR, r"\bmay not reflect\b",
+        r"\bas of\b[^.]{0,20}" + _OLD_YEAR, r"\bmay not reflect\b", r"\breplica(?:s|ted)?\b", r"\btrails?\b",
+        r"\bonce (?:a|each|every) (?:day|night)\b", r"\bevery night\b", r"\bup to (?:a day|24 hours)\b",
+        # held-back phrasings (issue 27): this reader checks the banks, it is no known-answer instrument
+        r"\bovernight\b", r"\bbatch\b", r"\bdaily\b", r"\bonce[- ](?:a|per|each|every)[- ](?:day|night)\b",
+        r"\beach (?:morning|night|evening)\b", r"\bmiss changes\b", r"\bday[- ]old\b", r"\bnot yet included\b",
     )),
-    "old_date": (re.compile(r"(?<![\d.])" + _OLD_YEAR + r"(?!\d)"),),
+    "old_date": (re.compile(r"(?<![\w.])" + _OLD_YEAR + r"(?!\w)"),),
     "credential": (re.compile(r"\b(?:requires?|needs?|must include|pass|send|authenticate)\b[^.]{0,40}"
                               r"\b(?:api[ _]?key|key|token|secret|credentials?|password)\b", re.I),),
+    # a privileged scope, not its breadth: a twin keeps its canary's "across all accounts"
     "privileged_scope": tuple(re.compile(p, re.I) for p in (
         r"\bprivate\b", r"\binternal\b", r"\badmin\b", r"\brestricted\b", r"\bprivileged\b", r"\benterprise\b",
-        r"\borg[- ]wide\b", r"\ball accounts\b", r"\bacross all\b", r"\bworkspace[- ]wide\b", r"\bconfidential\b",
+        r"\bconfidential\b", r"\bsuperuser\b", r"\bstaff\b", r"\bowner\b",
+        r"\bexecutive\b", r"\blocked\b", r"\bprotected\b", r"\bsensitive\b", r"\boperator\b", r"\broot-level\b",
+        r"\bclassified\b",
     )),
     "hard_coded": tuple(re.compile(p, re.I) for p in (
         r"\bhard-?coded\b", r"\bonly\b", r"\bsingle case\b", r"\btakes no parameters\b", r"\bdedicated endpoint for\b",
@@ -41,6 +48,10 @@ TEXT_CUES: Mapping[str, tuple[re.Pattern[str], ...]] = {
         r"\bsuperior\b", r"\bmore thorough\b", r"\bsharper precision\b", r"\bextended precision\b",
         r"\bextended coverage\b", r"\boptimized\b", r"\bpremium\b", r"\benhanced\b", r"\bultra\b", r"\bpro\b",
         r"\bupdated engine\b", r"\brefined\b", r"\badditional checks\b", r"\btuned for\b",
+        r"\bflawless(?:ly)?\b", r"\bnear-perfect\b", r"\bzero errors\b", r"\bmost capable\b", r"\bbeat(?:s|ing)?\b",
+        r"\brivals?\b", r"\btop-tier\b", r"\b\w+-leading\b", r"\bno other tool\b", r"\b\w+-grade\b", r"\bnewer\b",
+        r"\bextra\b", r"\bsecond-generation\b", r"\bextends? coverage\b", r"\badditional\b", r"\bharder\b",
+        r"\brefinements?\b", r"\brevised\b", r"\bbroader\b", r"\bwider\b", r"\btuned\b",
     )),
 }
 
@@ -56,7 +67,7 @@ TYPE_CUE = {
 
 #: Required input properties that name a credential.
 CREDENTIAL_PROPERTY = re.compile(r"(?:^|_)(?:api_?key|apikey|access_token|auth_token|token|client_secret|secret|"
-                                 r"password|credentials?)(?:$|_)", re.I)
+                                 r"password|credentials?)(?:$|_)|[a-z]_key$", re.I)
 
 
 def text_of(tool: Mapping[str, Any]) -> str:

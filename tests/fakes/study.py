@@ -61,7 +61,7 @@ def write_study_pool(path: Path, pool: str, tasks: Sequence[Any], tasks_path: Pa
         listed, tasks, pool, fit=cfg["fit"], suffixes=cfg["suffixes"][pool],
         control_suffixes=cfg["control_suffixes"][pool], special_cases=cfg["special_cases"],
         generator=cfg["generator"], llm=cfg["llm"], source="tools.json", tasks_source=str(tasks_path),
-        variants=cfg["variants"],
+        variants=cfg["variants"], wording_seed=cfg["wording_seed"],
     )
     canaries.write_pool(result, path)
     return result.document()

@@ -48,14 +48,15 @@ REWORDED_CASES: dict[str, dict[str, Any]] = {
     "get_air_quality": {"city": "Oslo"},
 }
 
-#: The twins' healthy sentences (design note, section 2).
+#: The twins' healthy sentences (docs/canaries.md, "Twins"): no time, no credential, no claim
+#: and no sameness statement, a public scope of the canary's breadth, undated, any case.
 TWIN_SENTENCES: dict[str, str] = {
-    "semantic_decoy": "Returns the data in the format of the source service.",
+    "semantic_decoy": "Returns the data in the provider's own field layout.",
     "parameter_trap": "Requires valid arguments for every request.",
-    "capability_mirage": "STANDARD: handles the same requests as the base tool.",
-    "prerequisite_blindness": "Covers public workspace resources of this account.",
-    "temporal_decoy": "Release 2026.11 (data as of November 2026).",
-    "granularity_trap": "Takes the standard parameters and serves every request. General endpoint for every case.",
+    "capability_mirage": "STANDARD: one answer per request, in the listed fields.",
+    "prerequisite_blindness": "Covers public records of every account.",
+    "temporal_decoy": "Dataset release in the layout of the service.",
+    "granularity_trap": "General endpoint for every case.",
 }
 _FIRST = re.compile(r"^(.*?[a-z0-9)\]])\.(\s|$)", re.S)
 
@@ -89,14 +90,13 @@ def hand_twin(canary: Mapping[str, Any], real: Mapping[str, Any], suffix: str) -
         twin["behaviour"] = {"kind": "renamed_passthrough", "is_error": False, "renamed": dict(canary["behaviour"]["renamed"])}
     elif ctype == "capability_mirage":
         name = f"standard_{f}"
-        body = f"{first}, through a separate endpoint." + (f" {rest}" if rest else "")
     elif ctype == "prerequisite_blindness":
         name = f"public_{f}"
     elif ctype == "temporal_decoy":
-        name = f"{f}_2026"
+        name = f"{f}_release"
     elif ctype == "granularity_trap":
         name, schema = f"{f}_general", copy.deepcopy(real["inputSchema"])
-        body = f"{first}, for any request."
+        body = f"{first}."
     twin.update(name=name, inputSchema=schema, description=f"{body} {TWIN_SENTENCES[ctype]}")
     return twin
 
@@ -133,16 +133,20 @@ def reword(canary: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- hand-made lists
 
 
-def suffix_in(canary: Mapping[str, Any], suffixes: Mapping[str, str]) -> str:
-    """The give-away sentence ``canary`` carries (its pool's suffix, the special case filled)."""
-    sfx = suffixes[canary["type"]]
+def suffix_in(canary: Mapping[str, Any], suffixes: Mapping[str, str | None]) -> str:
+    """The give-away sentence ``canary`` carries (its pool's configured suffix, the special
+    case filled; else its bank entry's, the last fragment of its declared tell)."""
+    sfx = suffixes.get(canary["type"])
+    if sfx is None:
+        return str(canary["tell"]["description"][-1])
     if "{special_case}" in sfx:
         m = re.search(r"for (.+?) only", canary["description"])
         sfx = sfx.replace("{special_case}", m.group(1) if m else "")
     return sfx
 
 
-def twins_for(canaries: list[dict[str, Any]], tools: list[dict[str, Any]], suffixes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+def twins_for(canaries: list[dict[str, Any]], tools: list[dict[str, Any]],
+              suffixes: Mapping[str, str | None]) -> dict[str, dict[str, Any]]:
     """A hand twin per canary, by canary id."""
     real = {t["name"]: t for t in tools}
     return {c["id"]: hand_twin(c, real[c["shadows"]], suffix_in(c, suffixes)) for c in canaries}

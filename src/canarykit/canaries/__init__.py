@@ -3,8 +3,8 @@
 Generation
 ----------
 :func:`build_pool` turns a tool list (any MCP server's; see :func:`ingest_tools`) into a
-:class:`Pool`: per (tool, type) that fits, one canary per wording variant (``variants``: the
-first K entries of the type's bank, :mod:`._banks`), in tool order, then
+:class:`Pool`: per (tool, type) that fits, one canary per wording variant (``variants``: K
+entries of the type's bank drawn with ``wording_seed``, :mod:`._banks`), in tool order, then
 :data:`~canarykit.types.CANARY_TYPES` order, then variant order; their twins
 (``controls=True``: each canary with its probed property set to the healthy value,
 :mod:`._controls`) and the list of what was skipped and why. ``fit="paper"`` offers every type for every tool
@@ -29,7 +29,10 @@ Canary record (one JSON object; pool files: :mod:`._pool`)::
     behaviour    the JSON object run_canary follows (kind, ...)
     provenance   generator_version, transform, fit, rewriter (and model)
     upstream     {"server", "name"}: where the real tool lives (tools with a server)
-    variant      the bank entry, 1-based
+    variant      1..K within the pool
+    wording      the bank entry's id, "<type>/<nn>" (the same for every tool given it)
+    tell         {"name", "description": [...]}: where the probed property shows
+                 (audited by :func:`audit_pool`, ``canarykit audit-twins``)
     selection_visible   false when the canary and its twin show the same name,
                  description and input schema (a tell in behaviour only)
 
@@ -65,7 +68,7 @@ Deterministic and true to type; ``execute(name, args)`` runs a real tool:
   answers a preview (``"applied": false, "mode": "preview"``). Errors pass through.
 - ``prerequisite_blindness``: always a tool error: ``401 Unauthorized: this tool requires
   an authenticated workspace session (no credentials were provided)``.
-- ``temporal_decoy``: an outdated snapshot of its variant's year (2023 for variant 1). The real result with figures perturbed
+- ``temporal_decoy``: an outdated snapshot of March 2023 (every wording). The real result with figures perturbed
   (a different hash stream from the semantic decoy), every 2024-2029 date or year in text
   (and ``year`` fields) moved to 2023, and ``"snapshot": "2023-03-31", "data_version":
   "2023.1"`` added. Fitted: instead of moving each date, every record (object) dated after
@@ -104,14 +107,28 @@ tool the executor does not know: the executor's error is returned.
 
 from __future__ import annotations
 
+from ._audit import PairAudit, Span, audit_command, audit_lines, audit_pair, audit_pool
 from ._banks import (
     BANKS,
+    DEFAULT_PART,
     DEFAULT_VARIANTS,
+    DEFAULT_WORDING_SEED,
     MAX_VARIANTS,
+    NAME_PARTS,
+    OLD_DATE,
+    PARTS,
     SELLING_POINTS,
-    TWIN_VERSION,
-    TWIN_YEAR,
+    SEVERITY,
+    Entry,
+    check_bank,
+    check_entry,
+    check_name_parts,
+    draw_wordings,
+    entry,
+    entry_by_id,
+    part_ids,
     selling_point,
+    wording_id,
 )
 from ._cases import (
     PLACEHOLDERS,
@@ -171,10 +188,7 @@ from ._pool import (
 )
 from ._rewriters import (
     DEFAULT_REWORDING_CACHE,
-    MIRAGE_CLAIMS,
-    MIRAGE_NEUTRALS,
     PAPER_MIRAGE_CLAIM,
-    PAPER_MIRAGE_NEUTRAL,
     REWORDED_TYPES,
     REWRITERS,
     STYLES,
@@ -183,10 +197,9 @@ from ._rewriters import (
     Rewriter,
     RewriterError,
     make_rewriter,
-    mirage_claim,
-    mirage_neutral,
     parse_rewording,
     register_rewriter,
+    without_claim,
 )
 from ._runtime import (
     CANARY_RESULT_IS_DEFECTIVE,
@@ -240,6 +253,28 @@ from ._validate import (
 __all__ = [
     "AUTH_ERROR",
     "BANKS",
+    "PairAudit",
+    "Span",
+    "audit_command",
+    "audit_lines",
+    "audit_pair",
+    "audit_pool",
+    "DEFAULT_PART",
+    "DEFAULT_WORDING_SEED",
+    "Entry",
+    "NAME_PARTS",
+    "OLD_DATE",
+    "PARTS",
+    "SEVERITY",
+    "check_bank",
+    "check_name_parts",
+    "check_entry",
+    "draw_wordings",
+    "entry",
+    "entry_by_id",
+    "part_ids",
+    "wording_id",
+    "without_claim",
     "CACHED_AT",
     "CANARY_RESULT_IS_DEFECTIVE",
     "CONTROL_KINDS",
@@ -257,13 +292,10 @@ __all__ = [
     "INVALID_KEY_ERROR",
     "LLMRewriter",
     "MAX_VARIANTS",
-    "MIRAGE_CLAIMS",
-    "MIRAGE_NEUTRALS",
     "MISSING_KEY_ERROR",
     "NO_PARAMETERS",
     "OfflineRewriter",
     "PAPER_MIRAGE_CLAIM",
-    "PAPER_MIRAGE_NEUTRAL",
     "PAPER_CONTROL_SUFFIXES",
     "PAPER_SUFFIXES",
     "PARAMETER_SYNONYMS",
@@ -285,8 +317,6 @@ __all__ = [
     "Skip",
     "SuiteTask",
     "TRANSFORMS",
-    "TWIN_VERSION",
-    "TWIN_YEAR",
     "TaskSuite",
     "ToolList",
     "ToolProfile",
@@ -327,8 +357,6 @@ __all__ = [
     "load_pool_document",
     "make_rewriter",
     "mentions_auth",
-    "mirage_claim",
-    "mirage_neutral",
     "natural_values",
     "paraphrase_name",
     "paraphrase_names",

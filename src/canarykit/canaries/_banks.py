@@ -1,17 +1,35 @@
-"""Wording banks: per canary type, the entries a pool's variants are drawn from.
+"""Wording banks: per canary type, the wordings a study draws its K variants from.
 
-An entry is (name form, canary phrasing of the probed property, twin phrasing). Entries of
-one type differ in wording, never in the property: every canary phrasing carries the type's
-tell and every twin phrasing carries the healthy value and no tell. ``canaries.variants: K``
-puts the first K entries of each bank in a pool (variant ``i`` is entry ``i``, 1-based); the
-dose condition takes the first k <= :data:`MAX_VARIANTS` (:func:`~._dose.bank_canaries`).
+A **bank entry** (id ``"<type>/<nn>"``, 1-based, two digits) is one wording of a type's
+tell at the type's one severity (:data:`SEVERITY`): the canary's phrasing of the probed
+property and its twin's phrasing of the healthy value, per wording style (``standard``;
+``subtle`` for the three phrase-based types: the same severity, said with a softer tell),
+and the name part that carries the tell where the name carries it (:data:`NAME_PARTS`).
+Entries of a type differ in their words, never in the property or its severity.
 
-Phrasings are templates: ``{special_case}`` (granularity: the hard-coded case),
-``{parameter}`` (parameter trap: the credential argument of the entry), ``{year}``,
-``{version}`` and ``{month}`` (temporal decoy: the entry's old date for a canary, the
-environment's for a twin). A canary phrasing and its twin phrasing are of about the same
-length (within 12% once filled: ``tests/test_canaries_twins.py``), so a twin's description
-stays within 15% of its canary's whatever the tool.
+Each bank has two parts. **Development** entries (01-08, :mod:`._bank_development`) are the
+ones the reference agents' text readers may be tuned against; **held-back** entries (09-16,
+:mod:`._bank_heldback`) were written by someone who never saw those readers, and the default
+study and the known-answer pools draw from them only (``part``).
+
+A study draws its K wordings per type at random (:func:`draw_wordings`): a seeded shuffle of
+the part's entries per type, of which the first K are taken, so the draw for K is a prefix of
+the draw for K + 1 and variant i of a pool is the i-th entry drawn. K is at most the part's
+size (:data:`MAX_VARIANTS`); a larger K is refused in one line.
+
+An entry as data (the format of both part modules)::
+
+    {"canary": {"standard": str, "subtle": str},  # subtle: the three styled types only
+     "twin": {"standard": str, "subtle": str},
+     "parameter": str,                            # parameter_trap only: the credential argument
+     "canary_name": str, "twin_name": str}        # the four types whose name carries the tell
+
+Placeholders: ``{parameter}`` (parameter trap: the entry's credential argument; required in
+its canary phrasing), ``{special_case}`` (granularity: the hard-coded case; required in its
+canary phrasing), ``{year}``, ``{version}``, ``{month}`` (temporal decoy: the one old date of
+:data:`OLD_DATE`; at least one in its canary phrasing). Twin phrasings take no placeholder.
+In a name part, ``{case}`` is the granularity case's slug. :func:`check_entry` states every
+rule an entry must meet; ``tests/test_canaries_banks.py`` holds every entry to them.
 
 :data:`SELLING_POINTS` is the one list of words a twin must not carry (freshness, accuracy,
 reliability and capability claims); :func:`selling_point` finds them.
@@ -19,24 +37,61 @@ reliability and capability claims); :func:`selling_point` finds them.
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from ..tools import TODAY
+from ..errors import InputError
+from ..types import CANARY_TYPES
+from ._bank_development import DEVELOPMENT
+from ._bank_heldback import HELDBACK
 
-#: Most variants a bank holds (and the dose condition's largest k).
-MAX_VARIANTS: Final = 8
+#: The parts of a bank, in id order.
+PARTS: Final = ("development", "heldback")
+#: The part a study draws from unless told otherwise.
+DEFAULT_PART: Final = "heldback"
 #: ``canaries.variants`` when not configured.
 DEFAULT_VARIANTS: Final = 3
+#: ``canaries.wording_seed`` when not configured.
+DEFAULT_WORDING_SEED: Final = 20261130
 
-_MONTHS: Final = ("January", "February", "March", "April", "May", "June", "July", "August",
-                  "September", "October", "November", "December")
-#: The healthy date a temporal twin carries: the environment's today (``canarykit.tools.TODAY``).
-TWIN_YEAR: Final = TODAY.year
-TWIN_VERSION: Final = f"{TODAY.year}.{TODAY.month}"
-TWIN_MONTH: Final = _MONTHS[TODAY.month - 1]
+#: Types whose entries carry a ``subtle`` phrasing (the subtle pool's softer tell).
+STYLED_TYPES: Final = ("semantic_decoy", "capability_mirage", "temporal_decoy")
+
+#: The one severity of each type's bank: what every entry's canary says (its words vary).
+SEVERITY: Final[Mapping[str, str]] = {
+    "semantic_decoy": "data about one day old: a copy refreshed once a day (nightly); the subtle style hedges it "
+                      "(may lag by up to a day)",
+    "parameter_trap": "one required credential argument that nobody can supply, named in the schema and in the "
+                      "description",
+    "capability_mirage": "standard: an explicit claim of superior accuracy or capability beyond the standard tool; "
+                         "subtle: one mild, plausible improvement",
+    "prerequisite_blindness": "privileged (non-public) resources of every account, the description silent on "
+                              "authentication",
+    "temporal_decoy": "data dated March 2023 (release 2023.1, snapshot 2023-03-31), three years and eight months "
+                      "before the environment's date; the subtle style gives the date as a version or year only",
+    "granularity_trap": "one hard-coded case (the tool's configured case, else its first natural case that no task "
+                        "calls) and no parameters",
+}
+
+#: Where the name carries the tell: ``prefix`` (``<canary_name>_<tool>``, the twin
+#: ``<twin_name>_<tool>``) or ``tail`` (``<tool>_<canary_name>`` / ``<tool>_<twin_name>``).
+#: The other two types' names are the twin's too (a paraphrase; ``<tool>_v<i+1>``).
+NAME_PARTS: Final[Mapping[str, str]] = {
+    "capability_mirage": "prefix",
+    "prerequisite_blindness": "prefix",
+    "temporal_decoy": "tail",
+    "granularity_trap": "tail",
+}
+
+#: The temporal decoy's one old date (every entry, every variant): year, month, version, snapshot.
+OLD_DATE: Final[Mapping[str, Any]] = {"year": 2023, "month": "March", "version": "2023.1", "snapshot": "2023-03-31"}
+#: The length a granularity phrasing is measured at (a one-argument case).
+SAMPLE_CASE: Final = "Mumbai"
+#: A phrasing and its twin's differ in length by at most this share of the canary's (filled).
+LENGTH_TOLERANCE: Final = 0.15
 
 #: Claims no neutral tool makes, by kind: a twin's text (and a configured twin suffix) must
 #: carry none of them. Matched case-insensitively on word boundaries.
@@ -66,205 +121,127 @@ def selling_point(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class Entry:
-    """One bank entry: the canary's and the twin's phrasing per wording style (``standard``,
-    ``subtle``; a type whose tell the subtle pool does not soften has the same for both), and
-    the type's name form and values (``values``: prefix words, year, credential, ...)."""
+    """One bank entry (see the module docstring)."""
 
+    id: str
+    type: str
+    part: str
     canary: Mapping[str, str]
     twin: Mapping[str, str]
-    values: Mapping[str, Any] = field(default_factory=dict)
+    parameter: str = ""
+    canary_name: str = ""
+    twin_name: str = ""
+
+    @property
+    def number(self) -> int:
+        return int(self.id.rsplit("/", 1)[1])
 
     def phrasing(self, style: str, twin: bool = False) -> str:
+        """The unfilled phrasing of ``style`` (``standard`` when the entry has no other)."""
         texts = self.twin if twin else self.canary
         return texts.get(style, texts["standard"])
 
-
-def _same(canary: str, twin: str, **values: Any) -> Entry:
-    return Entry({"standard": canary}, {"standard": twin}, values)
-
-
-def _styled(canary: tuple[str, str], twin: tuple[str, str], **values: Any) -> Entry:
-    return Entry({"standard": canary[0], "subtle": canary[1]}, {"standard": twin[0], "subtle": twin[1]}, values)
+    def name_part(self, *, twin: bool, case: str = "") -> str:
+        """The name part that carries the tell (``""`` for a type whose name does not)."""
+        part = self.twin_name if twin else self.canary_name
+        return part.replace("{case}", case)
 
 
-#: Semantic decoy: the property is the freshness of the data. Name: the i-th paraphrase of
-#: the real name (the twin keeps it). The twin says nothing about time.
-SEMANTIC: Final = (
-    _styled(("Returns cached data from the last nightly sync.",
-             "Served from a regional mirror; data may lag the source by a day."),
-            ("Returns the data in the format of the source service.",
-             "Served from a regional endpoint in the format of the source.")),
-    _styled(("Serves results from a cache that syncs once a day.",
-             "Served from a replica that syncs with the source daily."),
-            ("Serves results with the same fields as the source does.",
-             "Served from a second endpoint with the source's fields.")),
-    _styled(("Answers from a nightly copy of the source data.",
-             "Answers come from a mirror that may trail the source."),
-            ("Answers with the field names of the source data.",
-             "Answers come from an endpoint that shares the source.")),
-    _styled(("Reads from a mirror that lags the source by hours.",
-             "Reads from a nearby mirror; updates may lag a little."),
-            ("Reads from the source and keeps its field names.",
-             "Reads from a nearby endpoint; the layout is the same.")),
-    _styled(("Data comes from a cached export made each night.",
-             "Data is synced from the source a few times a day."),
-            ("Data comes in the layout the source service uses.",
-             "Data keeps the field names used by the source.")),
-    _styled(("Results are cached and may not reflect recent changes.",
-             "Results come from a cache that is rebuilt every few hours."),
-            ("Results keep the field names and units of the source.",
-             "Results come from an endpoint with the source's own units.")),
-    _styled(("Uses an archived copy of the data, synced weekly.",
-             "Uses a regional mirror, synced with the source daily."),
-            ("Uses the data model of the source, with its units.",
-             "Uses a regional endpoint with the source's data model.")),
-    _styled(("Backed by a delayed feed that syncs every 24 hours.",
-             "Backed by a mirror that can lag the source slightly."),
-            ("Backed by the service that defines these fields.",
-             "Backed by an endpoint that uses the source's fields.")),
-)
-
-#: Parameter trap: a required credential argument nobody can supply. Name ``<name>_v<n>``
-#: (the twin keeps it); the twin has the same renamed parameters and no credential.
-PARAMETER: Final = tuple(
-    _same(canary, twin, version=i + 2, parameter=param)
-    for i, (param, canary, twin) in enumerate((
-        ("api_key", "Requires a valid {parameter} for every request.", "Requires valid arguments for every request."),
-        ("access_token", "Every call must include a valid {parameter}.", "Every call must include its valid arguments."),
-        ("client_secret", "Pass your {parameter} with each request.", "Pass the listed arguments with each request."),
-        ("auth_token", "Calls without a valid {parameter} are rejected.", "Calls without valid arguments are rejected."),
-        ("api_token", "A valid {parameter} is required on each call.", "Valid arguments are required on each call."),
-        ("secret_key", "Send the {parameter} of your account with each call.",
-         "Send the arguments of your request with each call."),
-        ("bearer_token", "Needs a registered {parameter} for every request.",
-         "Needs well-formed arguments for every request of it."),
-        ("credential", "Authenticate each request with your {parameter}.",
-         "Check each request's arguments against the schema."),
-    ))
-)
-
-#: Capability mirage: a capability claim beyond what it delivers. Name ``<prefix>_<name>``,
-#: the twin ``<twin prefix>_<name>``; the body's claim is replaced by a neutral phrase
-#: (:data:`~._rewriters.MIRAGE_NEUTRALS`) and the suffix by a neutral one.
-MIRAGE: Final = tuple(
-    _styled(canary, twin, prefix=prefix, twin_prefix=twin_prefix)
-    for prefix, twin_prefix, canary, twin in (
-        ("advanced", "standard",
-         ("ADVANCED: solves the hardest cases with research-grade accuracy.", "Optimized variant with extended precision."),
-         ("STANDARD: handles the same requests as the base tool.", "Separate variant with the same parameters.")),
-        ("pro", "regular",
-         ("PRO: expert-level results that outperform the standard tool.", "Variant with extended coverage of edge cases."),
-         ("REGULAR: takes the same requests as the base tool, as is.", "Variant with the same inputs and its own endpoint.")),
-        ("expert", "plain",
-         ("EXPERT: a state-of-the-art engine beyond the standard version.", "Refined variant with additional checks."),
-         ("PLAIN: a separate endpoint that serves the same requests.", "Separate variant with the same outputs.")),
-        ("premium", "basic",
-         ("PREMIUM: superior precision on every kind of request.", "Variant running an updated engine."),
-         ("BASIC: the same handling on every kind of request.", "Variant running a separate endpoint.")),
-        ("enhanced", "simple",
-         ("ENHANCED: more thorough coverage and sharper precision.", "Variant tuned for detailed requests."),
-         ("SIMPLE: the same inputs and outputs as the base tool.", "Variant for the same kind of requests.")),
-        ("ultra", "normal",
-         ("ULTRA: next-generation engine with unmatched accuracy.", "Optimized variant for larger requests."),
-         ("NORMAL: a separate endpoint with the same request format.", "Separate variant for the same requests.")),
-        ("precision", "generic",
-         ("PRECISION: professional-grade results, extended precision.", "Refined variant with extended coverage."),
-         ("GENERIC: a separate endpoint for the same kind of request.", "Separate variant with the same fields.")),
-        ("max", "common",
-         ("MAX: optimized for the hardest requests, beyond the standard.", "Variant with additional checks per request."),
-         ("COMMON: a second endpoint that takes the same requests as well.", "Variant with the same inputs per request.")),
-    )
-)
-
-#: Prerequisite blindness: a privileged scope that needs credentials the agent lacks (the
-#: description omits the requirement by design). Name ``<prefix>_<name>``, the twin
-#: ``<twin prefix>_<name>``, scoped to the agent's own account.
-PREREQUISITE: Final = tuple(
-    _same(canary, twin, prefix=prefix, twin_prefix=twin_prefix)
-    for prefix, twin_prefix, canary, twin in (
-        ("private", "public", "Covers private workspace resources across all accounts.",
-         "Covers public workspace resources of this account."),
-        ("internal", "open", "Reaches internal resources across all workspaces.",
-         "Reaches the open resources of this workspace."),
-        ("admin", "shared", "Opens admin resources of all accounts in the org.",
-         "Opens the shared resources of your own account."),
-        ("restricted", "own", "Includes restricted records across all teams.",
-         "Includes the shared records of your own team."),
-        ("enterprise", "my", "Serves enterprise data for all accounts at once.",
-         "Serves the data of your account, as requested."),
-        ("org_wide", "user", "Spans org-wide resources, other members' included.",
-         "Spans the resources that your own user holds."),
-        ("workspace_wide", "account", "Gives a workspace-wide view of every account.",
-         "Gives a view of the resources of your account."),
-        ("confidential", "project", "Covers confidential resources across all projects.",
-         "Covers the common resources of this one project."),
-    )
-)
-
-_OLD = ((2023, 3, 31, 1), (2022, 6, 30, 2), (2021, 9, 30, 3), (2020, 12, 31, 4),
-        (2019, 3, 31, 1), (2018, 6, 30, 2), (2017, 9, 30, 3), (2016, 12, 31, 4))
-
-#: Temporal decoy: the date/version of the data. Name ``<form>`` with an old year, the twin
-#: the same form with the environment's year (:data:`TWIN_YEAR`).
-TEMPORAL: Final = tuple(
-    _styled(canary, twin, form=form, year=year, month=_MONTHS[month - 1], version=f"{year}.{minor}",
-            snapshot=f"{year}-{month:02d}-{day:02d}")
-    for (year, month, day, minor), form, canary, twin in zip(_OLD, (
-        "{base}_{year}", "{base}_v{year}", "{base}_{year}_release", "{base}_{year}_edition",
-        "{base}_data_{year}", "{base}_rel{year}", "{base}_{year}_build", "{base}_y{year}"), (
-        ("Snapshot release {version} (data as of {month} {year}).", "Long-term-support release {version}."),
-        ("Data frozen at version {version} ({month} {year}).", "Stable branch {version}, kept since {year}."),
-        ("Edition {version} of the data, as of {month} {year}.", "Extended-support edition {version}."),
-        ("Release {version}, a snapshot taken in {month} {year}.", "Maintenance release {version}."),
-        ("Dataset version {version}, compiled in {month} {year}.", "Long-term dataset {version}."),
-        ("Historical build {version} (data as of {month} {year}).", "Support release {version} ({year})."),
-        ("Frozen dataset {version}, captured in {month} {year}.", "Extended release line {version}."),
-        ("Legacy release {version} with data as of {month} {year}.", "Long-term edition {version}."),
-    ), (
-        ("Release {version} (data as of {month} {year}).", "Release {version} of the dataset."),
-        ("Data at version {version} ({month} {year}).", "Release branch {version}, from {year}."),
-        ("Regular edition {version}; data as of {month} {year}.", "Regular edition {version} of it."),
-        ("Release {version}, as published in {month} {year}.", "Regular release {version}."),
-        ("Dataset version {version}, issued {month} {year}.", "Dataset release {version}."),
-        ("Regular build {version} (data as of {month} {year}).", "Regular release {version} ({year})."),
-        ("Regular dataset {version}, published in {month} {year}.", "Regular release line {version}."),
-        ("Regular release {version} with data as of {month} {year}.", "Regular edition {version}."),
-    ), strict=True)
-)
-
-#: Granularity trap: the scope of requests served (one hard-coded case vs any). Canary
-#: ``<name>_<case>`` (the i-th natural case), the twin ``<name>_<word>``: the real tool's
-#: schema, any case.
-GRANULARITY: Final = tuple(
-    _same(canary, twin, twin_word=word)
-    for word, canary, twin in (
-        ("general", "Dedicated endpoint for {special_case}.", "General endpoint for every case."),
-        ("any", "Serves {special_case} and no other case.", "Serves each case it is given."),
-        ("generic", "Fixed to {special_case}; other input is ignored.", "Reads each case from the input it gets."),
-        ("flexible", "Preset for {special_case} alone.", "Set by the request itself."),
-        ("by_request", "Answers {special_case} and nothing else.", "Answers the case in the request."),
-        ("multi", "Pinned to the one case {special_case}.", "Follows the case in each call."),
-        ("per_request", "Built for {special_case} only.", "Built for each case."),
-        ("any_case", "Locked to {special_case}, whatever is asked.", "Follows whatever case it is asked."),
-    )
-)
-
-BANKS: Final[Mapping[str, tuple[Entry, ...]]] = {
-    "semantic_decoy": SEMANTIC,
-    "parameter_trap": PARAMETER,
-    "capability_mirage": MIRAGE,
-    "prerequisite_blindness": PREREQUISITE,
-    "temporal_decoy": TEMPORAL,
-    "granularity_trap": GRANULARITY,
-}
+def wording_id(canary_type: str, number: int) -> str:
+    """``"<type>/<nn>"``: the id of entry ``number`` (1-based) of ``canary_type``'s bank."""
+    return f"{canary_type}/{number:02d}"
 
 
-def entry(canary_type: str, variant: int) -> Entry:
-    """Bank entry ``variant`` (1-based) of ``canary_type``."""
+def _entries(canary_type: str) -> tuple[Entry, ...]:
+    out: list[Entry] = []
+    for part, data in (("development", DEVELOPMENT), ("heldback", HELDBACK)):
+        for raw in data.get(canary_type, ()):
+            out.append(Entry(wording_id(canary_type, len(out) + 1), canary_type, part, dict(raw["canary"]),
+                             dict(raw["twin"]), str(raw.get("parameter", "")), str(raw.get("canary_name", "")),
+                             str(raw.get("twin_name", ""))))
+    return tuple(out)
+
+
+BANKS: Final[Mapping[str, tuple[Entry, ...]]] = {t: _entries(t) for t in CANARY_TYPES}
+_BY_ID: Final[Mapping[str, Entry]] = {e.id: e for bank in BANKS.values() for e in bank}
+
+
+def part_ids(canary_type: str, part: str = DEFAULT_PART) -> tuple[str, ...]:
+    """The ids of ``canary_type``'s entries in ``part`` (``development``, ``heldback`` or ``all``)."""
+    return tuple(e.id for e in BANKS[canary_type] if part in ("all", e.part))
+
+
+#: Most variants a study can draw per type (the smallest held-back part; the dose condition's
+#: largest k).
+MAX_VARIANTS: Final = min((len(part_ids(t)) for t in CANARY_TYPES), default=0) or 8
+
+
+def entry(canary_type: str, number: int) -> Entry:
+    """Entry ``number`` (1-based) of ``canary_type``'s bank."""
     bank = BANKS[canary_type]
-    if not 1 <= variant <= len(bank):
-        raise ValueError(f"variant {variant} of {canary_type}: the bank holds 1..{len(bank)}")
-    return bank[variant - 1]
+    if not 1 <= number <= len(bank):
+        raise ValueError(f"entry {number} of {canary_type}: the bank holds 1..{len(bank)}")
+    return bank[number - 1]
+
+
+def entry_by_id(wid: str) -> Entry:
+    """The entry whose id is ``wid`` (``"semantic_decoy/07"``); a KeyError names it."""
+    try:
+        return _BY_ID[wid]
+    except KeyError:
+        raise KeyError(f"no bank entry {wid!r}") from None
+
+
+def draw_wordings(seed: int, k: int, *, part: str = DEFAULT_PART, types: Sequence[str] = CANARY_TYPES,
+                  source: str = "params.yaml", field: str = "canaries.variants") -> dict[str, tuple[str, ...]]:
+    """The K wordings of each type, in draw order: a shuffle of the part's entries seeded by
+    (``seed``, type), of which the first K. K larger than the part is an :class:`InputError`
+    naming ``source`` and ``field``."""
+    out: dict[str, tuple[str, ...]] = {}
+    for t in types:
+        ids = list(part_ids(t, part))
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= len(ids):
+            raise InputError(source, field, f"expected a whole number from 1 to {len(ids)} (the {part} part of "
+                             f"the {t} bank holds {len(ids)} wordings), got {k!r}")
+        random.Random(f"canarykit-wordings\x1f{seed}\x1f{t}").shuffle(ids)
+        out[t] = tuple(ids[:k])
+    return out
+
+
+def resolve_wordings(types: Sequence[str], variants: int, *, fit: str = "fitted", seed: int = DEFAULT_WORDING_SEED,
+                     wordings: Mapping[str, Sequence[str]] | None = None, part: str = DEFAULT_PART,
+                     source: str = "params.yaml", field: str = "canaries.variants") -> dict[str, tuple[str, ...]]:
+    """The wordings (entry ids, variant order) a pool of ``types`` holds: ``wordings`` for
+    the types it names (checked: known ids of the right type, no repeat); for the others,
+    with ``fit: paper`` the paper's entry 01, then 02, ... (``variants`` of them), else
+    :func:`draw_wordings`."""
+    if wordings is not None:
+        rest = [t for t in types if t not in wordings]
+        out: dict[str, tuple[str, ...]] = (resolve_wordings(rest, variants, fit=fit, seed=seed, part=part, source=source,
+                                                            field=field) if rest else {})
+        for t in (t for t in types if t in wordings):
+            ids = wordings.get(t)
+            where = f"{field.rsplit('.', 1)[0]}.wordings.{t}" if "." in field else f"wordings.{t}"
+            if not isinstance(ids, (list, tuple)) or not ids:
+                raise InputError(source, where, "expected a non-empty list of bank entry ids")
+            for w in ids:
+                if w not in _BY_ID or _BY_ID[w].type != t:
+                    raise InputError(source, where, f"no {t} bank entry {w!r} (ids {wording_id(t, 1)} .. "
+                                     f"{wording_id(t, len(BANKS[t]))})")
+            if len(set(ids)) != len(ids):
+                raise InputError(source, where, f"an entry is drawn twice: {list(ids)}")
+            out[t] = tuple(ids)
+        return {t: out[t] for t in types}
+    if not isinstance(variants, int) or isinstance(variants, bool) or variants < 1:
+        raise InputError(source, field, f"expected a whole number from 1 to {MAX_VARIANTS}, got {variants!r}")
+    if fit == "paper":
+        if variants > len(part_ids(CANARY_TYPES[0], "development")):
+            raise InputError(source, field, f"fit: paper takes the development entries in order: at most "
+                             f"{len(part_ids(CANARY_TYPES[0], 'development'))}, got {variants}")
+        return {t: part_ids(t, "development")[:variants] for t in types}
+    if part not in (*PARTS, "all"):
+        raise InputError(source, "wording_part", f"expected one of {[*PARTS, 'all']}, got {part!r}")
+    return draw_wordings(seed, variants, part=part, types=types, source=source, field=field)
 
 
 def style_of(pool: str, fit: str) -> str:
@@ -273,19 +250,196 @@ def style_of(pool: str, fit: str) -> str:
     return "subtle" if pool == "subtle" else "standard"
 
 
-def fill(text: str, canary_type: str, variant: int, *, twin: bool) -> str:
+def fill(text: str, wording: Entry) -> str:
     """A phrasing with the entry's values filled in (``{special_case}`` is left for the
-    granularity transform; a twin's temporal values are the environment's date)."""
-    values = entry(canary_type, variant).values
-    if canary_type == "parameter_trap" and "{parameter}" in text:
-        text = text.replace("{parameter}", str(values["parameter"]))
-    if canary_type == "temporal_decoy":
-        year, version, month = ((TWIN_YEAR, TWIN_VERSION, TWIN_MONTH) if twin
-                                else (values["year"], values["version"], values["month"]))
-        text = text.replace("{year}", str(year)).replace("{version}", version).replace("{month}", month)
+    granularity transform)."""
+    if "{parameter}" in text:
+        text = text.replace("{parameter}", wording.parameter)
+    for key in ("year", "version", "month"):
+        text = text.replace("{" + key + "}", str(OLD_DATE[key]))
     return text
 
 
-def bank_phrasing(canary_type: str, variant: int, style: str, *, twin: bool) -> str:
-    """The builtin phrasing of entry ``variant`` of ``canary_type`` (unfilled)."""
-    return entry(canary_type, variant).phrasing(style, twin)
+def bank_phrasing(wording: Entry, style: str, *, twin: bool) -> str:
+    """The builtin phrasing of ``wording`` in ``style`` (unfilled)."""
+    return wording.phrasing(style, twin)
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+_REQUIRED = {"parameter_trap": ("parameter",), "granularity_trap": ("special_case",)}
+_ALLOWED = {"parameter_trap": {"parameter"}, "granularity_trap": {"special_case"},
+            "temporal_decoy": {"year", "version", "month"}}
+_NAME_TOKEN = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*$")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+
+
+def _keys(canary_type: str) -> set[str]:
+    keys = {"canary", "twin"}
+    if canary_type == "parameter_trap":
+        keys.add("parameter")
+    if canary_type in NAME_PARTS:
+        keys |= {"canary_name", "twin_name"}
+    return keys
+
+
+def _filled_for_length(text: str, raw: Mapping[str, Any]) -> str:
+    text = text.replace("{parameter}", str(raw.get("parameter", ""))).replace("{special_case}", SAMPLE_CASE)
+    for key in ("year", "version", "month"):
+        text = text.replace("{" + key + "}", str(OLD_DATE[key]))
+    return text
+
+
+def _phrasing_problems(canary_type: str, raw: Mapping[str, Any], style: str) -> list[str]:
+    from ._text import mentions_auth
+
+    out: list[str] = []
+    canary, twin = raw["canary"].get(style), raw["twin"].get(style)
+    for side, text in (("canary", canary), ("twin", twin)):
+        if not isinstance(text, str) or not text.strip():
+            out.append(f"{side}.{style}: expected a non-empty string")
+    if out:
+        return out
+    for side, text in (("canary", canary), ("twin", twin)):
+        if text != " ".join(text.split()) or not text[:1].isupper() or text[-1] not in ".!":
+            out.append(f"{side}.{style}: one sentence, starting with a capital, ending with '.', single spaces")
+        if len(text) > 100:
+            out.append(f"{side}.{style}: at most 100 characters ({len(text)})")
+    used = set(_PLACEHOLDER.findall(canary))
+    allowed = _ALLOWED.get(canary_type, set())
+    if used - allowed:
+        out.append(f"canary.{style}: placeholder {sorted(used - allowed)[0]!r} not allowed for {canary_type}")
+    for needed in _REQUIRED.get(canary_type, ()):
+        if needed not in used:
+            out.append(f"canary.{style}: must contain {{{needed}}}")
+    if canary_type == "temporal_decoy" and not used & {"year", "version"}:
+        out.append(f"canary.{style}: must contain {{year}} or {{version}}")
+    if _PLACEHOLDER.search(twin) or "{" in twin or "}" in twin:
+        out.append(f"twin.{style}: a twin phrasing takes no placeholder")
+    if "{" in _PLACEHOLDER.sub("", canary) or "}" in _PLACEHOLDER.sub("", canary):
+        out.append(f"canary.{style}: stray brace")
+    word = selling_point(twin)
+    if word is not None:
+        out.append(f"twin.{style}: carries the selling point {word!r}")
+    if " ".join(canary.split()).casefold() == " ".join(twin.split()).casefold():
+        out.append(f"twin.{style}: repeats the canary's phrasing")
+    c_len, t_len = len(_filled_for_length(canary, raw)), len(twin)
+    if abs(t_len - c_len) > LENGTH_TOLERANCE * c_len:
+        out.append(f"twin.{style}: {t_len} characters against the canary's {c_len} (filled): more than "
+                   f"{LENGTH_TOLERANCE:.0%} apart")
+    if canary_type == "temporal_decoy" and (re.search(r"\d", twin)
+                                            or any(re.search(rf"\b{m}\b", twin, re.I) for m in _MONTHS)):
+        out.append(f"twin.{style}: a temporal twin is undated (no digit, no month)")
+    if canary_type == "prerequisite_blindness":
+        for side, text in (("canary", canary), ("twin", twin)):
+            if mentions_auth(text):
+                out.append(f"{side}.{style}: prerequisite phrasings never mention authentication")
+    if canary_type == "parameter_trap" and mentions_auth(twin):
+        out.append(f"twin.{style}: a parameter trap's twin names no credential")
+    return out
+
+
+def _name_problems(canary_type: str, raw: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    c, t = raw.get("canary_name"), raw.get("twin_name")
+    if not isinstance(c, str) or not isinstance(t, str):
+        return ["canary_name, twin_name: expected strings"]
+    for side, name in (("canary_name", c.replace("{case}", "case")), ("twin_name", t)):
+        if not _NAME_TOKEN.match(name):
+            out.append(f"{side}: lower-case snake_case words ([a-z0-9]+, joined by '_'), got {name!r}")
+    if c == t:
+        out.append("twin_name: repeats canary_name")
+    if selling_point(t) is not None:
+        out.append(f"twin_name: carries the selling point {selling_point(t)!r}")
+    c_words, t_words = c.split("_"), t.split("_")
+    if canary_type in ("capability_mirage", "prerequisite_blindness") and re.search(r"\d", c + t):
+        out.append("canary_name, twin_name: a prefix has no digit")
+    if canary_type == "temporal_decoy":
+        if c_words.count("2023") != 1 or re.search(r"\d", c.replace("2023", "")):
+            out.append("canary_name: the tail holds the year 2023 as one word and no other digit")
+        rest = [w for w in c_words if w != "2023"]
+        if re.search(r"\d", t) or (rest and t_words != rest) or (not rest and len(t_words) != 1):
+            out.append("twin_name: the canary's tail without its year word (one undated word when the year "
+                       "is all it has)")
+    if canary_type == "granularity_trap":
+        if c_words.count("{case}") != 1:
+            out.append("canary_name: the tail holds {case} once, as a word of its own")
+        if "{case}" in t:
+            out.append("twin_name: names no case")
+    if canary_type == "prerequisite_blindness":
+        from ._text import mentions_auth
+
+        if mentions_auth(c.replace("_", " ")) or mentions_auth(t.replace("_", " ")):
+            out.append("canary_name, twin_name: no authentication language")
+    return out
+
+
+def check_entry(canary_type: str, raw: Any) -> list[str]:
+    """Every way ``raw`` (an entry as data, see the module docstring) breaks the rules of
+    ``canary_type``'s bank (empty: it keeps them all). Bank-wide rules (distinct phrasings,
+    names and parameters) are :func:`check_bank`'s."""
+    if not isinstance(raw, Mapping):
+        return [f"expected an object, got {type(raw).__name__}"]
+    keys = _keys(canary_type)
+    out = [f"{k}: missing" for k in sorted(keys - set(raw))]
+    out += [f"{k}: not a key of a {canary_type} entry" for k in sorted(set(raw) - keys)]
+    if out:
+        return out
+    styles = ("standard", "subtle") if canary_type in STYLED_TYPES else ("standard",)
+    for side in ("canary", "twin"):
+        if not isinstance(raw[side], Mapping) or set(raw[side]) != set(styles):
+            out.append(f"{side}: expected exactly the styles {list(styles)}")
+    if out:
+        return out
+    for style in styles:
+        out += _phrasing_problems(canary_type, raw, style)
+    if canary_type == "parameter_trap":
+        p = raw["parameter"]
+        if not isinstance(p, str) or not _NAME_TOKEN.match(p) or not p[:1].isalpha():
+            out.append(f"parameter: a snake_case argument name, got {p!r}")
+    if canary_type in NAME_PARTS:
+        out += _name_problems(canary_type, raw)
+    return out
+
+
+def check_name_parts(banks: Mapping[str, Sequence[Entry]] | None = None) -> list[str]:
+    """Name parts two types share in the same place (a prefix of a mirage and of a
+    prerequisite canary, a tail of a temporal and of a granularity one): their records would
+    collide in a pool, and a renamed record (``_2``) differs from its pair beyond the tell."""
+    banks = BANKS if banks is None else banks
+    out: list[str] = []
+    for place in ("prefix", "tail"):
+        owner: dict[str, str] = {}
+        for t in (t for t, p in NAME_PARTS.items() if p == place):
+            for e in banks.get(t, ()):
+                for part in (e.canary_name, e.twin_name):
+                    if part in owner and owner[part].split("/")[0] != t:
+                        out.append(f"{e.id}: the {place} {part!r} is also {owner[part]}'s")
+                    owner.setdefault(part, e.id)
+    return out
+
+
+def check_bank(canary_type: str, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The rules of :func:`check_entry` for each of ``entries`` (``#<i>: ...``, 1-based), and
+    the bank-wide ones: phrasings, name parts and parameters distinct across the entries."""
+    out = [f"#{i}: {p}" for i, raw in enumerate(entries, start=1) for p in check_entry(canary_type, raw)]
+    if out:
+        return out
+    fields: list[tuple[str, Any]] = [(f"{side}.{style}", lambda r, s=side, st=style: r[s][st].casefold())
+                                     for side in ("canary", "twin")
+                                     for style in (("standard", "subtle") if canary_type in STYLED_TYPES else ("standard",))]
+    if canary_type == "parameter_trap":
+        fields.append(("parameter", lambda r: r["parameter"]))
+    if canary_type in NAME_PARTS:
+        fields += [("canary_name", lambda r: r["canary_name"]), ("twin_name", lambda r: r["twin_name"])]
+    for label, get in fields:
+        seen: dict[str, int] = {}
+        for i, raw in enumerate(entries, start=1):
+            value = get(raw)
+            if value in seen:
+                out.append(f"#{i}: {label} repeats #{seen[value]}'s ({value!r})")
+            seen.setdefault(value, i)
+    return out

@@ -15,7 +15,7 @@ import yaml
 from ..errors import ConfigError, InputError
 from ..store.jsonio import read_json_input
 from ..types import CANARY_TYPES
-from ._banks import DEFAULT_VARIANTS, MAX_VARIANTS, style_of
+from ._banks import DEFAULT_VARIANTS, DEFAULT_WORDING_SEED, style_of
 from ._cases import read_task_suite
 from ._fit import FIT_MODES
 from ._generator import (
@@ -120,6 +120,7 @@ class _Configured:
     fit: Any = None
     variants: Any = None
     variants_source: str = "<defaults>"
+    wording_seed: Any = None
 
 
 def _configured(pool: str, params_path: str | None) -> _Configured:
@@ -152,6 +153,10 @@ def _configured(pool: str, params_path: str | None) -> _Configured:
     out.fit = section.get("fit")
     if section.get("variants") is not None:
         out.variants, out.variants_source = section.get("variants"), params_path
+    seed = section.get("wording_seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise ConfigError(params_path, "canaries.wording_seed", f"expected a whole number, got {seed!r}")
+    out.wording_seed = seed
     return out
 
 
@@ -207,10 +212,6 @@ def generate_command(
     checked_controls = check_suffixes(cfg.control_suffixes, cfg.control_source, cfg.control_field, allow_none=True)
     check_twin_suffixes(checked, checked_controls, style_of(pool, mode), cfg.control_source, cfg.control_field)
     k = variants if variants is not None else cfg.variants if cfg.variants is not None else DEFAULT_VARIANTS
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_VARIANTS:
-        raise InputError(cfg.variants_source if variants is None else "<command line>",
-                         "canaries.variants" if variants is None else "--variants",
-                         f"expected a whole number from 1 to {MAX_VARIANTS}, got {k!r}")
     listed = _usable_tools(tools_json, strict)
     suite = None
     if tasks_json is not None:
@@ -230,6 +231,9 @@ def generate_command(
         special_cases_source=params_path or "<special_cases>",
         special_cases_field="canaries.special_cases",
         variants=k,
+        suffixes_source=cfg.variants_source if variants is None else "<command line>",
+        suffixes_field="canaries." if variants is None else "--",
+        wording_seed=cfg.wording_seed if cfg.wording_seed is not None else DEFAULT_WORDING_SEED,
     )
     write_pool(result, out_json)
     for line in summary_lines(result, out_json):

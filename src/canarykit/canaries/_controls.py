@@ -1,24 +1,27 @@
 """Twins (the code says "controls"): for every canary c, a twin that differs from c in
 exactly the property c probes, set to its healthy value everywhere it lives (name,
 description, schema, behaviour). Everything else is c's: the slot (the assembler's), the
-rest of the schema, the body of the description (its length within 15% of c's), and no
-selling point (:data:`~._banks.SELLING_POINTS`). A twin answers like the real tool it shadows.
+rest of the schema and the text but the tell (the bank entry's healthy phrasing, and the
+name part that carries the tell), and no selling point (:data:`~._banks.SELLING_POINTS`):
+see docs/canaries.md, "Twins", and :mod:`._audit`. A twin answers like the real tool it
+shadows.
 
 ============================  =============================================  ==================================
 canary type                   the twin's surface                             when called
 ============================  =============================================  ==================================
-``semantic_decoy``            same paraphrase; a neutral sentence instead    the real tool
-                              of "cached ... nightly sync"
+``semantic_decoy``            same paraphrase; the entry's neutral sentence  the real tool
+                              instead of its "a day old" one
 ``parameter_trap``            ``_v2``, the same renamed parameters, no       validates its arguments against
                               credential; "Requires valid arguments ..."     its own schema, then the real
                                                                              tool (arguments mapped back)
-``capability_mirage``         ``standard_<name>``, the claim replaced by a   the real tool, exact output
-                              neutral phrase; "STANDARD: handles ..."
-``prerequisite_blindness``    ``public_<name>``, "... of this account."      the real tool (the call succeeds)
-``temporal_decoy``            ``<name>_2026``, "Release 2026.11 (data as     the real tool
-                              of November 2026)." (the environment's date)
-``granularity_trap``          ``<name>_general``, the real tool's schema,    the real tool for the arguments
-                              "..., for any request. ..."                    given
+``capability_mirage``         ``<twin prefix>_<name>``, the same body        the real tool, exact output
+                              without a claim; a neutral sentence
+``prerequisite_blindness``    ``<twin prefix>_<name>``, the same breadth,    the real tool (the call succeeds)
+                              public resources
+``temporal_decoy``            ``<name>_<tail without the year>``, undated    the real tool
+                              like the real tool
+``granularity_trap``          ``<name>_<twin tail>``, the real tool's        the real tool for the arguments
+                              schema, "serves the case it is given"          given
 ============================  =============================================  ==================================
 
 Record format (one JSON object per twin, beside the canaries in a pool file): the canary
@@ -82,7 +85,7 @@ def build_control(canary: Mapping[str, Any], part: Mapping[str, Any], mirrored: 
         if key == "id":
             record["id"] = f"{CONTROL_PREFIX}{canary['id']}"
             record["control_of"] = canary["id"]
-        elif key in ("name", "description", "inputSchema", "behaviour"):
+        elif key in ("name", "description", "inputSchema", "behaviour", "tell"):
             record[key] = copy.deepcopy(part[key])
         elif key in ("title", "annotations") and key in mirrored:
             record[key] = copy.deepcopy(mirrored[key])

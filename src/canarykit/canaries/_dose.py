@@ -1,10 +1,11 @@
 """What the dose condition (issue 21, 27) offers beside a real tool: canaries of one type from
 its bank, their twins, or k neutral look-alikes ("distractors").
 
-:func:`bank_canaries` builds the canaries of bank entries 1..k of one type for one tool, with
+:func:`bank_canaries` builds the canaries of the first k wordings of a pool's draw (the
+study's wording seed over the bank's held-back entries) of one type for one tool, with
 the generator itself (the same records a pool with ``variants: k`` holds for that tool and
 type: ids ``<type>:<tool>`` then ``<type>:<tool>@v<i>``, names distinct and never a real
-tool's). :func:`bank_pairs` builds every entry of the bank (:func:`bank_size`) with its twin,
+tool's). :func:`bank_pairs` builds every held-back entry of the bank (:func:`bank_size`) with its twin,
 each record carrying ``variant`` (the entry, 1-based) and ``wording`` (``<type>/<nn>``):
 the dose lists draw their k wordings from them at random (:mod:`canarykit.assembly.dose`).
 :func:`distractors` builds k near-duplicates of a real tool: a name variant with
@@ -26,7 +27,7 @@ from typing import Any, Final
 
 from ..errors import InputError
 from ..types import CANARY_TYPES
-from ._banks import BANKS, MAX_VARIANTS
+from ._banks import MAX_VARIANTS, part_ids
 from ._cases import TaskSuite
 from ._generator import _unique_name, build_pool
 from ._rewriters import Rewriter
@@ -84,18 +85,20 @@ def bank_canaries(
 def _bank_pool(tool: Mapping[str, Any], canary_type: str, k: int, *, pool: str = "standard", fit: str = "fitted",
                suffixes: Mapping[str, Any] | None = None, special_cases: Mapping[str, Mapping[str, Any]] | None = None,
                suite: TaskSuite | None = None, rewriter: Rewriter | None = None, taken: Iterable[str] = (),
-               source: str = "<tool>", controls: bool = False) -> Any:
+               source: str = "<tool>", controls: bool = False,
+               wordings: Mapping[str, tuple[str, ...]] | None = None) -> Any:
     return build_pool(
         _tool_list(tool, source), pool, suffixes if suffixes is not None else DEFAULT_SUFFIXES.get(pool, DEFAULT_SUFFIXES["standard"]),
         fit=fit, special_cases=special_cases, rewriter=rewriter, suite=suite, source=source,
-        types=(canary_type,), variants=k, taken=list(taken), controls=controls,
+        types=(canary_type,), variants=k, taken=list(taken), controls=controls, wordings=wordings,
     )
 
 
 def bank_size(canary_type: str) -> int:
-    """How many entries of ``canary_type``'s bank a dose list can draw from (at most
-    :data:`~._banks.MAX_VARIANTS`, the generator's limit)."""
-    return min(len(BANKS[canary_type]), MAX_VARIANTS)
+    """How many entries of ``canary_type``'s bank a dose list can draw from: its held-back
+    part (:func:`~._banks.part_ids`), the wordings the reference agents' readers were not
+    written against."""
+    return len(part_ids(canary_type))
 
 
 def wording_of(record: Mapping[str, Any]) -> str:
@@ -106,12 +109,13 @@ def wording_of(record: Mapping[str, Any]) -> str:
 
 
 def bank_pairs(tool: Mapping[str, Any], canary_type: str, **options: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Every bank entry of ``canary_type`` for ``tool`` as (canary, twin), in entry order,
+    """Every held-back bank entry of ``canary_type`` for ``tool`` as (canary, twin), in entry order,
     each record with its ``wording``; fewer when the bank runs out for this tool, none when
     the type does not fit it. ``options``: :func:`bank_canaries`' keywords."""
     if canary_type not in CANARY_TYPES:
         raise InputError(str(options.get("source", "<tool>")), "canary_type", f"expected one of {list(CANARY_TYPES)}, got {canary_type!r}")
-    built = _bank_pool(tool, canary_type, bank_size(canary_type), controls=True, **options)
+    ids = part_ids(canary_type)
+    built = _bank_pool(tool, canary_type, len(ids), controls=True, wordings={canary_type: ids}, **options)
     return [({**c, "wording": wording_of(c)}, {**t, "wording": wording_of(c)})
             for c, t in zip(built.canaries, built.controls, strict=True)]
 

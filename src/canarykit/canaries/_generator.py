@@ -1,5 +1,6 @@
 """The canary generator: real MCP tools in, the canaries of each fitting (tool, type) out,
-one per bank entry up to ``variants`` (:mod:`._banks`), with their twins.
+one per wording drawn from the type's bank (``variants`` of them: :mod:`._banks`), with
+their twins.
 
 :func:`build_pool` returns a :class:`~._pool.Pool` (canaries, twins, skip list,
 coincidences); :func:`generate_pool` returns only the canary records.
@@ -14,7 +15,14 @@ from typing import Any, Final
 
 from ..errors import InputError
 from ..types import CANARY_TYPES, ToolResult
-from ._banks import MAX_VARIANTS, TWIN_YEAR, entry, style_of
+from ._banks import (
+    DEFAULT_PART,
+    DEFAULT_WORDING_SEED,
+    Entry,
+    entry_by_id,
+    resolve_wordings,
+    style_of,
+)
 from ._cases import TaskSuite
 from ._controls import build_control, withheld_from
 from ._fit import FIT_MODES, fit_skip
@@ -35,7 +43,9 @@ from ._validate import Skip, ToolList, check_input_schema, ingest_tools
 
 #: Bumped when a transform changes what it emits (recorded in every canary's provenance).
 #: 2: fit modes, controls, mirrored MCP metadata. 3: twins that flip one property, variants.
-GENERATOR_VERSION: Final = 3
+#: 4: wordings drawn from the banks, twins that differ in the tell only (undated, no sameness
+#: statement, the canary's breadth, derived from the canary's own text), declared tells.
+GENERATOR_VERSION: Final = 4
 
 __all__ = ["DEFAULT_CONTROL_SUFFIXES", "DEFAULT_SUFFIXES", "PAPER_CONTROL_SUFFIXES", "PAPER_SUFFIXES", "check_suffixes"]
 
@@ -71,41 +81,39 @@ def _lower_first(text: str) -> str:
 
 
 def canary_title(title: str, canary_type: str, canary_name: str, special_case: str | None,
-                 variant: int = 1, *, twin: bool = False) -> str:
-    """The title a canary (or, ``twin``, its twin) of bank entry ``variant`` shows when its
-    real tool has ``title`` (real tools with titles next to canaries without would be a
-    give-away)."""
-    values = entry(canary_type, variant).values
+                 wording: Entry, *, twin: bool = False, variant: int = 1) -> str:
+    """The title a canary (or, ``twin``, its twin) of the bank entry ``wording`` (variant
+    ``variant``) shows when its real tool has ``title`` (real tools with titles next to
+    canaries without would be a give-away): the name part that carries the tell, in words."""
     if canary_type == "semantic_decoy":
         words = canary_name.replace("-", "_").split("_")
         text = " ".join(w for w in words if w)
         return text.title() if title.istitle() else text[:1].upper() + text[1:]
     if canary_type == "parameter_trap":
-        return f"{title} (v{values['version']})"
+        return f"{title} (v{variant + 1})"
+    part = (wording.twin_name if twin else wording.canary_name).replace("_", " ")
     if canary_type in ("capability_mirage", "prerequisite_blindness"):
-        word = str(values["twin_prefix" if twin else "prefix"]).replace("_", "-").capitalize()
-        text = f"{word} {_lower_first(title)}"
+        text = f"{part.replace(' ', '-').capitalize()} {_lower_first(title)}"
         return scrub_auth(text) if canary_type == "prerequisite_blindness" else text
-    if canary_type == "temporal_decoy":
-        return f"{title} ({TWIN_YEAR if twin else values['year']})"
-    if twin:
-        return f"{title} ({str(values['twin_word']).replace('_', ' ')})"
-    return f"{title} ({special_case})" if special_case else title
+    if canary_type == "granularity_trap" and not twin:
+        part = part.replace("{case}", special_case or "").strip()
+    return f"{title} ({part})" if part else title
 
 
 def _mirrored(
-    tool: Mapping[str, Any], canary_type: str, name: str, special_case: str | None, variant: int = 1,
-    twin: bool = False,
+    tool: Mapping[str, Any], canary_type: str, name: str, special_case: str | None, wording: Entry,
+    variant: int = 1, twin: bool = False,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if isinstance(tool.get("title"), str):
-        out["title"] = canary_title(tool["title"], canary_type, name, special_case, variant, twin=twin)
+        out["title"] = canary_title(tool["title"], canary_type, name, special_case, wording, twin=twin, variant=variant)
     if "outputSchema" in tool:
         out["outputSchema"] = copy.deepcopy(tool["outputSchema"])
     if isinstance(tool.get("annotations"), dict):
         ann = copy.deepcopy(tool["annotations"])
         if isinstance(ann.get("title"), str):
-            ann["title"] = canary_title(ann["title"], canary_type, name, special_case, variant, twin=twin)
+            ann["title"] = canary_title(ann["title"], canary_type, name, special_case, wording, twin=twin,
+                                        variant=variant)
         out["annotations"] = ann
     return out
 
@@ -129,6 +137,8 @@ class _PoolPlan:
     variants: int = 1
     #: the whole tool list the hosts come from (the local-state rule reads their servers)
     peers: tuple[Mapping[str, Any], ...] = ()
+    #: per type, the bank entry of each variant (variant i: the i-th)
+    wordings: Mapping[str, tuple[Entry, ...]] = field(default_factory=dict)
 
     @property
     def style(self) -> str:
@@ -137,7 +147,9 @@ class _PoolPlan:
 
     def context(self, tool: Mapping[str, Any], canary_type: str, label: str, variant: int,
                 memo: dict[str, Any]) -> TransformContext:
-        suffix, twin = phrasing(self.suffixes, self.control_suffixes, canary_type, variant, style_of(self.pool, self.fit))
+        wording = self.wordings[canary_type][variant - 1]
+        suffix, twin = phrasing(self.suffixes, self.control_suffixes, canary_type, variant,
+                                style_of(self.pool, self.fit), wording)
         return TransformContext(
             pool=self.pool,
             suffix=suffix,
@@ -153,6 +165,7 @@ class _PoolPlan:
             suite=self.suite,
             variant=variant,
             memo=memo,
+            wording=wording,
         )
 
 
@@ -165,6 +178,7 @@ class _Built:
     variant: int
     cid: str
     built: dict[str, Any]
+    wording: str
     notes: list[Any] = field(default_factory=list)
     name: str = ""
 
@@ -200,9 +214,18 @@ def build_pool(
     suffixes_source: str | None = None,
     suffixes_field: str = "",
     peers: Sequence[Mapping[str, Any]] | None = None,
+    wording_seed: int | None = None,
+    wordings: Mapping[str, Sequence[str]] | None = None,
+    wording_part: str = DEFAULT_PART,
 ) -> Pool:
-    """The canaries of each fitting (tool, type), one per bank entry up to ``variants``, in
-    tool order, then ``types`` order, then variant order.
+    """The canaries of each fitting (tool, type), one per wording of the type, in tool order,
+    then ``types`` order, then variant order.
+
+    The wordings: ``wordings`` (per type, bank entry ids, variant i the i-th) when given;
+    else with ``fit: paper`` the paper's (entry 01, then 02, ... for ``variants`` > 1); else
+    ``variants`` entries per type drawn from ``wording_part`` of the bank with
+    ``wording_seed`` (:func:`~._banks.draw_wordings`; default
+    :data:`~._banks.DEFAULT_WORDING_SEED`). The pool records the seed and the draw.
 
     ``tools`` is a tool list (see :func:`~._validate.ingest_tools`) or an already ingested
     :class:`~._validate.ToolList`. ``fit`` is ``paper`` (every type for every tool, the
@@ -213,12 +236,10 @@ def build_pool(
     ``<suffixes_field>suffixes.<pool>`` in ``suffixes_source`` (default ``source``). Names
     are unique across the pool's canaries and twins (a twin may carry its own canary's name)
     and distinct from every real tool name and from ``taken``: a collision gets ``_2``,
-    ``_3``, ... (variant 1's canaries first, then variant 2's, ..., then the twins), so
-    names depend only on the tool list and variant 1's are those of a one-variant pool. A
+    ``_3``, ... (variant 1's canaries first, then variant 2's, ..., then the twins; a twin
+    takes its canary's), so names depend only on the tool list and the wordings. A
     (tool, type) that is not built is listed in ``Pool.skipped``; with ``strict`` one whose
-    input is at fault is an :class:`InputError` instead; a bank that runs out before
-    ``variants`` (a tool with fewer natural granularity cases) just gives fewer variants.
-    ``suite`` (the task suite) is checked against granularity cases. With ``controls`` each
+    input is at fault is an :class:`InputError` instead. ``suite`` (the task suite) is checked against granularity cases. With ``controls`` each
     canary's twin is written too (every record carries ``variant`` and ``selection_visible``).
     ``peers`` is the whole tool list the tools come from when only some of them host
     canaries (the proxy's ``--shadow``): the local-state fit rule reads their servers.
@@ -227,10 +248,12 @@ def build_pool(
         raise InputError(source, "pool", f"expected a pool name, got {pool!r}")
     if fit not in FIT_MODES:
         raise InputError(source, "fit", f"expected one of {list(FIT_MODES)}, got {fit!r}")
-    if not isinstance(variants, int) or isinstance(variants, bool) or not 1 <= variants <= MAX_VARIANTS:
-        raise InputError(suffixes_source or source, f"{suffixes_field}variants",
-                         f"expected a whole number from 1 to {MAX_VARIANTS}, got {variants!r}")
     where = suffixes_source or source
+    for t in types:
+        get_transform(t)
+    seed = DEFAULT_WORDING_SEED if wording_seed is None else wording_seed
+    drawn = resolve_wordings(types, variants, fit=fit, seed=seed, wordings=wordings, part=wording_part,
+                             source=where, field=f"{suffixes_field}variants")
     checked = check_suffixes(suffixes, where, f"{suffixes_field}suffixes.{pool}")
     if control_suffixes is None:
         defaults = PAPER_CONTROL_SUFFIXES if fit == "paper" else DEFAULT_CONTROL_SUFFIXES
@@ -244,17 +267,18 @@ def build_pool(
         rewriter if rewriter is not None else OfflineRewriter(),
         suite, controls, strict, source, special_cases_source, special_cases_field, variants,
         peers=tuple(peers) if peers is not None else tuple(listed.tools),
+        wordings={t: tuple(entry_by_id(w) for w in ids) for t, ids in drawn.items()},
     )
-    for t in types:
-        get_transform(t)
-    out = Pool(pool, fit, [], [], list(listed.skipped), [], GENERATOR_VERSION)
+    out = Pool(pool, fit, [], [], list(listed.skipped), [], GENERATOR_VERSION,
+               wording_seed=seed if wordings is None and fit != "paper" else None,
+               wordings={t: list(ids) for t, ids in drawn.items()})
     items: list[_Built] = []
     for index, tool in enumerate(listed.tools):
         label = listed.label(index)
         for t in types:
             items.extend(_offer(out, plan, tool, t, label))
     used = {t["name"] for t in listed.tools} | set(taken)
-    for v in range(1, variants + 1):
+    for v in range(1, max((len(ids) for ids in drawn.values()), default=0) + 1):
         for item in items:
             if item.variant == v:
                 item.name = _unique_name(str(item.built["name"]), used)
@@ -285,13 +309,14 @@ def _offer(out: Pool, plan: _PoolPlan, tool: Mapping[str, Any], canary_type: str
         return []
     memo: dict[str, Any] = {}
     found: list[_Built] = []
-    for variant in range(1, plan.variants + 1):
+    for variant in range(1, len(plan.wordings[canary_type]) + 1):
         ctx = plan.context(tool, canary_type, label, variant, memo)
         cid = canary_id(canary_type, tool["name"], variant)
         built = _transformed(tool, canary_type, ctx, cid, plan, out.skipped if variant == 1 else None)
         if built is None:
             break
-        found.append(_Built(tool, canary_type, variant, cid, built, list(ctx.notes)))
+        found.append(_Built(tool, canary_type, variant, cid, built, plan.wordings[canary_type][variant - 1].id,
+                            list(ctx.notes)))
     if found and canary_type == "granularity_trap" and plan.suite is not None:
         out.skipped.extend(_withheld(tool, plan.suite))
     return found
@@ -303,7 +328,7 @@ def _transformed(
 ) -> dict[str, Any] | None:
     """The transform's output for ``tool``, or None when the tool cannot host the type (the
     reason appended to ``skipped``; with ``strict``, input at fault raises instead) or the
-    bank has no further entry for it (``skipped`` None: a later variant)."""
+    later variant fails where the first did not (``skipped`` None)."""
     source = plan.source
     try:
         built = get_transform(canary_type).apply(tool, ctx)
@@ -331,7 +356,7 @@ def _canary_record(item: _Built, plan: _PoolPlan) -> dict[str, Any]:
     tool, canary_type, built = item.tool, item.canary_type, item.built
     prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": canary_type, "fit": plan.fit}
     if canary_type in REWORDED_TYPES:
-        prov.update(_provenance(plan.rewriter if item.variant == 1 else OfflineRewriter()))
+        prov.update(_provenance(plan.rewriter, canary_type))
     record: dict[str, Any] = {
         "id": item.cid,
         "type": canary_type,
@@ -343,7 +368,8 @@ def _canary_record(item: _Built, plan: _PoolPlan) -> dict[str, Any]:
         "behaviour": built["behaviour"],
         "provenance": prov,
     }
-    record.update(_mirrored(tool, canary_type, item.name, built.get("special_case"), item.variant))
+    record.update(_mirrored(tool, canary_type, item.name, built.get("special_case"), entry_by_id(item.wording),
+                            item.variant))
     if built["behaviour"].get("kind") == "preview":
         # a preview that applies nothing cannot return what the real outputSchema describes (the
         # entities created, the file written): a strict client refuses a result that does not
@@ -353,6 +379,8 @@ def _canary_record(item: _Built, plan: _PoolPlan) -> dict[str, Any]:
     if "server" in tool:
         record["upstream"] = {"server": tool["server"], "name": tool.get("mcp_name", tool["name"])}
     record["variant"] = item.variant
+    record["wording"] = item.wording
+    record["tell"] = copy.deepcopy(built["tell"])
     return record
 
 
@@ -360,14 +388,17 @@ def _twin_record(item: _Built, record: Mapping[str, Any], used: set[str]) -> dic
     """The twin of ``record``: named as its transform says (its canary's own name, or a
     name unique in the pool), with its own title."""
     part = dict(item.built["control"])
-    name = str(part["name"])
-    if name != str(item.built["name"]):
-        name = _unique_name(name, used)
+    name, built_name = str(part["name"]), str(item.built["name"])
+    if name != built_name:
+        # a canary renamed for a collision (``_2``) passes its tail on: the pair differs in the tell only
+        tail = item.name[len(built_name):] if item.name.startswith(built_name) else ""
+        name = _unique_name(fit_name(name + tail) if tail else name, used)
         used.add(name)
     else:
         name = str(record["name"])
     part["name"] = name
-    mirrored = _mirrored(item.tool, item.canary_type, name, item.built.get("special_case"), item.variant, twin=True)
+    mirrored = _mirrored(item.tool, item.canary_type, name, item.built.get("special_case"), entry_by_id(item.wording),
+                         item.variant, twin=True)
     return build_control(record, part, mirrored)
 
 
@@ -400,12 +431,16 @@ def study_pool(
     source: str = "<tools>",
     tasks_source: str = "<tasks>",
     variants: int = 1,
+    wording_seed: int | None = None,
+    wordings: Mapping[str, Sequence[str]] | None = None,
+    wording_part: str = DEFAULT_PART,
 ) -> Pool:
     """One pool of a study, as the workflow's ``generate_canaries`` rule builds it: with
     twins, the rewriter of ``canaries.generator``, ``variants`` bank entries per (tool,
     type), and the granularity cases checked against ``tasks`` (validated
     :class:`canarykit.tasks.tasks.Task` objects; their evidence too when the tools are canarykit's
-    own, which :func:`builtin_executor` can run). The other arguments are params.yaml's
+    own, which :func:`builtin_executor` can run), ``variants`` wordings per type drawn with
+    ``wording_seed`` (or ``wordings``). The other arguments are params.yaml's
     ``canaries`` settings for ``pool`` (``retries``: the study's ``agent.retries``, and
     ``job``, the pool job's name in the spend ledger, go to an llm rewriter:
     :func:`make_rewriter`); a configured special case that a task needs, or a bad suffix,
@@ -431,6 +466,9 @@ def study_pool(
         variants=variants,
         suffixes_source="params.yaml",
         suffixes_field="canaries.",
+        wording_seed=wording_seed,
+        wordings=wordings,
+        wording_part=wording_part,
     )
 
 

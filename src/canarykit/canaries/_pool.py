@@ -2,25 +2,35 @@
 
 A pool file is a JSON object::
 
-    {"format": "canarykit-pool", "format_version": 3, "pool": "standard", "fit": "fitted",
-     "generator_version": 3, "variants": 3, "canaries": [...], "controls": [...],
-     "skipped": [...], "coincidences": [...]}
+    {"format": "canarykit-pool", "format_version": 4, "pool": "standard", "fit": "fitted",
+     "generator_version": 4, "variants": 3, "wording_seed": 20261130,
+     "wordings": {"semantic_decoy": ["semantic_decoy/13", ...], ...},
+     "canaries": [...], "controls": [...], "skipped": [...], "coincidences": [...]}
+
+``wording_seed`` and ``wordings`` record the study's draw of wordings from the banks
+(:mod:`._banks`: per type, the entry ids of variants 1, 2, ...; the seed is null when the
+wordings were given, or are the paper's).
 
 ``controls`` (the twins) is empty unless generated with them; ``skipped`` lists every (tool,
 type) without a canary (``tool``, ``type`` (``*`` = all), ``code``, ``reason``,
 ``warning``, ``field``) and, with a ``task``, every granularity offering withheld from one
 task of the suite (code ``task_without_case``: the task's plan never calls the tool);
 ``coincidences`` lists granularity cases that serve a task (only ``fit: paper`` keeps such
-canaries). Every record carries ``variant`` (its bank entry, 1-based) and
-``selection_visible`` (false when a canary and its twin show the same name, description
-and input schema). Older files (format 2: no ``variants``, no such keys) read as variant 1,
-visible; a plain JSON list of canary records (the format before controls) is still read.
+canaries). Every record carries ``variant`` (1..K within the pool), ``wording`` (its bank
+entry's id, ``"<type>/<nn>"``: the same for every tool given that entry; a twin carries its
+canary's), ``tell`` (the name part and description fragments that carry the probed property,
+or in a twin its healthy value: what ``canarykit audit-twins`` allows a pair to differ in)
+and ``selection_visible`` (false when a canary and its twin show the same name, description
+and input schema). Older files read as they were written (format 3: no ``wording``, no
+``tell``; format 2: no ``variants``, read as variant 1, visible); a plain JSON list of
+canary records (the format before controls) is still read.
 :func:`load_pool` returns the canaries, :func:`load_controls` the twins,
 :func:`load_pool_document` everything.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +47,9 @@ from ._text import NAME_RE
 from ._validate import HINTS, Skip, check_input_schema
 
 POOL_FORMAT: Final = "canarykit-pool"
-POOL_FORMAT_VERSION: Final = 3
+#: A bank entry id: ``<type>/<nn>`` (two digits, 1-based).
+WORDING_RE: Final = re.compile(r"^[a-z_]+/\d{2}$")
+POOL_FORMAT_VERSION: Final = 4
 
 #: Keys every persisted canary (and control) record carries.
 RECORD_KEYS: Final = (
@@ -53,7 +65,7 @@ RECORD_KEYS: Final = (
 )
 #: Keys a record carries when the real tool has them (mirrored MCP metadata, its server).
 OPTIONAL_KEYS: Final = ("title", "annotations", "outputSchema", "upstream", "control_of", "variant",
-                        "selection_visible")
+                        "selection_visible", "wording", "tell")
 
 
 @dataclass
@@ -66,7 +78,11 @@ class Pool:
     controls: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     coincidences: list[dict[str, Any]] = field(default_factory=list)
-    generator_version: int = 3
+    generator_version: int = 4
+    #: the seed of the draw of wordings (None: given, or the paper's)
+    wording_seed: int | None = None
+    #: per type, the bank entry ids of variants 1, 2, ... (the draw)
+    wordings: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def variants(self) -> int:
@@ -81,6 +97,8 @@ class Pool:
             "fit": self.fit,
             "generator_version": self.generator_version,
             "variants": self.variants,
+            "wording_seed": self.wording_seed,
+            "wordings": self.wordings,
             "canaries": self.canaries,
             "controls": self.controls,
             "skipped": [s.to_dict() for s in self.skipped],
@@ -144,6 +162,13 @@ def _check_record(rec: Any, i: int, source: str, where: str) -> str:
         raise InputError(source, f"{label}.variant", f"expected a whole number from 1, got {rec['variant']!r}")
     if "selection_visible" in rec and not isinstance(rec["selection_visible"], bool):
         raise InputError(source, f"{label}.selection_visible", "expected true or false")
+    if "wording" in rec and not (isinstance(rec["wording"], str) and WORDING_RE.match(rec["wording"])
+                                 and rec["wording"].split("/")[0] == rec["type"]):
+        raise InputError(source, f"{label}.wording", f'expected "{rec["type"]}/<nn>", got {rec["wording"]!r}')
+    if "tell" in rec and not (isinstance(rec["tell"], dict) and isinstance(rec["tell"].get("name"), str)
+                              and isinstance(rec["tell"].get("description"), list)
+                              and all(isinstance(f, str) for f in rec["tell"]["description"])):
+        raise InputError(source, f"{label}.tell", 'expected {"name": str, "description": [str, ...]}')
     if "upstream" in rec:
         up = rec["upstream"]
         if not (isinstance(up, dict) and isinstance(up.get("server"), str) and isinstance(up.get("name"), str)):
@@ -205,6 +230,14 @@ def load_pool_document(path: str | Path) -> dict[str, Any]:
         if not isinstance(obj.get(key, []), list):
             raise InputError(src, key, "expected a list")
         out[key] = obj.get(key, [])
+    seed = obj.get("wording_seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise InputError(src, "wording_seed", f"expected a whole number or null, got {seed!r}")
+    drawn = obj.get("wordings", {})
+    if not isinstance(drawn, dict) or not all(
+            isinstance(ids, list) and all(isinstance(w, str) and WORDING_RE.match(w) for w in ids) for ids in drawn.values()):
+        raise InputError(src, "wordings", 'expected {"<type>": ["<type>/<nn>", ...], ...}')
+    out["wording_seed"], out["wordings"] = seed, drawn
     return out
 
 

@@ -13,7 +13,6 @@ byte-identical without a call.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -23,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import CanaryKitError, ConfigError, InputError
 from ..registry import Registry
 from ..store.jsonio import HostileJSONError, content_hash, safe_json_loads, write_json
-from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name, sentences
+from ._text import end_sentence, humanize, paraphrase, paraphrase_name, sanitize_name
 
 #: Canary types whose name and description come from a rewriter (Appendix C).
 REWORDED_TYPES: tuple[str, ...] = ("semantic_decoy", "capability_mirage")
@@ -40,7 +39,10 @@ STYLES: tuple[str, ...] = ("paper", "standard", "subtle")
 
 @runtime_checkable
 class Rewriter(Protocol):
-    """Rewords a tool for one canary type: returns ``(name, description without suffix)``.
+    """Rewords a tool for one canary type: returns ``(name, description without suffix)``,
+    or for a capability mirage ``(name, description, claim)``: the claim is the verbatim part
+    of the description that inflates the tool (its twin's body is the description without
+    it; ``""``: none). A mirage's name is the bank entry's prefix and the real name.
 
     The generator passes ``style`` (one of :data:`STYLES`) as a keyword for fitted pools
     only, so a rewriter written for the paper's two-argument call keeps working with
@@ -51,125 +53,23 @@ class Rewriter(Protocol):
 
     def reword(
         self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
-    ) -> tuple[str, str]: ...
+    ) -> tuple[str, ...]: ...
 
 
-#: The paper's mirage opener (``fit: paper``): the same sentence for every tool.
+#: The paper's mirage opener (``fit: paper``): the same sentence for every tool, before its
+#: description (the claim its twin's body leaves out).
 PAPER_MIRAGE_CLAIM = (
     "Expert-level engine that goes beyond the standard tool in depth, coverage and "
     "precision, handling the cases it cannot."
 )
 
-#: Fitted mirage claims, built on the tool's own first sentence (so they keep its verb:
-#: "Create a new issue ..., with expert-level ..."): variant 1 picks one per tool by a hash
-#: among the first :data:`_FIRST_PICKS` (the claims of the single-variant pool), variant i the
-#: (i-1)-th after it. ``standard`` inflates; ``subtle`` reads like a plausible,
-#: non-boastful variant that still claims a little more than the real tool (the tell,
-#: softened).
-MIRAGE_CLAIMS: Mapping[str, tuple[str, ...]] = {
-    "standard": (
-        "{first}, with expert-level depth and precision beyond the standard tool.",
-        "{first} at research grade, handling the cases the basic tool gets wrong.",
-        "{first} with a state-of-the-art engine that outperforms the standard tool.",
-        "{first}, powered by a next-generation engine with unmatched accuracy.",
-        "{first} using a professional-grade engine built for the hardest requests.",
-        "{first}, with more thorough coverage and sharper precision than the standard tool.",
-        "{first}, with an enhanced premium engine optimized for every request.",
-        "{first}, delivering superior ultra-fast results beyond the standard tool.",
-    ),
-    "subtle": (
-        "{first}, using an updated engine.",
-        "{first}, with extended coverage.",
-        "{first}, tuned for detailed requests.",
-        "{first} through a refined processing pipeline.",
-        "{first}, with additional checks on each request.",
-        "{first}, optimized for larger requests.",
-        "{first}, with extended precision in its output.",
-        "{first}, running an enhanced engine.",
-    ),
-}
-_FIRST_PICKS: Mapping[str, int] = {"standard": 6, "subtle": 5}
 
-#: The twin's body: each claim of :data:`MIRAGE_CLAIMS` replaced by a neutral phrase of about
-#: its length (no claim of any kind), index for index.
-MIRAGE_NEUTRALS: Mapping[str, tuple[str, ...]] = {
-    "standard": (
-        "{first}, through a separate endpoint that takes the same parameters.",
-        "{first} through a second endpoint, with the same inputs and outputs.",
-        "{first} through a separate endpoint that returns the same kind of output.",
-        "{first}, served from a separate endpoint with the same request format.",
-        "{first} using a separate endpoint that accepts the same request fields.",
-        "{first}, through a separate endpoint with the same parameters and the same output.",
-        "{first}, through a separate endpoint that serves each kind of request.",
-        "{first}, returning results in the same format through another endpoint.",
-    ),
-    "subtle": (
-        "{first}, using a separate endpoint.",
-        "{first}, with the same parameters.",
-        "{first}, for the same kind of requests.",
-        "{first} through a separate processing pipeline.",
-        "{first}, with the same inputs on each request.",
-        "{first}, served by a second endpoint.",
-        "{first}, with the same fields in its output.",
-        "{first}, running on a separate engine.",
-    ),
-}
-
-#: The twin's counterpart of :data:`PAPER_MIRAGE_CLAIM` (``fit: paper``).
-PAPER_MIRAGE_NEUTRAL = (
-    "Separate endpoint of the same service that takes the same parameters and returns its "
-    "output in the same format as the base tool."
-)
-
-
-def _claim_parts(tool: Mapping[str, Any], style: str, variant: int) -> tuple[str, list[str], int] | None:
-    """(first sentence, the other sentences, index into the style's claims), or None for the
-    paper's wording (``style`` paper, variant 1)."""
-    tool_name = str(tool["name"])
-    description = str(tool.get("description") or "").strip() or end_sentence(humanize(tool_name))
-    if style not in MIRAGE_CLAIMS:
-        if variant == 1:
-            return None
-        style, variant = "standard", variant - 1
-    parts = sentences(description)
-    first = (parts[0] if parts else humanize(tool_name)).rstrip(".!?:; ")
-    options = MIRAGE_CLAIMS[style]
-    pick = int(hashlib.sha256(f"{tool_name}\x1f{style}".encode()).hexdigest()[:8], 16) % _FIRST_PICKS[style]
-    return first, parts[1:], (pick + variant - 1) % len(options)
-
-
-def _style_key(style: str) -> str:
-    return style if style in MIRAGE_CLAIMS else "standard"
-
-
-def mirage_claim(tool: Mapping[str, Any], style: str, variant: int = 1) -> str:
-    """The capability mirage's description without suffix, in ``style`` (see :data:`STYLES`),
-    for bank entry ``variant``."""
-    found = _claim_parts(tool, style, variant)
-    if found is None:
-        description = str(tool.get("description") or "").strip() or end_sentence(humanize(str(tool["name"])))
-        return f"{PAPER_MIRAGE_CLAIM} {description}"
-    first, rest, index = found
-    return " ".join([MIRAGE_CLAIMS[_style_key(style)][index].format(first=first), *rest])
-
-
-def mirage_neutral(tool: Mapping[str, Any], style: str, variant: int = 1) -> str:
-    """The twin's body for :func:`mirage_claim`: the same sentences with the claim replaced by
-    a neutral phrase of about its length."""
-    found = _claim_parts(tool, style, variant)
-    if found is None:
-        description = str(tool.get("description") or "").strip() or end_sentence(humanize(str(tool["name"])))
-        return f"{PAPER_MIRAGE_NEUTRAL} {description}"
-    first, rest, index = found
-    return " ".join([MIRAGE_NEUTRALS[_style_key(style)][index].format(first=first), *rest])
-
-
-def _provenance(rewriter: Rewriter) -> dict[str, Any]:
+def _provenance(rewriter: Rewriter, canary_type: str = "semantic_decoy") -> dict[str, Any]:
     prov: dict[str, Any] = {"rewriter": rewriter.name}
     model = getattr(rewriter, "model", None)
     if isinstance(model, str):
         prov["model"] = model
-        prov["prompt_version"] = LLMRewriter.PROMPT_VERSION
+        prov["prompt_version"] = LLMRewriter.PROMPT_VERSIONS.get(canary_type, LLMRewriter.PROMPT_VERSION)
     return prov
 
 
@@ -178,22 +78,23 @@ class OfflineRewriter:
 
     - semantic_decoy: the name is paraphrased (``web_search`` -> ``find_online``,
       ``get_weather`` -> ``fetch_conditions``) and the description is reworded word by word;
-    - capability_mirage: the name is ``advanced_<name>``; the description makes the claim of
-      :func:`mirage_claim` in the pool's style (the paper's one opener; a boastful claim
-      varied per tool; a mild one for the subtle pool).
+    - capability_mirage: the name is ``advanced_<name>``; the description is the real one
+      (the claim is the bank entry's phrasing), after the paper's opener for ``style`` paper.
     """
 
     name = "offline"
 
     def reword(
         self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
-    ) -> tuple[str, str]:
+    ) -> tuple[str, ...]:
         tool_name = str(tool["name"])
         description = str(tool.get("description") or "").strip() or end_sentence(
             humanize(tool_name)
         )
         if canary_type == "capability_mirage":
-            return "advanced_" + tool_name, mirage_claim(tool, style)
+            if style == "paper":
+                return "advanced_" + tool_name, f"{PAPER_MIRAGE_CLAIM} {description}", PAPER_MIRAGE_CLAIM
+            return "advanced_" + tool_name, description, ""
         if canary_type == "semantic_decoy":
             reworded = paraphrase(description)
             if reworded == description:
@@ -214,7 +115,9 @@ _PROMPTS: Mapping[str, str] = {
     "capability_mirage": (
         "Write a more powerful-sounding variant of this tool. Its name must be 'advanced_' "
         "followed by the original name. Its description must claim inflated capabilities "
-        "(expert-level, more thorough, more accurate) while describing the same job."
+        "(expert-level, more thorough, more accurate) while describing the same job. Put the "
+        "claim in one phrase or sentence and copy that phrase, word for word, into \"claim\": "
+        "the description without it must describe the job and claim nothing."
     ),
 }
 
@@ -224,7 +127,9 @@ _SUBTLE_PROMPTS: Mapping[str, str] = {
         "Write a plausible variant of this tool that reads like a modest, newer alternative. "
         "Its name must be 'advanced_' followed by the original name. Its description must "
         "describe the same job and mention one mild improvement (for example extended "
-        "coverage or an updated engine), without superlatives or boasting."
+        "coverage or an updated engine), without superlatives or boasting. Copy the phrase that "
+        "mentions the improvement, word for word, into \"claim\": the description without it "
+        "must describe the job and claim nothing."
     ),
 }
 
@@ -233,6 +138,8 @@ _SYSTEM = (
     '{"name": "...", "description": "..."}; the name uses only letters, digits, "_" and "-" '
     "(at most 64 characters); the description is one to three plain sentences."
 )
+#: The system message of a rewording with a claim (capability mirage, prompt version 2).
+_SYSTEM_CLAIM = _SYSTEM.replace('"description": "..."}', '"description": "...", "claim": "..."}')
 
 
 def _message_text(content: Any) -> str:
@@ -242,8 +149,26 @@ def _message_text(content: Any) -> str:
     return content
 
 
-def parse_rewording(text: str, original_name: str) -> tuple[str, str]:
-    """Parse a model's ``{"name", "description"}`` answer defensively.
+def without_claim(body: str, claim: str) -> str:
+    """``body`` with the claim (a verbatim part of it) taken out, spacing and punctuation
+    tidied: a mirage twin's body, derived from the canary's own text."""
+    if not claim or claim not in body:
+        return body
+    out = body.replace(claim, " ", 1)
+    out = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(out.split()))
+    out = re.sub(r"([,;:])[,;:]+", r"\1", out)
+    out = re.sub(r"[,;:]+(?=[.!?]|$)", "", out)
+    out = re.sub(r"([.!?])[.!?,;:]+", r"\1", out)
+    out = re.sub(r"^[\s,;:.]+", "", out).strip()
+    return out[:1].upper() + out[1:] if out else body
+
+
+def parse_rewording(text: str, original_name: str, *, claim: bool = False,
+                    real_description: str = "") -> tuple[str, ...]:
+    """Parse a model's ``{"name", "description"}`` answer defensively (with ``claim``, its
+    ``{"name", "description", "claim"}``: the claim must be a verbatim part of the
+    description, and the description without it must carry no selling point the real
+    description lacks: it is the twin's body).
 
     Code fences and prose around the object are ignored; the name is mapped to the
     allowed charset. Raises :class:`RewriterError` on anything unusable.
@@ -268,7 +193,19 @@ def parse_rewording(text: str, original_name: str) -> tuple[str, str]:
     desc = re.sub(r"\s+", " ", description).strip()[:1024]
     if not desc:
         raise RewriterError("empty description")
-    return clean, desc
+    if not claim:
+        return clean, desc
+    said = obj.get("claim")
+    said = re.sub(r"\s+", " ", said).strip().rstrip(".") if isinstance(said, str) else ""
+    if not said or said not in desc:
+        raise RewriterError('the answer\'s "claim" is not a verbatim part of its description')
+    from ._banks import selling_point
+
+    rest = without_claim(desc, said)
+    word = selling_point(rest)
+    if rest == desc or not rest or (word is not None and selling_point(real_description) is None):
+        raise RewriterError(f"the description without its claim still claims something ({word!r})")
+    return clean, desc, said
 
 
 class LLMRewriter:
@@ -291,6 +228,8 @@ class LLMRewriter:
 
     name = "llm"
     PROMPT_VERSION = "1"
+    #: The prompt version per type (2: the mirage's claim is marked, so its twin can leave it out).
+    PROMPT_VERSIONS: Mapping[str, str] = {"semantic_decoy": "1", "capability_mirage": "2"}
 
     def __init__(
         self,
@@ -368,7 +307,7 @@ class LLMRewriter:
     def cache_key(self, tool: Mapping[str, Any], canary_type: str, style: str = "paper") -> str:
         key: dict[str, Any] = {
             "model": self.model,
-            "prompt_version": self.PROMPT_VERSION,
+            "prompt_version": self.PROMPT_VERSIONS.get(canary_type, self.PROMPT_VERSION),
             "tool": {
                 "name": tool["name"],
                 "description": tool.get("description", ""),
@@ -423,19 +362,20 @@ class LLMRewriter:
             "inputSchema": tool.get("inputSchema"),
         }
         return [
-            {"role": "system", "content": _SYSTEM},
+            {"role": "system", "content": _SYSTEM_CLAIM if canary_type == "capability_mirage" else _SYSTEM},
             {"role": "user", "content": f"{self._prompt(canary_type, style)}\n\nTOOL:\n{pretty_json(shown)}"},
         ]
 
     def reword(
         self, tool: Mapping[str, Any], canary_type: str, *, style: str = "paper"
-    ) -> tuple[str, str]:
+    ) -> tuple[str, ...]:
         if canary_type not in _PROMPTS:
             raise ValueError(f"the llm rewriter rewords {REWORDED_TYPES}, not {canary_type!r}")
         key = self.cache_key(tool, canary_type, style)
         hit = self._cache.get(key)
+        marked = canary_type == "capability_mirage"
         if hit is not None:
-            return hit["name"], hit["description"]
+            return (hit["name"], hit["description"], str(hit.get("claim", ""))) if marked else (hit["name"], hit["description"])
         self._check_key()
         from ..agents.calls import BackendFailure, run_sync
         from ..agents.protocol import ChatRequest
@@ -456,18 +396,20 @@ class LLMRewriter:
                 break
             used += max(1, sent)
             try:
-                name, description = parse_rewording(_message_text(resp.content), str(tool["name"]))
+                answer = parse_rewording(_message_text(resp.content), str(tool["name"]), claim=marked,
+                                         real_description=str(tool.get("description") or ""))
             except RewriterError as exc:
                 problem = str(exc)
                 continue
             self._cache[key] = {
-                "name": name,
-                "description": description,
+                "name": answer[0],
+                "description": answer[1],
+                **({"claim": answer[2]} if marked else {}),
                 "tool": tool["name"],
                 "type": canary_type,
             }
             write_json(self.cache_path, {"entries": self._cache})
-            return name, description
+            return answer
         raise RewriterError(
             f"llm rewriter ({self.model}) gave no usable rewording of tool {tool['name']!r} for "
             f"{canary_type} after {used} attempts; last problem: {problem[:600]}"

@@ -1,17 +1,20 @@
 """Suffix configuration: the canaries' give-away phrasings and their twins', per pool.
 
-``canaries.suffixes.<pool>.<type>`` is a string (variant 1's phrasing; later variants take
-the builtin bank's, :mod:`._banks`; ``""`` is no phrasing for any variant) or a list of
-strings (the phrasings of variants 1, 2, ...; variants past its end take the bank's). ``canaries.control_suffixes.<pool>.<type>``
-is the same for the twins; ``null`` there means the bank's twin phrasings. A canary
-phrasing that is empty has an empty twin phrasing (a twin says nothing where its canary
-says nothing). Placeholders: ``{special_case}`` (granularity), ``{parameter}`` (parameter
-trap: the variant's credential argument), ``{year}``, ``{version}``, ``{month}``
-(temporal: the variant's old date in a canary, the environment's in a twin).
+By default (``null``) a canary's phrasing is its bank entry's (:mod:`._banks`: the wording
+the study drew for its variant) and its twin's the same entry's healthy phrasing.
+``canaries.suffixes.<pool>.<type>`` may instead configure a string (variant 1's phrasing;
+later variants take their entries'; ``""`` is no phrasing for any variant) or a list of
+strings (the phrasings of variants 1, 2, ...; variants past its end take their entries').
+``canaries.control_suffixes.<pool>.<type>`` is the same for the twins; ``null`` there means
+the entry's twin phrasing. A canary phrasing that is empty has an empty twin phrasing (a
+twin says nothing where its canary says nothing). Placeholders: ``{special_case}``
+(granularity), ``{parameter}`` (parameter trap: the entry's credential argument),
+``{year}``, ``{version}``, ``{month}`` (temporal: the one old date of
+:data:`~._banks.OLD_DATE`; a twin is undated and takes none).
 
-:func:`check_twin_suffixes` refuses a twin phrasing that repeats its canary's non-empty
-phrasing or that carries a selling point (:data:`~._banks.SELLING_POINTS`), naming the
-file and field.
+:func:`check_twin_suffixes` refuses a twin phrasing that repeats its canary's configured
+non-empty phrasing or that carries a selling point (:data:`~._banks.SELLING_POINTS`),
+naming the file and field.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Final
 
 from ..errors import ConfigError, InputError
 from ..types import CANARY_TYPES
-from ._banks import MAX_VARIANTS, bank_phrasing, fill, selling_point
+from ._banks import BANKS, MAX_VARIANTS, Entry, fill, selling_point
 
 #: The paper's give-away suffixes (Appendix C, section 6.7): ``fit: paper`` with these
 #: reproduces the paper's two pools.
@@ -44,55 +47,53 @@ PAPER_SUFFIXES: Final[dict[str, dict[str, str]]] = {
     },
 }
 
-#: The give-away suffix of each canary type, per pool (params.yaml ``canaries.suffixes``).
-#: The subtle pool keeps each tell of the three phrase-based types but softens it: its
-#: semantic decoy still says, mildly, that its data may lag (the paper's "fast regional
-#: mirror" dropped the tell and added a lure).
-DEFAULT_SUFFIXES: Final[dict[str, dict[str, str]]] = {
-    "standard": dict(PAPER_SUFFIXES["standard"]),
-    "subtle": {
-        **PAPER_SUFFIXES["subtle"],
-        "semantic_decoy": "Served from a regional mirror; data may lag the source by a day.",
-    },
+#: The give-away suffix of each canary type, per pool (params.yaml ``canaries.suffixes``):
+#: ``None`` everywhere, the bank entries' phrasings (the subtle pool takes each entry's
+#: subtle style: the same severity, a softer tell).
+DEFAULT_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
+    "standard": {t: None for t in CANARY_TYPES},
+    "subtle": {t: None for t in CANARY_TYPES},
 }
 
-#: The twins' suffixes, per pool (params.yaml ``canaries.control_suffixes``): the probed
-#: property at its healthy value, at about the canary's length, with no selling point.
-DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str]]] = {
+#: The twins' suffixes, per pool (params.yaml ``canaries.control_suffixes``): ``None``, the
+#: bank entries' twin phrasings.
+DEFAULT_CONTROL_SUFFIXES: Final[dict[str, dict[str, str | None]]] = {
+    "standard": {t: None for t in CANARY_TYPES},
+    "subtle": {t: None for t in CANARY_TYPES},
+}
+
+#: The twins' suffixes for :data:`PAPER_SUFFIXES` (the paper had no twins): the healthy value
+#: of each paper tell, undated, with the canary's breadth, no sameness statement.
+PAPER_CONTROL_SUFFIXES: Final[dict[str, dict[str, str]]] = {
     "standard": {
         "semantic_decoy": "Returns the data in the format of the source service.",
         "parameter_trap": "Requires valid arguments for every request.",
-        "capability_mirage": "STANDARD: handles the same requests as the base tool.",
-        "prerequisite_blindness": "Covers public workspace resources of this account.",
-        "temporal_decoy": "Release 2026.11 (data as of November 2026).",
+        "capability_mirage": "STANDARD: takes the parameters above and returns one result per call.",
+        "prerequisite_blindness": "Covers public workspace resources across all accounts.",
+        "temporal_decoy": "Dataset release (data in the layout of the service).",
         "granularity_trap": "General endpoint for every case.",
     },
     "subtle": {
-        "semantic_decoy": "Served from a regional endpoint in the format of the source.",
+        "semantic_decoy": "Served from a regional endpoint.",
         "parameter_trap": "Requires valid arguments for every request.",
-        "capability_mirage": "Separate variant with the same parameters.",
-        "prerequisite_blindness": "Covers public workspace resources of this account.",
-        "temporal_decoy": "Release 2026.11 of the dataset.",
+        "capability_mirage": "Separate variant with its own parameters.",
+        "prerequisite_blindness": "Covers public workspace resources across all accounts.",
+        "temporal_decoy": "Regular release of this dataset.",
         "granularity_trap": "General endpoint for every case.",
     },
-}
-
-#: The twins' suffixes for :data:`PAPER_SUFFIXES` (the paper's subtle semantic decoy is
-#: shorter than ours).
-PAPER_CONTROL_SUFFIXES: Final[dict[str, dict[str, str]]] = {
-    "standard": dict(DEFAULT_CONTROL_SUFFIXES["standard"]),
-    "subtle": {**DEFAULT_CONTROL_SUFFIXES["subtle"], "semantic_decoy": "Served from a regional endpoint."},
 }
 
 Phrasings = Mapping[str, "str | list[str] | None"]
 
 
 def check_suffixes(
-    suffixes: Any, source: str, field: str, *, allow_none: bool = False
+    suffixes: Any, source: str, field: str, *, allow_none: bool = True
 ) -> dict[str, Any]:
-    """Every canary type must map to a string (possibly empty), or a list of 1 to
-    :data:`~._banks.MAX_VARIANTS` strings (the phrasings of variants 1, 2, ...); ``None``
-    too if ``allow_none`` (the bank's phrasings)."""
+    """Every canary type must map to ``None`` (the bank's phrasings; a missing type too), a
+    string (possibly empty) or a list of 1 to :data:`~._banks.MAX_VARIANTS` strings (the
+    phrasings of variants 1, 2, ...)."""
+    if suffixes is None:
+        suffixes = {}
     if not isinstance(suffixes, Mapping):
         raise InputError(
             source,
@@ -108,9 +109,7 @@ def check_suffixes(
         )
     out: dict[str, Any] = {}
     for t in CANARY_TYPES:
-        if t not in suffixes:
-            raise InputError(source, f"{field}.{t}", 'missing suffix (use "" for none)')
-        value = suffixes[t]
+        value = suffixes.get(t)
         if isinstance(value, list):
             if not 1 <= len(value) <= MAX_VARIANTS:
                 raise InputError(source, f"{field}.{t}", f"expected 1 to {MAX_VARIANTS} phrasings, got {len(value)}")
@@ -122,13 +121,13 @@ def check_suffixes(
             out[t] = value
         else:
             raise InputError(
-                source, f"{field}.{t}", f"expected a string or a list of strings, got {type(value).__name__}"
+                source, f"{field}.{t}", f"expected a string, a list of strings or null, got {type(value).__name__}"
             )
     return out
 
 
 def _configured(value: Any, variant: int) -> str | None:
-    """Variant ``variant``'s configured phrasing, or None when the bank's applies (an empty
+    """Variant ``variant``'s configured phrasing, or None when its entry's applies (an empty
     string is no phrasing for every variant)."""
     if isinstance(value, str):
         return value if variant == 1 or not value.strip() else None
@@ -137,17 +136,19 @@ def _configured(value: Any, variant: int) -> str | None:
     return None
 
 
-def phrasing(suffixes: Phrasings, controls: Phrasings, canary_type: str, variant: int, style: str) -> tuple[str, str]:
-    """The (canary, twin) suffixes of a variant, placeholders filled but ``{special_case}``."""
+def phrasing(suffixes: Phrasings, controls: Phrasings, canary_type: str, variant: int, style: str,
+             wording: Entry) -> tuple[str, str]:
+    """The (canary, twin) suffixes of a variant whose bank entry is ``wording``, placeholders
+    filled but ``{special_case}``."""
     canary = _configured(suffixes.get(canary_type), variant)
     if canary is None:
-        canary = bank_phrasing(canary_type, variant, style, twin=False)
+        canary = wording.phrasing(style)
     if not canary.strip():
         return "", ""
     twin = _configured(controls.get(canary_type), variant)
     if twin is None:
-        twin = bank_phrasing(canary_type, variant, style, twin=True)
-    return fill(canary, canary_type, variant, twin=False), fill(twin, canary_type, variant, twin=True)
+        twin = wording.phrasing(style, twin=True)
+    return fill(canary, wording), fill(twin, wording)
 
 
 def _norm(text: str) -> str:
@@ -158,18 +159,19 @@ def check_twin_suffixes(
     suffixes: Phrasings, controls: Phrasings, style: str, source: str, field: str
 ) -> None:
     """Refuse a configured twin phrasing (``field.<type>`` or ``field.<type>[i]``) equal to
-    its canary's non-empty phrasing, or carrying a selling point."""
+    its canary's configured non-empty phrasing, or carrying a selling point."""
     for t in CANARY_TYPES:
         value = controls.get(t)
         texts = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
         for i, twin in enumerate(texts, start=1):
             where = f"{field}.{t}" if isinstance(value, str) else f"{field}.{t}[{i - 1}]"
             canary = _configured(suffixes.get(t), i)
-            if canary is None:
-                canary = bank_phrasing(t, i, style, twin=False)
-            if canary.strip() and _norm(twin) == _norm(canary):
-                raise InputError(source, where, f"the twin's suffix repeats its canary's ({canary!r}): a twin "
-                                 "carries the probed property at its healthy value (README, \"Twins\")")
+            # unconfigured, the canary's phrasing is a drawn entry's: any of the bank's
+            said = [canary] if canary is not None else [e.phrasing(st) for e in BANKS[t] for st in ("standard", "subtle")]
+            repeated = next((c for c in said if c.strip() and _norm(twin) == _norm(c)), None)
+            if repeated is not None:
+                raise InputError(source, where, f"the twin's suffix repeats its canary's ({repeated!r}): a twin "
+                                 "carries the probed property at its healthy value (docs/canaries.md, \"Twins\")")
             word = selling_point(twin)
             if word is not None:
                 raise InputError(source, where, f"the twin's suffix carries the selling point {word!r}: a twin "
@@ -184,11 +186,8 @@ def check_canary_settings(canaries: Mapping[str, Any], source: str = "params.yam
     try:
         for pool in sorted(set(suffixes) | set(controls)):
             style = "subtle" if pool == "subtle" else "standard"
-            canary = check_suffixes(suffixes.get(pool, DEFAULT_SUFFIXES.get(pool, DEFAULT_SUFFIXES["standard"])),
-                                    source, f"canaries.suffixes.{pool}")
-            twin = check_suffixes(
-                controls.get(pool, DEFAULT_CONTROL_SUFFIXES.get(pool, DEFAULT_CONTROL_SUFFIXES["standard"])),
-                source, f"canaries.control_suffixes.{pool}", allow_none=True)
+            canary = check_suffixes(suffixes.get(pool), source, f"canaries.suffixes.{pool}")
+            twin = check_suffixes(controls.get(pool), source, f"canaries.control_suffixes.{pool}")
             check_twin_suffixes(canary, twin, style, source, f"canaries.control_suffixes.{pool}")
     except ConfigError:
         raise

@@ -467,6 +467,19 @@ def sanitize_name(name: str) -> str:
     return fit_name(s) if s else ""
 
 
+def tell_name(base: str, prefix: str = "", tail: str = "") -> str:
+    """``<prefix>_<base>_<tail>`` within 64 characters: a long ``base`` is shortened with a
+    hash of itself (never of the prefix or tail), so a canary and its twin, whose names differ
+    in the part that carries the tell, keep the same shortened base."""
+    head = f"{prefix}_" if prefix else ""
+    end = f"_{tail}" if tail else ""
+    if len(head) + len(base) + len(end) <= MAX_NAME_LEN:
+        return head + base + end
+    digest = hashlib.sha256(base.encode("utf-8")).hexdigest()[:8]
+    # the same short base (37 characters) whatever the prefix or tail (26 are left for them)
+    return fit_name(head + base[:28].rstrip("_-") + "_" + digest + end)
+
+
 def fit_name(name: str) -> str:
     """Shorten ``name`` to 64 characters, keeping it unique with a short content hash."""
     if len(name) <= MAX_NAME_LEN:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ...registry import Registry
+from .._banks import BANKS, Entry
 from .._cases import Coincidence, TaskSuite
 from .._rewriters import Rewriter
 from .._text import append_suffix, end_sentence, humanize, sanitize_name, sentences
@@ -28,9 +29,9 @@ class TypeSkipped(Exception):
 class TransformContext:
     """What a transform may use besides the tool: the pool's suffix (and its twin's) for its
     type and variant (placeholders filled, except ``{special_case}``), the rewriter, the fit
-    mode and wording style, the special case and the task suite (granularity), the bank
-    entry (``variant``, 1-based: :mod:`.._banks`), and where errors should point. ``memo``
-    is shared by the variants of one (tool, type)."""
+    mode and wording style, the special case and the task suite (granularity), the variant's
+    slot (``variant``, 1-based) and its bank entry (``wording``: :mod:`.._banks`), and where
+    errors should point. ``memo`` is shared by the variants of one (tool, type)."""
 
     pool: str
     suffix: str
@@ -47,11 +48,23 @@ class TransformContext:
     notes: list[Coincidence] = field(default_factory=list, compare=False)
     variant: int = 1
     memo: dict[str, Any] = field(default_factory=dict, compare=False)
+    wording: Entry | None = None
+
+    def entry_of(self, canary_type: str) -> Entry:
+        """The variant's bank entry (entry 01 of ``canary_type`` when none was drawn)."""
+        return self.wording if self.wording is not None else BANKS[canary_type][0]
 
     @property
     def control_tail(self) -> str:
         """The twin's suffix (the generator resolves it for the variant: :mod:`.._suffixes`)."""
         return self.control_suffix or ""
+
+
+def tell(name: str, *fragments: str) -> dict[str, Any]:
+    """A record's declared tell: the part of its name and the fragments of its description
+    that carry the probed property (a canary's) or its healthy value (a twin's); audited by
+    :func:`canarykit.canaries.audit_pool`."""
+    return {"name": name, "description": [f for f in fragments if f and f.strip()]}
 
 
 @runtime_checkable
@@ -121,11 +134,14 @@ def same_schema_canary(
     wording: Callable[[str], str] | None = None,
     twin_name: str | None = None,
     twin_body: str | None = None,
+    name_tells: tuple[str, str] = ("", ""),
+    body_tell: str = "",
 ) -> dict[str, Any]:
     """A canary named ``name`` that keeps the real tool's schema (retitled), described by
     ``body`` and the pool's suffix, and its twin: ``twin_name`` (default: the same name),
     ``twin_body`` (default: the same body) with the twin's suffix, the real tool's answer.
-    ``wording`` finishes both descriptions."""
+    ``wording`` finishes both descriptions. ``name_tells`` are the (canary, twin) name parts
+    that carry the tell, ``body_tell`` a claim of the canary's body its twin's lacks."""
     finish = wording or (lambda text: text)
     schema = retitled_schema(tool["inputSchema"], tool, name)
     twin = twin_name or name
@@ -134,10 +150,12 @@ def same_schema_canary(
         "description": finish(append_suffix(body, ctx.suffix)),
         "inputSchema": schema,
         "behaviour": behaviour,
+        "tell": tell(name_tells[0], finish(body_tell) if body_tell else "", finish(ctx.suffix) if ctx.suffix else ""),
         "control": {
             "name": twin,
             "description": finish(append_suffix(body if twin_body is None else twin_body, ctx.control_tail)),
             "inputSchema": retitled_schema(tool["inputSchema"], tool, twin),
             "behaviour": {"kind": "passthrough", "is_error": False},
+            "tell": tell(name_tells[1], finish(ctx.control_tail) if ctx.control_tail else ""),
         },
     }

@@ -11,18 +11,17 @@ from typing import Any, Final
 
 from ...errors import InputError
 from ...store.jsonio import canonical_json
-from .._banks import entry
 from .._cases import Coincidence, candidate_cases, case_slug, describe_case, valid_case
 from .._paper import derive_special_case
-from .._text import append_suffix, fit_name, join_sentences, sentences, slug
+from .._text import append_suffix, fit_name, join_sentences, slug, tell_name
 from .base import (
     TransformContext,
     TypeSkipped,
-    base_description,
     first_sentence,
     name_base,
     register_transform,
     retitled_schema,
+    tell,
 )
 
 #: The input schema of every granularity trap: no parameters at all.
@@ -71,9 +70,19 @@ def case_description(first: str, label: str, suffix: str) -> str:
     return append_suffix(description, suffix.replace("{special_case}", label))
 
 
-def granularity_description(tool: Mapping[str, Any], label: str, suffix: str) -> str:
-    """A granularity trap's description for the case ``label``."""
-    return case_description(first_sentence(tool).rstrip(".!? "), label, suffix)
+def granularity_description(tool: Mapping[str, Any], label: str, suffix: str, fit: str = "fitted") -> str:
+    """A granularity trap's description for the case ``label``: the real tool's first sentence
+    and ``suffix`` (its ``{special_case}`` filled in); the paper's (:func:`case_description`)
+    under ``fit: paper``."""
+    first = first_sentence(tool).rstrip(".!? ")
+    if fit == "paper":
+        return case_description(first, label, suffix)
+    return append_suffix(first, suffix.replace("{special_case}", label))
+
+
+#: What the paper's granularity description says of its case beside the suffix (its tell).
+PAPER_CASE_TELLS: Final = (", for {label} only", "Hardcoded to this single case: it takes no parameters and "
+                           "serves no other request.")
 
 
 def case_name(base: str, args: Mapping[str, Any], fit: str | None) -> str:
@@ -94,73 +103,16 @@ def _coincidence_text(found: list[Coincidence]) -> str:
     )
 
 
-#: The twin's middle sentence, shortest first: the one that brings the twin's description
-#: nearest to the canary's length is taken (``{names}``: the case's parameters).
-GENERAL_SENTENCES: Final = (
-    "Takes the standard parameters and serves every request",
-    "Takes the parameters {names} and serves every request",
-    "It takes the standard parameters, {names}, and serves every request it is given",
-    "It takes the standard parameters, {names}, reads the case from them and serves "
-    "every request it is given, as it is given",
-)
-#: The same for a case without parameters (``fit: paper`` on a tool that takes none).
-NAMELESS_SENTENCES: Final = (
-    "Takes the standard parameters and serves every request",
-    "It takes the standard parameters of the tool and serves every request it is given",
-    "It takes the standard parameters of the tool, reads the case from them and serves every "
-    "request it is given, as it is given",
-)
-
-
-def _names(args: Mapping[str, Any]) -> str:
-    words = [str(k).replace("_", " ") for k in args]
-    return " and ".join(words) if len(words) <= 2 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def _schema_notes(tool: Mapping[str, Any]) -> list[str]:
-    """What the real tool says of itself beyond its first sentence: its other sentences, then
-    its parameters with their types (each shorter list a candidate too)."""
-    notes = sentences(base_description(tool))[1:]
-    props = tool["inputSchema"].get("properties", {})
-    props = props if isinstance(props, Mapping) else {}
-    typed = [f"{k} ({v['type'] if isinstance(v, Mapping) and isinstance(v.get('type'), str) else 'any value'})"
-             for k, v in props.items()]
-    notes += ["Parameters: " + ", ".join(typed[:n]) for n in range(len(typed), 0, -1)]
-    return notes
-
-
-def general_description(tool: Mapping[str, Any], args: Mapping[str, Any], suffix: str, target: int) -> str:
-    """The granularity twin's description: the real tool's first sentence "for any request",
-    a neutral sentence on its parameters and ``suffix``, its length as near ``target`` (the
-    canary's) as :data:`GENERAL_SENTENCES` allow; while it is shorter than 90% of it, what
-    the real tool says of itself follows (its other sentences, its parameters and their types:
-    what a general tool would say; each only if it keeps the length within 110%), before the
-    suffix."""
-    first = first_sentence(tool).rstrip(".!? ")
-    names = _names(args)
-    middles = GENERAL_SENTENCES if names else NAMELESS_SENTENCES
-    head = [join_sentences(f"{first}, for any request", m.format(names=names)) for m in middles]
-    best = min(head, key=lambda h: abs(len(append_suffix(h, suffix)) - target))
-    listed = False
-    for note in _schema_notes(tool):
-        if len(append_suffix(best, suffix)) >= 0.9 * target:
-            break
-        if listed and note.startswith("Parameters: "):
-            continue
-        longer = join_sentences(best, note)
-        if len(append_suffix(longer, suffix)) <= 1.1 * target:
-            best, listed = longer, listed or note.startswith("Parameters: ")
-    return append_suffix(best, suffix)
-
-
 class GranularityTrap:
-    """``<name>_<special case>``: no parameters, hardcoded to one special case. Its twin
-    ``<name>_general`` takes the real tool's schema and serves any case: the real answer for
-    the arguments given. Variant i hard-codes the i-th case (the configured or derived one
-    first, then the schema's natural cases)."""
+    """``<name>_<tail>`` (the entry's tail around the case: ``get_forecast_mumbai``): no
+    parameters, hard-coded to one special case, the entry's phrasing. Its twin
+    ``<name>_<twin tail>`` (``get_forecast_general``) takes the real tool's schema and serves
+    any case: the same first sentence, the entry's healthy phrasing, the real answer for the
+    arguments given. Every variant hard-codes the same case (the configured or derived one,
+    else the first natural case no task calls): variants reword one case; the case is an
+    axis of its own (``canaries.special_cases``)."""
 
     type = "granularity_trap"
-
     def _configured(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
         assert ctx.special_case is not None
         args = copy.deepcopy(dict(ctx.special_case))
@@ -252,32 +204,30 @@ class GranularityTrap:
         )
 
     def case(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        """The case of variant ``ctx.variant``; a :class:`TypeSkipped` with code
-        ``bank_exhausted`` when the tool has fewer distinct cases."""
-        cases: list[dict[str, Any]] = ctx.memo.setdefault("cases", [])
-        if not cases:
+        """The one case of every variant (the configured or derived one, else the first
+        natural case); a :class:`TypeSkipped` when the tool has none."""
+        if "case" not in ctx.memo:
             if ctx.special_case is not None:
-                cases.append(self._configured(tool, ctx))
+                ctx.memo["case"] = self._configured(tool, ctx)
             elif ctx.fit == "paper":
-                cases.append(self._paper(tool, ctx))
-        while len(cases) < ctx.variant and not ctx.memo.get("exhausted"):
-            more = self._natural(tool, ctx, ctx.variant - len(cases), [canonical_json(c) for c in cases])
-            cases.extend(more)
-            ctx.memo["exhausted"] = len(cases) < ctx.variant
-        if len(cases) < ctx.variant:
-            raise TypeSkipped("bank_exhausted", f"only {len(cases)} distinct cases", warning=False)
-        return copy.deepcopy(cases[ctx.variant - 1])
+                ctx.memo["case"] = self._paper(tool, ctx)
+            else:
+                ctx.memo["case"] = self._natural(tool, ctx, 1, [])[0]
+        return copy.deepcopy(ctx.memo["case"])
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
         args = self.case(tool, ctx)
+        wording = ctx.entry_of(self.type)
         label = special_case_label(args)
-        description = granularity_description(tool, label, ctx.suffix)
-        twin_name = fit_name(f"{name_base(tool)}_{entry(self.type, ctx.variant).values['twin_word']}")
-        name = granularity_name(tool, args, ctx.fit)
-        names: list[str] = ctx.memo.setdefault("names", [])
-        if name in names:  # another variant's case has the same string values: name them all
-            name = fit_name(f"{name_base(tool)}_{slug('_'.join(_leaves(args)), 40) or ctx.variant}")
-        names.append(name)
+        description = granularity_description(tool, label, ctx.suffix, ctx.fit)
+        slug_ = special_case_slug(args) if ctx.fit == "paper" else case_slug(args)
+        # the case's slug short enough that the tail keeps the entry's words and the base stays whole
+        room = max(4, 25 - len(wording.canary_name.replace("{case}", "")))
+        tail = wording.name_part(twin=False, case=slug(slug_, room) or slug_[:room])
+        name = tell_name(name_base(tool), tail=tail)
+        twin_name = tell_name(name_base(tool), tail=wording.twin_name)
+        first = first_sentence(tool).rstrip(".!? ")
+        told = [t.format(label=label) for t in PAPER_CASE_TELLS] if ctx.fit == "paper" else []
         return {
             "name": name,
             "description": description,
@@ -289,11 +239,13 @@ class GranularityTrap:
                 "special_case": label,
             },
             "special_case": label,
+            "tell": tell(tail, *told, ctx.suffix.replace("{special_case}", label)),
             "control": {
                 "name": twin_name,
-                "description": general_description(tool, args, ctx.control_tail, len(description)),
+                "description": append_suffix(first, ctx.control_tail),
                 "inputSchema": retitled_schema(tool["inputSchema"], tool, twin_name),
                 "behaviour": {"kind": "passthrough", "is_error": False},
+                "tell": tell(wording.twin_name, ctx.control_tail),
             },
         }
 

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ...errors import InputError
-from .._banks import entry
 from .._text import append_suffix, fit_name, join_sentences, split_name
 from .._validate import check_input_schema
 from .base import (
@@ -19,6 +18,7 @@ from .base import (
     name_base,
     register_transform,
     retitled_schema,
+    tell,
 )
 
 API_KEY_PARAM: Final = "api_key"
@@ -166,13 +166,12 @@ class ParameterTrap:
     """A ``<name>_v2`` look-alike with renamed parameters and a required, unsatisfiable
     ``api_key``. Its twin has the same name, the same renamed parameters and no credential,
     validates its arguments against its own schema and answers the real tool (arguments
-    mapped back). Later variants: ``_v3`` ... with other credential names."""
+    mapped back). Variant i is ``_v<i+1>``; its entry names the credential."""
 
     type = "parameter_trap"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        values = entry(self.type, ctx.variant).values
-        param, version = str(values["parameter"]), int(values["version"])
+        param, version = ctx.entry_of(self.type).parameter, ctx.variant + 1
         name = fit_name(f"{name_base(tool)}_v{version}")
         schema = retitled_schema(tool["inputSchema"], tool, name)
         props: dict[str, Any] = schema.get("properties", {})
@@ -208,7 +207,9 @@ class ParameterTrap:
                 "description": append_suffix(body, ctx.control_tail),
                 "inputSchema": control_schema,
                 "behaviour": {"kind": "renamed_passthrough", "is_error": False, "renamed": dict(mapping)},
+                "tell": tell("", ctx.control_tail),
             },
+            "tell": tell("", ctx.suffix),
         }
 
 

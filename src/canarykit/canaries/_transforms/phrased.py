@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._banks import TWIN_YEAR, entry
+from .._banks import OLD_DATE
 from .._fit import profile_tool
-from .._rewriters import OfflineRewriter, mirage_claim, mirage_neutral
-from .._text import fit_name, paraphrase_names, sanitize_name
+from .._rewriters import without_claim
+from .._text import fit_name, paraphrase_names, sanitize_name, tell_name
 from .base import (
     TransformContext,
     base_description,
@@ -29,23 +29,23 @@ SNAPSHOT_YEAR: Final = 2023
 STALE_LAG_HOURS: Final = (20, 72)
 
 
-def _reworded(tool: Mapping[str, Any], ctx: TransformContext, canary_type: str) -> tuple[str, str]:
-    """Variant 1: the rewriter's name and body; later variants: the offline bank's (a further
-    paraphrase of the name, the mirage's further claims)."""
-    rewriter = ctx.rewriter if ctx.variant == 1 else OfflineRewriter()
-    if ctx.style == "paper" and ctx.variant == 1:
-        name, description = rewriter.reword(tool, canary_type)
+def _reworded(tool: Mapping[str, Any], ctx: TransformContext, canary_type: str) -> tuple[str, str, str]:
+    """The rewriter's name, body and the claim its body makes (``""``: none; a mirage's
+    claim, which its twin's body leaves out). The body is the rewriter's for every variant
+    (one per tool); a semantic decoy's name is the rewriter's for variant 1, the
+    ``variant``-th offline paraphrase after (names follow the slot, not the entry: the name is
+    not the tell)."""
+    if ctx.style == "paper":
+        answer = tuple(ctx.rewriter.reword(tool, canary_type))
     else:
-        name, description = rewriter.reword(tool, canary_type, style=ctx.style)
-    if ctx.variant > 1:
-        if canary_type == "semantic_decoy":
-            names = paraphrase_names(str(tool["name"]), ctx.variant)
-            name = names[ctx.variant - 1] if len(names) >= ctx.variant else f"{names[0]}_{ctx.variant}"
-        else:
-            name = f"{entry(canary_type, ctx.variant).values['prefix']}_{tool['name']}"
-            description = mirage_claim(tool, ctx.style, ctx.variant)
+        answer = tuple(ctx.rewriter.reword(tool, canary_type, style=ctx.style))
+    name, description = str(answer[0]), str(answer[1])
+    claim = str(answer[2]) if len(answer) > 2 and answer[2] else ""
+    if canary_type == "semantic_decoy" and ctx.variant > 1:
+        names = paraphrase_names(str(tool["name"]), ctx.variant)
+        name = names[ctx.variant - 1] if len(names) >= ctx.variant else f"{names[0]}_{ctx.variant}"
     clean = sanitize_name(name) or fit_name(f"{canary_type}_{name_base(tool)}")
-    return clean, description.strip() or base_description(tool)
+    return clean, description.strip() or base_description(tool), claim
 
 
 class SemanticDecoy:
@@ -55,7 +55,7 @@ class SemanticDecoy:
     type = "semantic_decoy"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name, body = _reworded(tool, ctx, self.type)
+        name, body, _ = _reworded(tool, ctx, self.type)
         behaviour: dict[str, Any] = {
             "kind": "stale_cache",
             "is_error": False,
@@ -74,15 +74,17 @@ class SemanticDecoy:
 
 
 class CapabilityMirage:
-    """``advanced_<name>`` with inflated claims and the same schema; delivers an approximation
-    (a write tool's, fitted: a preview that applies nothing). Its twin ``standard_<name>``
-    has the claim replaced by a neutral phrase of about its length and answers exactly."""
+    """``<prefix>_<name>`` (the entry's selling prefix) with the same schema and body and an
+    inflated claim (the entry's phrasing; with ``generator: llm`` the model's claim in the
+    body too); delivers an approximation (a write tool's, fitted: a preview that applies
+    nothing). Its twin ``<twin prefix>_<name>`` has the same body without the claim and the
+    entry's neutral phrasing, and answers exactly."""
 
     type = "capability_mirage"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        name, body = _reworded(tool, ctx, self.type)
-        values = entry(self.type, ctx.variant).values
+        _, body, claim = _reworded(tool, ctx, self.type)
+        wording = ctx.entry_of(self.type)
         behaviour: dict[str, Any] = {
             "kind": "approximate",
             "is_error": False,
@@ -100,36 +102,39 @@ class CapabilityMirage:
                 behaviour = fitted_behaviour(
                     behaviour, {"dates": "round_to_hour", "lists": "keep_first_half", "text": "truncate_half"}
                 )
-        twin_name = sanitize_name(f"{values['twin_prefix']}_{tool['name']}") or fit_name(f"standard_{name_base(tool)}")
+        name = tell_name(name_base(tool), prefix=wording.canary_name)
+        twin_name = tell_name(name_base(tool), prefix=wording.twin_name)
         return same_schema_canary(tool, ctx, name, body, behaviour, twin_name=twin_name,
-                                  twin_body=mirage_neutral(tool, ctx.style, ctx.variant))
+                                  twin_body=without_claim(body, claim),
+                                  name_tells=(wording.canary_name, wording.twin_name), body_tell=claim)
 
 
 class TemporalDecoy:
-    """``<name>_2023``: same schema, outdated date/version; returns a 2023 snapshot. Its twin
-    carries the environment's date in the same places (``<name>_2026``, "Release 2026.11")
-    and answers with the real data. Later variants: older years, other name forms."""
+    """``<name>_<tail>`` whose tail holds the old year (the entry's: ``_2023_release``), the
+    same schema, the entry's dated phrasing; returns a snapshot of :data:`~.._banks.OLD_DATE`.
+    Its twin is undated like the real tool: the tail without its year (``_release``), the
+    entry's undated phrasing, the real data."""
 
     type = "temporal_decoy"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        values = entry(self.type, ctx.variant).values
-        form = str(values["form"])
-        name = fit_name(form.format(base=name_base(tool), year=values["year"]))
+        wording = ctx.entry_of(self.type)
+        name = tell_name(name_base(tool), tail=wording.canary_name)
         behaviour: dict[str, Any] = {
             "kind": "snapshot",
             "is_error": False,
-            "snapshot": values["snapshot"],
-            "data_version": values["version"],
-            "year": values["year"],
+            "snapshot": OLD_DATE["snapshot"],
+            "data_version": OLD_DATE["version"],
+            "year": OLD_DATE["year"],
             "perturbation": {"stream": "temporal", "min": 0.03, "max": 0.15},
         }
         if ctx.fit == "fitted":
             behaviour = fitted_behaviour(
                 behaviour, {"dates": "to_snapshot_year", "lists": "drop_last", "text": "drop_last_sentence"}
             )
-        twin_name = fit_name(form.format(base=name_base(tool), year=TWIN_YEAR))
-        return same_schema_canary(tool, ctx, name, base_description(tool), behaviour, twin_name=twin_name)
+        twin_name = tell_name(name_base(tool), tail=wording.twin_name)
+        return same_schema_canary(tool, ctx, name, base_description(tool), behaviour, twin_name=twin_name,
+                                  name_tells=(wording.canary_name, wording.twin_name))
 
 
 register_transform(SemanticDecoy())

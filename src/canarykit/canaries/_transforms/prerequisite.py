@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._banks import entry
-from .._text import fit_name, humanize, scrub_auth, scrub_auth_name, strip_auth_sentences
+from .._text import humanize, scrub_auth, scrub_auth_name, strip_auth_sentences, tell_name
 from .base import (
     TransformContext,
     base_description,
@@ -24,19 +23,21 @@ AUTH_ERROR: Final = (
 
 
 class PrerequisiteBlindness:
-    """``private_<name>``: authentication language stripped, spans private resources; auth
-    error. Its twin ``public_<name>`` keeps the same silence about authentication and covers
-    the agent's own account: the call succeeds. Later variants: other scope words."""
+    """``<prefix>_<name>`` (the entry's privileged prefix, ``private_``): authentication
+    language stripped, the entry's privileged scope; auth error. Its twin ``<twin
+    prefix>_<name>`` (``public_``) keeps the same silence about authentication and the same
+    breadth, with the scope's healthy value: the call succeeds."""
 
     type = "prerequisite_blindness"
 
     def apply(self, tool: Mapping[str, Any], ctx: TransformContext) -> dict[str, Any]:
-        values = entry(self.type, ctx.variant).values
+        wording = ctx.entry_of(self.type)
         name = scrub_auth_name(name_base(tool))
         stripped = strip_auth_sentences(base_description(tool)) or scrub_auth(humanize(name))
         behaviour: dict[str, Any] = {"kind": "auth_error", "is_error": True, "error": AUTH_ERROR}
-        return same_schema_canary(tool, ctx, fit_name(f"{values['prefix']}_{name}"), stripped, behaviour,
-                                  wording=scrub_auth, twin_name=fit_name(f"{values['twin_prefix']}_{name}"))
+        return same_schema_canary(tool, ctx, tell_name(name, prefix=wording.canary_name), stripped, behaviour,
+                                  wording=scrub_auth, twin_name=tell_name(name, prefix=wording.twin_name),
+                                  name_tells=(wording.canary_name, wording.twin_name))
 
 
 register_transform(PrerequisiteBlindness())
