@@ -102,15 +102,18 @@ def _figure(frame: pl.DataFrame) -> None:
         pl.format("wording sd {}", pl.col("wording_sd")).alias("wordings"),
         (pl.col("coverage") - 2 * pl.col("mc_se")).alias("lo"), (pl.col("coverage") + 2 * pl.col("mc_se")).alias("hi"))
     scale = alt.Scale(domain=[0.84, 1.0], zero=False, clamp=True)
+    title = "coverage of 95% intervals"
     x = alt.X("tasks:O", title="tasks", sort=list(TASKS))
     band = alt.Chart(pl.DataFrame({"a": [0.93], "b": [0.97]}).to_pandas()).mark_rect(opacity=0.15, color="green").encode(
-        y=alt.Y("a:Q", scale=scale, title="coverage of 95% intervals"), y2="b:Q")
+        y=alt.Y("a:Q", scale=scale, title=title), y2="b:Q")
     panels = []
     for name in ("per-type rate", "paired delta (canary - twin)"):
         part = data.filter(pl.col("estimand") == name).to_pandas()
         lines = alt.Chart(part).mark_line(point=True).encode(
-            x=x, y=alt.Y("coverage:Q", scale=scale), color=alt.Color("wordings:N", title=None, legend=alt.Legend(orient="bottom")))
-        bars = alt.Chart(part).mark_errorbar().encode(x=x, y=alt.Y("lo:Q", scale=scale), y2="hi:Q", color="wordings:N")
+            x=x, y=alt.Y("coverage:Q", scale=scale, title=title),
+            color=alt.Color("wordings:N", title=None, legend=alt.Legend(orient="bottom")))
+        bars = alt.Chart(part).mark_errorbar().encode(x=x, y=alt.Y("lo:Q", scale=scale, title=title), y2="hi:Q",
+                                                      color="wordings:N")
         panels.append(alt.layer(band, lines, bars).properties(width=260, height=200, title=name))
     chart = alt.hconcat(*panels).properties(
         title="Tasks, tools and K = 3 wordings crossed, canary = twin = 0.30; band 0.93-0.97, bars +-2 Monte Carlo se")

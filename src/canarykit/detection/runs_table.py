@@ -12,7 +12,7 @@ and ``first_pick_T``/``recovered_T``/``item_T``/``selection_visible_T`` for the 
 otherwise; the first-pick columns: :mod:`canarykit.detection.detect`; ``wording_T``: the
 wording, i.e. the bank entry id ``"<type>/<nn>"`` of the pool record, of the type-T canary or
 twin offered, null when none; from a pool whose records carry no ``wording``, ``"<type>/v<i>"``
-from the canary's ``variant``, :func:`wording_columns`; ``judge_status``: ``ok | unparseable | error`` from the primary judge,
+from the canary's ``variant``, :func:`~canarykit.detection.detect.wording_columns`; ``judge_status``: ``ok | unparseable | error`` from the primary judge,
 ``skipped`` for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without
 a final answer, never null, false for backend-error runs; the control and order columns: see
 :mod:`canarykit.detection.detect` and docs/canaries.md, "Weakness or lure: controls and position").
@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import polars as pl
 
@@ -44,7 +44,7 @@ from ..store.schemas import (
 )
 from ..tasks.suite import task_map
 from ..types import CANARY_TYPES
-from .detect import TYPE_OUTCOME_PREFIXES, detect, load_records
+from .detect import TYPE_OUTCOME_PREFIXES, detect, load_records, wording_columns
 
 INTERFACE_COLUMNS: Final[tuple[str, ...]] = (
     "model",
@@ -111,21 +111,6 @@ def pool_wordings(pools: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
             out[rec["id"]] = (str(wording) if isinstance(wording, str) and wording
                               else f"{rec.get('type')}/v{int(rec.get('variant') or 1)}")
     return out
-
-
-def wording_columns(df: pl.DataFrame, wordings: Mapping[str, str] | None = None) -> list[Any]:
-    """Expressions of ``wording_T`` from ``item_T`` (the canary id offered for type T):
-    ``wordings`` (canary id -> wording id, :func:`pool_wordings`) where it names the id, else
-    ``"<T>/v<i>"`` from the id's ``@v<i>`` (variant 1 without it); null where ``item_T`` is."""
-    lookup = dict(wordings or {})
-    cols = []
-    for t in CANARY_TYPES:
-        item = pl.col(f"item_{t}") if f"item_{t}" in df.columns else pl.lit(None, dtype=pl.String)
-        variant = item.str.extract(r"@v(\d+)$", 1).fill_null("1")
-        derived = pl.concat_str([pl.lit(f"{t}/v"), variant])
-        named = item.replace_strict(lookup, default=None, return_dtype=pl.String) if lookup else pl.lit(None, dtype=pl.String)
-        cols.append(pl.when(item.is_null()).then(None).otherwise(pl.coalesce(named, derived)).alias(f"wording_{t}"))
-    return cols
 
 
 def read_index(index_path: str | os.PathLike[str]) -> pl.DataFrame:

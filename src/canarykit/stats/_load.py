@@ -37,9 +37,8 @@ def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
     (``canary_before_real`` null), every run has the arm ``""`` and no first pick is known
     (``first_pick_T``, ``recovered_T``, ``item_T``, ``selection_visible_T`` null). A table
     without ``wording_T`` (before wordings were recorded) gets it from ``item_T``
-    (``"<T>/v<i>"``, :func:`canarykit.detection.runs_table.wording_columns`)."""
-    from ..detection.detect import TYPE_OUTCOME_PREFIXES
-    from ..detection.runs_table import wording_columns
+    (``"<T>/v<i>"``, :func:`canarykit.detection.detect.wording_columns`)."""
+    from ..detection.detect import TYPE_OUTCOME_PREFIXES, wording_columns
 
     add = []
     if "arm" not in df.columns:
