@@ -143,6 +143,15 @@ from ._output import (
     write_outputs,
 )
 from ._sample import item_key, tool_of, wording_of
+from ._simstudy import crossed_runs
+from ._simulate import (
+    Calibration,
+    CrossedDesign,
+    SimulatedStudy,
+    calibration,
+    control_entry,
+    simulate,
+)
 from ._study import compute_all
 from ._swap import swap_p_value, swap_p_values
 from ._tests import (
@@ -174,6 +183,13 @@ __all__ = [
     "cr1_wald",
     "equivalence",
     "FEW_WORDINGS",
+    "Calibration",
+    "CrossedDesign",
+    "SimulatedStudy",
+    "calibration",
+    "control_entry",
+    "crossed_runs",
+    "simulate",
     "swap_p_value",
     "swap_p_values",
     "tool_of",

@@ -27,6 +27,7 @@ quadrature.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -184,18 +185,24 @@ class Calibration:
         return float(1.0 - (1.0 - self.reject_swap_family) ** self.family)
 
 
-def _word(boot: object, st: SimulatedStudy, d: dict[str, object], p_swap: float | None, alpha: float,
-          margin: float) -> str:
-    """The diagnosis of one simulated type, computed as ``control_effect`` computes it."""
-    from ._equivalence import diagnose, equivalence_tests, word_tests
+def control_entry(boot: Any, canary: Sample, twin: Sample, *, p_swap: float | None, alpha: float = 0.05,
+                  margin: float = 0.10) -> dict[str, Any]:
+    """One control-effect entry, as ``control_effect`` computes it before its family's Holm
+    step: ``delta``, ``lo``, ``hi``, ``se``, ``df``, ``clusters``, ``tools``, ``wordings``,
+    ``p`` (``p_swap``, the randomisation test: :func:`~._swap.swap_p_value`), ``p_t`` (the
+    interval's t test) and the equivalence and rate tests of :func:`~._equivalence.equivalence_tests`.
+    A family of entries then gets :func:`~._equivalence.word_tests` (Holm) and each
+    :func:`~._equivalence.diagnose` (its word): what a power simulation runs per study."""
+    from ._bootstrap import paired_delta
+    from ._equivalence import equivalence_tests
     from ._wald import cluster_robust_rate
 
-    e: dict[str, object] = {"outcome": "first_pick", "canary": d["a"], "control": d["b"], "delta": d["delta"],
-                            "lo": d["lo"], "hi": d["hi"], "p": p_swap, "p_t": d["p"], "se": d["se"], "df": d["df"],
-                            "clusters": d["clusters"]}
-    e.update(equivalence_tests(e, cluster_robust_rate(boot, st.canary), cluster_robust_rate(boot, st.twin), margin))
-    word_tests([e], alpha)
-    return diagnose(e, alpha, 2)
+    d = paired_delta(boot, canary, twin, label=("control_effect",), alpha=alpha)
+    e: dict[str, Any] = {"outcome": "first_pick", "canary": d["a"], "control": d["b"], "delta": d["delta"],
+                         "lo": d["lo"], "hi": d["hi"], "p": p_swap, "p_t": d["p"], "se": d["se"], "df": d["df"],
+                         "clusters": d["clusters"], "tools": d["tools"], "wordings": d["wordings"]}
+    e.update(equivalence_tests(e, cluster_robust_rate(boot, canary), cluster_robust_rate(boot, twin), margin))
+    return e
 
 
 def calibration(design: CrossedDesign, n_studies: int, *, alpha: float = 0.05, seed: int = 0, swap_draws: int = 2000,
@@ -204,7 +211,7 @@ def calibration(design: CrossedDesign, n_studies: int, *, alpha: float = 0.05, s
     each computed exactly as ``canarykit stats`` computes it (:func:`~._bootstrap.paired_delta`,
     the rate's interval, :func:`~._swap.swap_p_value`, the words of :mod:`._equivalence`)."""
     from ._bootstrap import make_resampler, paired_delta
-    from ._equivalence import DIAGNOSES
+    from ._equivalence import DIAGNOSES, diagnose, word_tests
     from ._swap import swap_p_value
 
     truth = {"rate": design.canary, "delta": design.delta}
@@ -229,7 +236,9 @@ def calibration(design: CrossedDesign, n_studies: int, *, alpha: float = 0.05, s
         p = swap_p_value(st.canary, st.twin, swap_draws, rng)
         rej_s += p is not None and p < alpha
         rej_f += p is not None and p < alpha / family
-        words[_word(boot, st, d, p, alpha, margin)] += 1
+        e = control_entry(boot, st.canary, st.twin, p_swap=p, alpha=alpha, margin=margin)
+        word_tests([e], alpha)
+        words[diagnose(e, alpha, 2)] += 1
     n = float(n_studies)
     return Calibration(design, n_studies, alpha, family, {k: v / n for k, v in hit.items()},
                        {k: v / n for k, v in above.items()}, {k: v / n for k, v in below.items()},
