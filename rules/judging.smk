@@ -88,6 +88,8 @@ rule runs_table:
         metrics=per_model(rules.detect.output.metrics),
         calls=per_model(rules.detect.output.calls),
         primary=per_model(rules.judge_primary.output.verdicts),
+        # the pools' wording ids (wording_<T>: the bank entry each run was offered)
+        pools=expand(rules.generate_canaries.output[0], pool=POOLS),
         code=code("runs_table"),
     output:
         runs=out("runs.parquet"),

@@ -9,6 +9,8 @@ rule stats:
     input:
         unpack(dose_stats_inputs),
         runs=rules.runs_table.output.runs,
+        # stats.json's meta reports each type's wording draw and its seed, as the pools record them
+        pools=expand(rules.generate_canaries.output[0], pool=POOLS),
         code=code("stats"),
     output:
         **{t: reported(out(f"{t}.csv"), "Tables", t) for t in TABLES},

@@ -9,7 +9,7 @@ from canarykit.study.workflow import run_script
 def main(smk):
     build_runs(
         smk.input.index, smk.input.metrics, smk.input.calls, smk.input.primary, smk.input.get("cross", []),
-        smk.output.runs, smk.output.calls, str(Path(smk.output.primary).parent),
+        smk.output.runs, smk.output.calls, str(Path(smk.output.primary).parent), pools=smk.input.get("pools", []),
     )
 
 

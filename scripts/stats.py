@@ -27,7 +27,8 @@ def main(smk):
     df = load_runs(smk.input.runs)
     dose = df.filter(pl.col("condition") == "dose")
     # Tables, stats.json and the figure data all go beside stats.json.
-    result = compute_all(df, config, source=smk.input.runs, validate=False)  # leaves the dose runs out
+    # leaves the dose runs out; the pools give meta.wordings its draws and seed
+    result = compute_all(df, config, source=smk.input.runs, validate=False, pools=smk.input.get("pools", []))
     if smk.params.dose:  # the dose curves (docs/dose.md): stats.json dose_response, table_dose, figure 11
         runs = dose_runs(dose, pl.read_parquet(smk.input.calls), first_tools(smk.input.tasks), smk.input.runs)
         result["dose_response"] = dose_response(runs, levels=smk.params.dose["levels"], alpha=config.alpha)

@@ -1,11 +1,13 @@
-"""The default inference (``stats.bootstrap_unit: task_x_item``): tasks and canary items as
-crossed random factors, CR2 variances with Bell-McCaffrey degrees of freedom.
+"""The default inference (``stats.bootstrap_unit: task_x_item``): tasks, tools and wordings
+as crossed random factors, CR2 variances with Bell-McCaffrey degrees of freedom.
 
 Checked against independent computations: a dense-matrix CR2 and Bell-McCaffrey (the
-textbook formulas, N x N matrices) on unbalanced clusters; the two-way variance against a
-linear mixed model with crossed random effects for task and item (statsmodels MixedLM,
-variance components) on the same simulated data; the exact bound of a zero rate; and the
-agreement of every interval with its own test.
+textbook formulas, N x N matrices) on unbalanced clusters, and the whole crossed variance
+and its degrees of freedom rebuilt from dense CR2 terms (tasks nested in tools, and crossed
+with them); the crossed standard error against a linear mixed model with crossed random
+effects for task, tool and wording (statsmodels MixedLM, variance components) on the same
+simulated data; the exact bound of a zero rate; and the agreement of every interval with its
+own test.
 """
 
 from __future__ import annotations
@@ -94,41 +96,144 @@ def test_one_item_or_none_is_clustering_by_task() -> None:
     one = boot.draws(None, [stats.Sample(y, tasks, None, np.full(tasks.size, "semantic_decoy:get_weather"))])
     blank = boot.draws(None, [stats.Sample(y, tasks, None, np.full(tasks.size, ""))])
     for other in (one, blank):
-        assert other.se()[0] == plain.se()[0] and other.df()[0] == plain.df()[0] and other.items()[0] == 0
-    # a twin (control:<id>) is its canary's item
-    assert list(stats._sample.item_key(["control:a:b@v2", "a:b@v2", None])) == ["a:b@v2", "a:b@v2", ""]
+        assert other.se()[0] == plain.se()[0] and other.df()[0] == plain.df()[0] and other.tools()[0] == 0
+    # one item: one tool and one wording (derived from the id: variant 1), neither a factor
+    assert (one.items()[0], one.wordings()[0], blank.items()[0], blank.wordings()[0]) == (1, 1, 0, 0)
+    # a twin (control:<id>) is its canary's item; the tool is the real tool, the wording the variant
+    assert list(stats.item_key(["control:a:b@v2", "a:b@v2", None])) == ["a:b@v2", "a:b@v2", ""]
+    assert list(stats.tool_of(["semantic_decoy:get_weather@v2", "parameter_trap:get_weather", ""])) == [
+        "get_weather", "get_weather", ""]
+    assert list(stats.wording_of(["semantic_decoy:get_weather@v2", "semantic_decoy:x", ""])) == [
+        "semantic_decoy/v2", "semantic_decoy/v1", ""]
+
+
+# --------------------------------------------------------------------------- three factors, dense
+
+
+def _design(rng: np.random.Generator, nested: bool) -> tuple[np.ndarray, ...]:
+    """Unbalanced runs of two samples (a canary and its twin side) over 10 tasks, 4 tools
+    (tasks nested in tools, or crossed with them) and 3 wordings."""
+    n = 70
+    task = rng.integers(0, 10, n)
+    tool = task % 4 if nested else rng.integers(0, 4, n)
+    word = rng.integers(0, 3, n)
+    side = rng.integers(0, 2, n)
+    y = (rng.random(n) < 0.25 + 0.25 * (word == 1) + 0.2 * side).astype(float)
+    return task, tool, word, side, y
+
+
+def _dense_crossed(task: np.ndarray, tool: np.ndarray, word: np.ndarray, side: np.ndarray, y: np.ndarray,
+                   c: np.ndarray) -> tuple[float, float]:
+    """The crossed variance of ``sum_b c_b ybar_b`` and its df by the textbook formulas, N x N:
+    CR2 with sample x wording means for the task/tool part (CGM two-way), the wording
+    contrasts' task/tool variance, the one-way CR2 by wording with sample means, and the
+    Satterthwaite combination (stats._crossed's docstring)."""
+    x = np.column_stack([side == b for b in (0, 1)]).astype(float)
+    sub = side * 3 + word
+    xs = np.column_stack([sub == j for j in range(6)]).astype(float)
+    n_b = x.sum(axis=0)
+    pi = xs.sum(axis=0) / n_b[np.arange(6) // 3]
+    cs = c[np.arange(6) // 3] * pi
+
+    def two_way(coef: np.ndarray) -> tuple[float, float]:
+        vt, dft = _dense_cr2(y, xs, task, coef)
+        vo, _ = _dense_cr2(y, xs, tool, coef)
+        vc, _ = _dense_cr2(y, xs, task * 4 + tool, coef)
+        return vt + vo - vc, dft
+
+    given, _ = two_way(cs)
+    _, df_task = _dense_cr2(y, x, task, c)
+    _, df_tool = _dense_cr2(y, x, tool, c)
+    v_task, _ = _dense_cr2(y, xs, task, cs)
+    v_tool_part = given - v_task
+    nested = np.unique(task * 4 + tool).size == np.unique(task).size
+    df_given = df_tool if nested else given**2 / (v_task**2 / df_task + max(v_tool_part, 0.0) ** 2 / df_tool)
+    noise = 0.0
+    for w in range(3):
+        a = np.array([1 / np.sqrt(1 - pi[b * 3 + w]) for b in (0, 1)])
+        zc = np.array([c[b] * a[b] * pi[b * 3 + w] * ((j % 3 == w) - pi[j]) for j in range(6) for b in [j // 3]])
+        noise += two_way(zc)[0]
+    v_word, df_word = _dense_cr2(y, x, word, c)
+    comp = max(v_word - noise, 0.0)
+    total = given + comp
+    df = total**2 / (given**2 / df_given + (v_word**2 / df_word if comp > 0 else 0.0))
+    return total, max(df, 1.0)  # the t quantile's df are floored at 1
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_the_crossed_variance_matches_the_dense_formulas(nested: bool) -> None:
+    rng = np.random.default_rng(7 if nested else 8)
+    for _ in range(4):
+        task, tool, word, side, y = _design(rng, nested)
+        labels = [f"t{i}" for i in task]
+        samples = [stats.Sample(y[side == b], np.asarray(labels)[side == b], None,
+                                np.array([f"semantic_decoy:tool{o}@v{w + 1}" for o, w in zip(tool, word, strict=True)])[side == b],
+                                np.array([f"semantic_decoy/{w + 1:02d}" for w in word])[side == b]) for b in (0, 1)]
+        lin = _resampler(labels).draws(None, samples)
+        for c, est in ((np.array([1.0, -1.0]), lin.differences([(0, 1)])), (np.array([1.0, 0.0]), lin.take([0]))):
+            v, df = _dense_crossed(task, tool, word, side, y, c)
+            assert est.se()[0] ** 2 == pytest.approx(v, rel=1e-9)
+            assert est.df()[0] == pytest.approx(df, rel=1e-9)
+            assert est.wordings()[0] == 3 and est.tools()[0] == 4
+
+
+def test_without_a_wording_effect_the_wording_part_is_often_zero_and_never_negative() -> None:
+    """The wording component is a positive part: with three wordings and no effect of their
+    own it is truncated to 0 in most studies (the spread of three wordings exceeds its noise
+    with probability about e^-1), and it is never negative."""
+    rng = np.random.default_rng(5)
+    zero = 0
+    for _ in range(60):
+        task, tool, word, side, y = _design(rng, nested=True)
+        y = (rng.random(y.size) < 0.3).astype(float)
+        labels = np.array([f"t{i}" for i in task])
+        s = stats.Sample(y, labels, None, np.array([f"x:tool{o}" for o in tool]), np.array([f"x/{w}" for w in word]))
+        lin = _resampler(labels).draws(None, [s])
+        share = float(lin.wording_share()[0])
+        assert 0.0 <= share < 1.0
+        zero += share == 0.0
+    assert 15 <= zero <= 50  # P(chi2_2 / 2 < 1) = 0.63: the component is truncated in most studies
 
 
 # --------------------------------------------------------------------------- against a crossed mixed model
 
 
-def test_two_way_se_agrees_with_a_crossed_random_effects_model() -> None:
-    """On data with crossed task and item effects, the two-way CR2 standard error of a rate is
-    the mixed model's within 10% on every data set, while clustering by task alone
-    misses the item variance (about 35% too small here)."""
+def test_the_crossed_se_agrees_with_a_crossed_random_effects_model() -> None:
+    """On data with crossed task, tool and wording effects (36 tasks on 12 tools, 8 wordings,
+    each task offered each wording), the standard error of a rate is the mixed model's
+    (statsmodels MixedLM, REML variance components for task, tool and wording): within 10%
+    in the median over data sets, within 30% in each, while clustering by task alone is far
+    too small. The two are different estimators of the same variance (moments and REML), so
+    they agree as two estimates do, not to rounding."""
     import statsmodels.api as sm
 
     rng = np.random.default_rng(3)
-    n_tasks, n_items = 30, 12
-    g, h = (m.ravel() for m in np.meshgrid(np.arange(n_tasks), np.arange(n_items), indexing="ij"))
+    g = np.repeat(np.arange(36), 8)
+    s = np.tile(np.arange(8), 36)
+    tool, word = g // 3, (s + g) % 8
     tasks = np.array([f"t{i:02d}" for i in g])
-    items = np.array([f"semantic_decoy:tool{j:02d}@v1" for j in h])
-    for _ in range(3):
-        a, b = rng.normal(0, 1.0, n_tasks), rng.normal(0, 1.0, n_items)
-        y = (rng.random(g.size) < special.expit(-0.6 + a[g] + b[h])).astype(float)
-        frame = pd.DataFrame({"y": y, "task": tasks, "item": items, "one": 1})
+    items = np.array([f"semantic_decoy:tool{o}@v{w + 1}" for o, w in zip(tool, word, strict=True)])
+    words = np.array([f"semantic_decoy/{w + 1:02d}" for w in word])
+    ratios = []
+    for _ in range(6):
+        a, b, c = rng.normal(0, 0.8, 36), rng.normal(0, 0.5, 12), rng.normal(0, 0.8, 8)
+        y = (rng.random(g.size) < special.expit(-0.6 + a[g] + b[tool] + c[word])).astype(float)
+        frame = pd.DataFrame({"y": y, "task": tasks, "tool": tool.astype(str), "word": words, "one": 1})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = sm.MixedLM.from_formula("y ~ 1", groups="one", vc_formula={"task": "0 + C(task)", "item": "0 + C(item)"},
-                                          data=frame).fit(reml=True)
-        assert fit.converged
+            fit = sm.MixedLM.from_formula("y ~ 1", groups="one", data=frame, vc_formula={
+                "task": "0 + C(task)", "tool": "0 + C(tool)", "word": "0 + C(word)"}).fit(reml=True, method=["lbfgs"])
+        if not fit.converged:
+            continue
         se_mixed = float(fit.bse["Intercept"])
         boot = _resampler(tasks)
-        crossed = boot.draws(None, [stats.Sample(y, tasks, None, items)])
+        crossed = boot.draws(None, [stats.Sample(y, tasks, None, items, words)])
         by_task = boot.draws(None, [stats.Sample(y, tasks)])
-        assert crossed.items()[0] == n_items
-        assert crossed.se()[0] == pytest.approx(se_mixed, rel=0.10)
-        assert by_task.se()[0] < 0.8 * se_mixed
+        assert (crossed.tools()[0], crossed.wordings()[0]) == (12, 8)
+        ratios.append(float(crossed.se()[0]) / se_mixed)
+        assert by_task.se()[0] < 0.75 * se_mixed
+    assert len(ratios) >= 4
+    assert abs(np.median(ratios) - 1.0) <= 0.10 and all(0.7 <= r <= 1.3 for r in ratios), ratios
 
 
 # --------------------------------------------------------------------------- intervals and their tests
@@ -144,22 +249,20 @@ def test_a_zero_rate_gets_the_exact_cluster_bound() -> None:
     assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 10))
 
 
-def test_a_skewed_rate_interval_stays_bounded() -> None:
-    """One trapped task in ten: Hall's correction lifts the upper bound, capped near the
-    exact bound for one positive cluster of ten (0.445), never near 1."""
+def test_the_interval_is_the_plain_t_interval_clipped_to_the_possible_range() -> None:
+    """No skewness correction (Hall's inflated the size of tests on rare nulls): one trapped
+    task in ten gives estimate +- t(df) se, clipped at 0."""
     tasks = np.repeat([f"t{i}" for i in range(10)], 3)
     y = np.zeros(30)
     y[:3] = 1.0
     lin = _resampler(tasks).draws(None, [stats.Sample(y, tasks)])
     (lo,), (hi,) = lin.intervals(0.05)
-    plain = 0.1 + sps.t.ppf(0.975, 9) * lin.se()[0]
-    assert lo == 0.0 and plain < hi < 0.55
+    assert lo == 0.0 and hi == pytest.approx(0.1 + sps.t.ppf(0.975, lin.df()[0]) * lin.se()[0])
 
 
 def test_every_interval_agrees_with_its_test() -> None:
     """For deltas and rates the interval at 1 - alpha excludes the null exactly when the
-    two-sided p is below alpha (Hall's pivot for both); one-sided and TOST p-values follow
-    the same pivot."""
+    two-sided t p is below alpha; one-sided and TOST p-values follow the same pivot."""
     rng = np.random.default_rng(8)
     for k in range(40):
         n_tasks = int(rng.integers(6, 40))
@@ -172,15 +275,13 @@ def test_every_interval_agrees_with_its_test() -> None:
             continue
         excludes = d["lo"] > 0 or d["hi"] < 0
         assert excludes == (d["p"] < 0.1), (k, d)
-        assert d["few_clusters"] == (n_tasks < 30) and d["clusters"] == n_tasks
-        one_sided = float(stats.t_p_value(d["delta"], d["se"], d["df"], 0.0, "greater", d["skew"]))
-        pivot = float(stats.hall(d["delta"] / d["se"], d["skew"]))
-        assert one_sided == pytest.approx(d["p"] / 2 if pivot > 0 else 1 - d["p"] / 2, abs=1e-9)
-        tost = float(stats.tost_p(d["delta"], d["se"], d["df"], 0.3, d["skew"]))
-        lower = float(stats.t_p_value(d["delta"], d["se"], d["df"], -0.3, "greater", d["skew"]))
-        upper = float(stats.t_p_value(d["delta"], d["se"], d["df"], 0.3, "less", d["skew"]))
+        assert d["few_clusters"] == (n_tasks < 30) and d["clusters"] == n_tasks and d["few_wordings"] is True
+        one_sided = float(stats.t_p_value(d["delta"], d["se"], d["df"], 0.0, "greater"))
+        assert one_sided == pytest.approx(d["p"] / 2 if d["delta"] > 0 else 1 - d["p"] / 2, abs=1e-9)
+        tost = float(stats.tost_p(d["delta"], d["se"], d["df"], 0.3))
+        lower = float(stats.t_p_value(d["delta"], d["se"], d["df"], -0.3, "greater"))
+        upper = float(stats.t_p_value(d["delta"], d["se"], d["df"], 0.3, "less"))
         assert tost == max(lower, upper)
-    # without skew the p-values are Student's t
     assert float(stats.t_p_value(0.2, 0.1, 9)) == pytest.approx(2 * sps.t.sf(2.0, 9))
     assert float(stats.tost_p(0.0, 0.05, 9, 0.1)) == pytest.approx(sps.t.sf(2.0, 9))
 
@@ -300,19 +401,3 @@ def test_ablation_unchanged_is_an_equivalence_test() -> None:
     assert g["standard"] == pytest.approx(e["standard"]) and g["standard_lo"] <= g["standard"] <= g["standard_hi"]
     assert stats.verdict(0.01, 0.2, 0.05) == "changed" and stats.verdict(0.01, 0.01, 0.05) == "changed, within margin"
     assert stats.verdict(0.3, 0.01, 0.05) == "unchanged" and stats.verdict(0.3, 0.2, 0.05) == "inconclusive"
-
-
-def test_a_difference_far_from_zero_keeps_a_small_p_under_the_skewness_correction() -> None:
-    """Hall's cubic flattens at t = -1/a: a careful agent that never takes the canary and takes
-    its twin in 76% of 38 tasks (t = -12 at 3.5 df) read p = 0.03 there, and Holm made it
-    'inconclusive'. Beyond the point the intervals are calibrated to, the pivot moves one for
-    one with t: the correction stays monotone and invertible, and a far difference stays far."""
-    t = np.linspace(-40.0, 40.0, 4001)
-    for skew in (-1.2, -0.3, 0.0, 0.3, 1.2):
-        g = stats.hall(t, skew)
-        assert np.all(np.diff(g) > 0), skew
-        np.testing.assert_allclose(stats.hall_inverse(g, skew), t, atol=1e-9)
-    p = float(stats.t_p_value(-0.763, 0.0617, 3.51, 0.0, "two-sided", 0.3))
-    assert p < 0.002
-    # further out, smaller still
-    assert float(stats.t_p_value(-1.5, 0.0617, 3.51, 0.0, "two-sided", 0.3)) < p

@@ -32,12 +32,12 @@ SD = "semantic_decoy"
 def _e(**kw: object) -> dict:
     """A control-effect entry: a clear ``lured`` one unless ``kw`` says otherwise."""
     e = {"outcome": "first_pick", "canary": 0.5, "control": 0.0, "delta": 0.5, "lo": 0.4, "hi": 0.6, "p_holm": 0.001,
-         "clusters": 40, "tost_p": 1.0, "canary_below_p": 1.0, "control_below_p": 0.001, "control_above_p": 1.0}
+         "p_t_holm": 0.001, "clusters": 40, "negligible_p_holm": 1.0, "blind_p_holm": 1.0, "not_drawn_p_holm": 1.0}
     e.update(kw)
     return e
 
 
-# --------------------------------------------------------------------------- the rule, row by row
+NULL = {"canary": 0.4, "control": 0.4, "delta": 0.0, "lo": -0.05, "hi": 0.05, "p_holm": 1.0, "p_t_holm": 1.0}
 
 
 @pytest.mark.parametrize(
@@ -50,49 +50,66 @@ def _e(**kw: object) -> dict:
         # inconclusive: fewer than min_clusters tasks, whatever the numbers say
         (_e(clusters=MIN - 1), "inconclusive"),
         (_e(delta=-0.5, canary=0.0, control=0.5, lo=-0.6, hi=-0.4, clusters=3), "inconclusive"),
-        # lured: delta > 0, Holm-significant, interval above 0
+        # lured: delta > 0, both tests Holm-significant, interval above 0
         (_e(), "lured"),
         (_e(lo=0.0), "inconclusive"),  # Holm-significant, but the interval touches 0
         (_e(p_holm=0.07), "inconclusive"),  # the audit's case: a positive interval, Holm p 0.07
-        # sensitive: delta < 0, Holm-significant, interval below 0
+        (_e(p_t_holm=0.07), "inconclusive"),  # the randomisation test alone does not speak for the bank
+        # sensitive: delta < 0, the same tests, interval below 0
         (_e(canary=0.1, control=0.6, delta=-0.5, lo=-0.6, hi=-0.4), "sensitive"),
-        # blind: TOST |delta| < margin and the twin taken above the margin
-        (_e(canary=0.4, control=0.4, delta=0.0, lo=-0.05, hi=0.05, p_holm=1.0, tost_p=0.01, control_above_p=0.001,
-            control_below_p=1.0), "blind"),
-        (_e(canary=0.4, control=0.4, delta=0.0, lo=-0.05, hi=0.05, p_holm=1.0, tost_p=0.2, control_above_p=0.001,
-            control_below_p=1.0), "inconclusive"),  # equivalence not shown
-        (_e(canary=0.12, control=0.12, delta=0.0, lo=-0.05, hi=0.05, p_holm=1.0, tost_p=0.01, control_above_p=0.3,
-            control_below_p=0.3), "inconclusive"),  # the twin is not clearly taken
+        # negligible: significant, and shown inside the margin: never lured
+        (_e(canary=0.43, control=0.40, delta=0.03, lo=0.01, hi=0.05, negligible_p_holm=0.01), "negligible"),
+        (_e(canary=0.37, control=0.40, delta=-0.03, lo=-0.05, hi=-0.01, negligible_p_holm=0.01), "negligible"),
+        (_e(canary=0.43, control=0.40, delta=0.03, lo=0.01, hi=0.05, negligible_p_holm=0.2), "lured"),  # not shown small
+        # blind: |delta| < margin and the twin clearly taken (one intersection-union p, Holm)
+        (_e(**NULL, blind_p_holm=0.01), "blind"),
+        (_e(**NULL, blind_p_holm=0.2), "inconclusive"),
         # not drawn: both rates below the margin
-        (_e(canary=0.0, control=1 / 300, delta=-1 / 300, lo=-0.01, hi=0.0, p_holm=1.0, tost_p=0.0, canary_below_p=0.0,
-            control_below_p=0.0, control_above_p=1.0), "not drawn"),
-        (_e(canary=0.0, control=0.05, delta=-0.05, lo=-0.1, hi=0.0, p_holm=0.3, tost_p=0.0, canary_below_p=0.0,
-            control_below_p=0.2, control_above_p=1.0), "inconclusive"),  # the twin's rate not shown below
+        (_e(canary=0.0, control=1 / 300, delta=-1 / 300, lo=-0.01, hi=0.0, p_holm=1.0, p_t_holm=1.0,
+            not_drawn_p_holm=0.001), "not drawn"),
+        (_e(canary=0.0, control=0.05, delta=-0.05, lo=-0.1, hi=0.0, p_holm=0.3, p_t_holm=0.3,
+            not_drawn_p_holm=0.2), "inconclusive"),
         # inconclusive: anything else
-        (_e(canary=0.3, control=0.1, delta=0.2, lo=-0.1, hi=0.5, p_holm=0.4, tost_p=0.6, canary_below_p=0.9,
-            control_below_p=0.4, control_above_p=0.5), "inconclusive"),
+        (_e(canary=0.3, control=0.1, delta=0.2, lo=-0.1, hi=0.5, p_holm=0.4, p_t_holm=0.4), "inconclusive"),
     ],
 )
 def test_each_row_of_the_rule(entry: dict, word: str) -> None:
     assert diagnose(entry, ALPHA, MIN) == word
 
 
-def test_a_significantly_negative_delta_is_never_called_anything_but_sensitive() -> None:
-    """Whatever the equivalence and rate tests say, with enough tasks."""
+def test_a_significantly_negative_delta_is_never_called_lured_or_blind() -> None:
+    """Whatever the other words' tests say, with enough tasks: sensitive, or negligible when
+    shown inside the margin."""
     seen = set()
-    for tost, c_below, k_below, k_above, canary in itertools.product(
-        (0.0, 0.01, 0.9), (0.0, 0.9), (0.0, 0.9), (0.0, 0.9), (0.0, 0.05, 0.3)
-    ):
-        e = _e(canary=canary, control=canary + 0.08, delta=-0.08, lo=-0.12, hi=-0.03, p_holm=0.01, tost_p=tost,
-               canary_below_p=c_below, control_below_p=k_below, control_above_p=k_above)
+    for neg, blind, drawn in itertools.product((0.001, 0.9), (0.0, 0.9), (0.0, 0.9)):
+        e = _e(canary=0.3, control=0.38, delta=-0.08, lo=-0.12, hi=-0.03, p_holm=0.01, p_t_holm=0.01,
+               negligible_p_holm=neg, blind_p_holm=blind, not_drawn_p_holm=drawn)
         seen.add(diagnose(e, ALPHA, MIN))
-    assert seen == {"sensitive"}
+    assert seen == {"sensitive", "negligible"}
 
 
-def test_the_vocabulary_and_its_readings() -> None:
-    assert DIAGNOSES == ("lured", "sensitive", "blind", "not drawn", "inconclusive", "n/a")
+def test_the_vocabulary_its_readings_and_the_weakness_of_each_type() -> None:
+    assert DIAGNOSES == ("lured", "sensitive", "negligible", "blind", "not drawn", "inconclusive", "n/a")
     assert set(DIAGNOSIS_READINGS) == set(DIAGNOSES)
     assert DIAGNOSIS_READINGS["blind"].startswith("it takes this look-alike, and the defect makes no difference")
+    assert {t: "lured" if t == "capability_mirage" else "blind" for t in CANARY_TYPES} == stats.WEAKNESS
+
+
+def test_each_word_is_holm_adjusted_across_its_family_as_an_intersection_union_test() -> None:
+    entries = [
+        {"p": 0.01, "p_t": 0.02, "tost_p": 0.001, "control_above_p": 0.3, "canary_below_p": 0.001, "control_below_p": 0.002},
+        {"p": 0.06, "p_t": 0.01, "tost_p": 0.5, "control_above_p": 0.001, "canary_below_p": 0.4, "control_below_p": 0.001},
+        {"p": None, "p_t": None, "tost_p": None, "control_above_p": None, "canary_below_p": None, "control_below_p": None},
+    ]
+    stats.word_tests(entries, ALPHA)
+    assert [e["p_holm"] for e in entries[:2]] == pytest.approx(stats.holm([0.01, 0.06]))
+    assert [e["p_t_holm"] for e in entries[:2]] == pytest.approx(stats.holm([0.02, 0.01]))
+    assert entries[0]["negligible_p"] == 0.02 and entries[1]["negligible_p"] == 0.5  # the larger of its parts
+    assert entries[0]["blind_p"] == 0.3 and entries[1]["blind_p"] == 0.5
+    assert [e["not_drawn_p_holm"] for e in entries[:2]] == pytest.approx(stats.holm([0.002, 0.4]))
+    assert entries[2]["p_holm"] is None and entries[2]["blind_p"] is None and entries[2]["blind_p_holm"] is None
+    # significant: both tests of delta = 0 Holm-significant (the second's randomisation p is not)
+    assert entries[0]["significant"] is True and entries[1]["significant"] is False
 
 
 # --------------------------------------------------------------------------- the tests behind it
@@ -188,6 +205,17 @@ def test_lured_sensitive_and_blind_from_the_study() -> None:
     for e in (lured, sensitive, blind):  # the paper's whole-run rates stay, as the secondary outcome
         assert set(e["whole_run"]) == {"canary", "control", "delta", "lo", "hi", "p"}
         assert e["whole_run"]["canary"] == pytest.approx(e["canary"])
+
+
+def test_a_real_difference_shown_inside_the_margin_is_negligible_never_lured() -> None:
+    """The audit's case: the canary is taken a little more often than its twin, in every
+    task that differs (1 in 10 tasks, one seed each, over 300 tasks): delta 0.033, certainly
+    not 0, and certainly under the margin of 0.10."""
+    e = _effect(_pairs(lambda i, s: (i + s) % 10 < 4 or (i % 10 == 9 and s == 0), lambda i, s: (i + s) % 10 < 4,
+                       tasks=300))
+    assert e["delta"] == pytest.approx(30 / 900) and 0 < e["lo"] < e["hi"] < 0.10
+    assert e["p_holm"] < ALPHA and e["p_t_holm"] < ALPHA and e["negligible_p_holm"] < ALPHA
+    assert e["diagnosis"] == "negligible" and e["weakness"] is False
 
 
 def test_a_runs_with_no_call_into_the_family_has_no_first_pick() -> None:

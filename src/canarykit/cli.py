@@ -60,7 +60,7 @@ def _stats(args: argparse.Namespace) -> int:
         # every stats key of the params file; --resamples wins
         kwargs = {"config": StatsConfig.from_mapping(cfg["stats"], primary_pool=cfg["canaries"]["pool"],
                                                      ablation_condition=cfg["ablation"]["condition"], **kwargs)}
-    return stats_command(args.runs, args.output, **kwargs)
+    return stats_command(args.runs, args.output, pools=args.pools or (), **kwargs)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -259,6 +259,8 @@ def _add_stats(sub: _Subcommands) -> None:
                    help="directory for stats.json, table1-3 (.csv, .md) and the figure data (created if missing)")
     s.add_argument("--params", default=None, help="take the stats settings from this params.yaml")
     s.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10,000; at most 100,000)")
+    s.add_argument("--pools", nargs="*", default=None, metavar="POOL",
+                   help="the study's pool files: stats.json's meta reports their wording seed and drawn wordings")
     s.set_defaults(func=_stats)
 
 

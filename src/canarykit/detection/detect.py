@@ -52,6 +52,8 @@ Decisions (each is a place where the paper is silent or ambiguous):
 - ``item_T``: the id of T's canary in the list (in the ``control`` list of arm T: the id of
   the canary whose twin is offered); with several, the first in list order. The wording
   item of the run for T (a variant names its item: ``<type>:<tool>@v2``).
+- ``wording_T`` (added by the runs table, :func:`wording_columns`): the wording (bank entry)
+  of the ``item_T`` offered.
 - ``selection_visible_T``: false when a stand-in of T in the list reads like its twin (the
   pool's ``selection_visible: false``), true otherwise, NULL when T has none.
 - **Backend-error runs** (``record.error``) are excluded from every metric and counted
@@ -69,7 +71,7 @@ The rates over these per-run metrics (csr, tsr, recovery, trap rates) are define
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -378,3 +380,18 @@ def detect(records: Sequence[RunRecord]) -> tuple[pl.DataFrame, pl.DataFrame]:
     calls_df = pl.DataFrame(call_rows, schema=CALL_TABLE_COLUMNS)
     runs_df = pl.DataFrame(run_rows, schema=RUN_METRIC_COLUMNS)
     return calls_df, runs_df
+
+
+def wording_columns(df: pl.DataFrame, wordings: Mapping[str, str] | None = None) -> list[Any]:
+    """Expressions of ``wording_T`` from ``item_T`` (the canary id offered for type T):
+    ``wordings`` (canary id -> wording id, :func:`canarykit.detection.runs_table.pool_wordings`) where it names the id, else
+    ``"<T>/v<i>"`` from the id's ``@v<i>`` (variant 1 without it); null where ``item_T`` is."""
+    lookup = dict(wordings or {})
+    cols = []
+    for t in CANARY_TYPES:
+        item = pl.col(f"item_{t}") if f"item_{t}" in df.columns else pl.lit(None, dtype=pl.String)
+        variant = item.str.extract(r"@v(\d+)$", 1).fill_null("1")
+        derived = pl.concat_str([pl.lit(f"{t}/v"), variant])
+        named = item.replace_strict(lookup, default=None, return_dtype=pl.String) if lookup else pl.lit(None, dtype=pl.String)
+        cols.append(pl.when(item.is_null()).then(None).otherwise(pl.coalesce(named, derived)).alias(f"wording_{t}"))
+    return cols

@@ -7,9 +7,12 @@ judges' verdicts. Columns, in order: the :class:`canarykit.store.schemas.RunsTab
 trapped, recovered, success, error``, then ``present_T`` and ``trapped_T`` for the six types)
 and the extras ``run_id, arm, backend, unknown_calls, zero_call, success_cross, judge_status,
 truncated, control_calls, canary_before_real``, ``control_present_T``/``control_called_T``
-and ``first_pick_T``/``recovered_T``/``item_T``/``selection_visible_T`` for the six types
-(``arm``: the type whose twin a ``control`` run was offered, "" otherwise; the first-pick
-columns: :mod:`canarykit.detection.detect`; ``judge_status``: ``ok | unparseable | error`` from the primary judge,
+and ``first_pick_T``/``recovered_T``/``item_T``/``selection_visible_T`` for the six types, then
+``wording_T`` for the six types (``arm``: the type whose twin a ``control`` run was offered, ""
+otherwise; the first-pick columns: :mod:`canarykit.detection.detect`; ``wording_T``: the
+wording, i.e. the bank entry id ``"<type>/<nn>"`` of the pool record, of the type-T canary or
+twin offered, null when none; from a pool whose records carry no ``wording``, ``"<type>/v<i>"``
+from the canary's ``variant``, :func:`~canarykit.detection.detect.wording_columns`; ``judge_status``: ``ok | unparseable | error`` from the primary judge,
 ``skipped`` for a backend-error run; ``truncated``: the run reached ``agent.max_turns`` without
 a final answer, never null, false for backend-error runs; the control and order columns: see
 :mod:`canarykit.detection.detect` and docs/canaries.md, "Weakness or lure: controls and position").
@@ -23,13 +26,14 @@ detection and judging of a whole study in one call. The DVC metrics summary of t
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
 from ..errors import InputError
+from ..store.jsonio import read_json_input
 from ..store.records import RunRecord
 from ..store.schemas import (
     RunIndexTable,
@@ -40,7 +44,7 @@ from ..store.schemas import (
 )
 from ..tasks.suite import task_map
 from ..types import CANARY_TYPES
-from .detect import TYPE_OUTCOME_PREFIXES, detect, load_records
+from .detect import TYPE_OUTCOME_PREFIXES, detect, load_records, wording_columns
 
 INTERFACE_COLUMNS: Final[tuple[str, ...]] = (
     "model",
@@ -74,6 +78,7 @@ EXTRA_COLUMNS: Final[tuple[str, ...]] = (
     *(f"control_present_{t}" for t in CANARY_TYPES),
     *(f"control_called_{t}" for t in CANARY_TYPES),
     *(f"{prefix}{t}" for prefix in TYPE_OUTCOME_PREFIXES for t in CANARY_TYPES),
+    *(f"wording_{t}" for t in CANARY_TYPES),
 )
 RUNS_COLUMNS: Final[tuple[str, ...]] = INTERFACE_COLUMNS + EXTRA_COLUMNS
 
@@ -89,6 +94,23 @@ INDEX_COLUMNS: Final[tuple[str, ...]] = (
     "run_id",
     "error",
 )
+
+
+def pool_wordings(pools: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
+    """Canary id -> wording id over the records of pool files (canaries and twins: a twin
+    carries its canary's ``wording``; a record without one gets ``"<type>/v<variant>"``). A
+    file that cannot be read is an :class:`InputError` naming it."""
+    out: dict[str, str] = {}
+    for path in pools:
+        doc = read_json_input(path, str(path))
+        records = doc if isinstance(doc, list) else [*doc.get("canaries", []), *doc.get("controls", [])]
+        for rec in records:
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or "control_of" in rec:
+                continue
+            wording = rec.get("wording")
+            out[rec["id"]] = (str(wording) if isinstance(wording, str) and wording
+                              else f"{rec.get('type')}/v{int(rec.get('variant') or 1)}")
+    return out
 
 
 def read_index(index_path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -123,10 +145,12 @@ def assemble_runs_table(
     cross: pl.DataFrame | None = None,
     source: str = "runs table",
     metrics: pl.DataFrame | None = None,
+    wordings: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """Join index, detector metrics and verdicts; validate; return the columns in order.
 
-    ``metrics`` is :func:`~canarykit.detection.detect.detect`'s per-run table when the caller has it.
+    ``metrics`` is :func:`~canarykit.detection.detect.detect`'s per-run table when the caller has it;
+    ``wordings`` maps canary ids to their pool records' wording ids (:func:`pool_wordings`).
     """
     if metrics is None:
         _, metrics = detect(records)
@@ -177,7 +201,8 @@ def assemble_runs_table(
         .then(pl.lit("skipped"))
         .otherwise(pl.col("judge_status"))
         .alias("judge_status"),
-    ).select(RUNS_COLUMNS)
+    )
+    df = df.with_columns(wording_columns(df, wordings)).select(RUNS_COLUMNS)
     df = validate(df, RunsTable, source)
     check_runs_type_columns(df, source)
     return df

@@ -4,8 +4,7 @@ Two judges grade the same runs, and runs of one task are correlated (the same pr
 same evidence), so the interval resamples tasks, not runs: kappa is linearized (its
 influence function over the 2 x 2 table of verdicts) and the mean of the pseudo-values
 ``kappa + psi_i`` gets the study's default interval (:mod:`canarykit.stats._crossed`: CR2
-cluster-robust t by task with Bell-McCaffrey degrees of freedom and Hall's skewness
-correction), clipped to [-1, 1]. With ``p_o`` the agreement, ``p_e`` the chance agreement
+cluster-robust t by task with Bell-McCaffrey degrees of freedom), clipped to [-1, 1]. With ``p_o`` the agreement, ``p_e`` the chance agreement
 and ``p_A``, ``p_B`` the judges' success rates::
 
     psi_i = (1[a_i = b_i] - p_o) / (1 - p_e)

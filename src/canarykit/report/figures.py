@@ -317,11 +317,12 @@ def fig9(fd: Mapping[str, pl.DataFrame]) -> Any:
     )
 
 
-#: Diagnosis words of the control effect, in legend order, with their colours.
-_DIAGNOSES: tuple[tuple[str, str], ...] = (
-    ("lured", OKABE_ITO[3]), ("sensitive", OKABE_ITO[2]), ("blind", OKABE_ITO[1]), ("not drawn", "#999999"),
-    ("inconclusive", OKABE_ITO[5]), ("n/a", "#cccccc"),
-)
+#: The colour of each diagnosis word of the control effect (legend order: ``stats.DIAGNOSES``).
+_WORD_COLOURS: dict[str, str] = {
+    "lured": OKABE_ITO[3], "sensitive": OKABE_ITO[2], "negligible": OKABE_ITO[4], "blind": OKABE_ITO[1],
+    "not drawn": "#999999", "inconclusive": OKABE_ITO[5], "n/a": "#cccccc",
+}
+_DIAGNOSES: tuple[tuple[str, str], ...] = tuple((w, _WORD_COLOURS.get(w, "#000000")) for w in stats.DIAGNOSES)
 
 
 def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
@@ -355,9 +356,10 @@ def fig10(fd: Mapping[str, pl.DataFrame]) -> Any:
     ).properties(
         title=alt.Title(title, subtitle=["Δ = first-pick rate of the canary (declared) − of its twin (control, the same list "
                                          "with only that canary healthy), paired by (task, seed); positive: the defect draws it",
-                                         f"whiskers: bootstrap {level} CI (1 − stats.alpha); dashed: no difference; colour: "
-                                         "diagnosis (lured / sensitive: Δ ≷ 0, Holm; blind: |Δ| < margin and the twin taken; "
-                                         "not drawn: both rarely taken)"]),
+                                         f"whiskers: {level} CI (1 − stats.alpha; tasks, tools and wordings crossed); dashed: "
+                                         "no difference; colour: diagnosis (lured / sensitive: Δ ≷ 0, Holm; negligible: Δ ≠ 0 "
+                                         "but inside the margin; blind: |Δ| < margin and the twin taken; not drawn: both "
+                                         "rarely taken)"]),
     )
 
 

@@ -28,11 +28,12 @@ Units and conventions
 - **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
   ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
   ``truncated`` column has no truncated run.
-- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task_x_item`` (default): tasks and
-  canary items (``item_<T>``) as crossed random factors; every estimate is linearized and
-  its interval is a cluster-robust t interval (two-way CR2 for per-type rates and their
-  differences, by task otherwise; Bell-McCaffrey degrees of freedom; Hall's skewness
-  correction; :mod:`._crossed`); estimates on fewer than 30 tasks carry ``few_clusters``.
+- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task_x_item`` (default): tasks, the
+  tools the canaries shadow and their wordings (``item_<T>``, ``wording_<T>``) as crossed
+  random factors; every estimate is linearized and its interval is a cluster-robust t
+  interval (CR2, Bell-McCaffrey degrees of freedom, the wording spread as a variance
+  component; by task alone for rates without items; :mod:`._crossed`); estimates on fewer
+  than 30 tasks carry ``few_clusters``, on fewer than 8 wordings ``few_wordings``.
   ``task`` resamples whole tasks once for the study and applies the same resampled tasks to
   every estimate (all seeds, conditions and pools of a task travel together), so
   differences are paired by (task, seed); intervals are BCa (acceleration from the
@@ -46,9 +47,10 @@ Units and conventions
 - **Control and position effects** (``_effects``, ``_equivalence``):
   ``control_effect.<model>.<type>`` is the first-pick rate of T's canary (``declared``)
   minus that of its twin (``control``, arm T), paired by (task, seed), Holm across the
-  models under test x types (each instrument across its own types), with a ``diagnosis`` by
-  equivalence (``lured``, ``sensitive``, ``blind``, ``not drawn``, ``inconclusive``,
-  ``n/a``) and the whole-run rates under ``whole_run``; ``position_effect.<model>`` is the trap rate with canaries before minus
+  models under test x types (each instrument across its own types), with a ``diagnosis``
+  (``lured``, ``sensitive``, ``negligible``, ``blind``, ``not drawn``, ``inconclusive``,
+  ``n/a``: each a claim with a Holm-controlled error rate, ``_equivalence``; ``p`` is the
+  randomisation test of sides, ``_swap``) and the whole-run rates under ``whole_run``; ``position_effect.<model>`` is the trap rate with canaries before minus
   after their real tools over ``declared`` and ``mirrored``; ``position_balance`` the share of
   lists whose canaries precede their real tools.
 - Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
@@ -103,7 +105,7 @@ from ._config import (
     PRIMARY_FAMILIES,
     StatsConfig,
 )
-from ._crossed import FEW_CLUSTERS, hall, hall_inverse, t_p_value, tost_p
+from ._crossed import FEW_CLUSTERS, FEW_WORDINGS, t_p_value, tost_p
 from ._deltas import equivalence, verdict
 from ._descriptives import DECLARED_FULL, POOLED
 from ._dose import (
@@ -122,9 +124,11 @@ from ._effects import control_effect, position_balance, position_effect
 from ._equivalence import (
     DIAGNOSES,
     DIAGNOSIS_READINGS,
+    WEAKNESS,
     diagnose,
     rate_above_p,
     rate_below_p,
+    word_tests,
 )
 from ._items import item_rates
 from ._load import load_runs, validate_runs
@@ -138,8 +142,18 @@ from ._output import (
     tables,
     write_outputs,
 )
-from ._sample import item_key
+from ._sample import item_key, tool_of, wording_of
+from ._simstudy import crossed_runs
+from ._simulate import (
+    Calibration,
+    CrossedDesign,
+    SimulatedStudy,
+    calibration,
+    control_entry,
+    simulate,
+)
 from ._study import compute_all
+from ._swap import swap_p_value, swap_p_values
 from ._tests import (
     chi2_independence,
     cohens_d,
@@ -168,8 +182,20 @@ __all__ = [
     "console_notes",
     "cr1_wald",
     "equivalence",
-    "hall",
-    "hall_inverse",
+    "FEW_WORDINGS",
+    "Calibration",
+    "CrossedDesign",
+    "SimulatedStudy",
+    "calibration",
+    "control_entry",
+    "crossed_runs",
+    "simulate",
+    "swap_p_value",
+    "swap_p_values",
+    "tool_of",
+    "wording_of",
+    "WEAKNESS",
+    "word_tests",
     "item_key",
     "item_rates",
     "rate_p_value",

@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._crossed import FEW_CLUSTERS, CrossedResampler, Linearized
+from ._crossed import FEW_CLUSTERS, FEW_WORDINGS, CrossedResampler, Linearized
 from ._intervals import (
     CHUNK_ELEMENTS,
     BootstrapUnit,
@@ -360,8 +360,8 @@ def paired_delta(
     condition tsr, standard vs subtle pool, canary vs matched control, canary before vs after
     the real tool, model a vs model b). Each side keeps its own definition (the mean over its
     own defined runs). With ``task_x_item`` (the default) the difference is one linear
-    estimate whose variance is two-way cluster-robust (tasks and, when the samples carry
-    them, items), CR2 with Bell-McCaffrey degrees of freedom and Hall's skewness correction
+    estimate whose variance treats tasks and, when the samples carry items, their tools and
+    wordings as crossed random factors, CR2 with Bell-McCaffrey degrees of freedom
     (:mod:`._crossed`): paired by (task, seed) because both sides share their clusters. With
     the task unit both sides are resampled with the same tasks, so the difference is paired
     by (task, seed) and clustered by task, and the interval is BCa (the jackknife of the
@@ -373,12 +373,13 @@ def paired_delta(
     Returns ``a, b, delta, lo, hi`` (interval at ``1 - alpha``), ``p`` (two-sided,
     cluster-robust t test of delta = 0: the interval's own pivot with ``task_x_item``,
     :func:`cluster_robust_contrasts` otherwise; clusters are tasks, or runs with the run
-    unit), ``se``, ``df`` (its degrees of freedom) and ``skew`` (the standardized third
-    cumulant; 0 with the bootstrap units): with :func:`~._crossed.t_p_value` and
+    unit), ``se`` and ``df`` (its degrees of freedom): with :func:`~._crossed.t_p_value` and
     :func:`~._crossed.tost_p` they give one-sided and equivalence tests; ``n_a, n_b`` (runs),
     ``n_pairs`` (pairing keys present on both sides, when the samples carry them),
-    ``clusters`` (tasks), ``items`` (items, when the variance is two-way), ``few_clusters``
-    (fewer than 30 tasks) and, for proportions, ``cohens_h``. Undefined numbers are None.
+    ``clusters`` (tasks), ``items``, ``tools`` and ``wordings`` (the item factors behind the
+    variance; None with the bootstrap units), ``few_clusters`` (fewer than 30 tasks),
+    ``few_wordings`` (a wording factor of fewer than 8 wordings) and, for proportions,
+    ``cohens_h``. Undefined numbers are None.
     """
     return paired_deltas(boot, [(label, a, b)], alpha=alpha, proportion=proportion)[0]
 
@@ -419,7 +420,7 @@ def _deltas_batch(
         ma, mb = a.mean(), b.mean()
         row: dict[str, Any] = {
             "a": ma, "b": mb, "delta": None, "lo": None, "hi": None, "p": None, "se": None,
-            "n_a": a.n, "n_b": b.n, "n_pairs": _pairs_shared(a, b), "clusters": 0, "df": None, "skew": None, "items": None,
+            "n_a": a.n, "n_b": b.n, "n_pairs": _pairs_shared(a, b), "clusters": 0, "df": None, "items": None, "tools": None, "wordings": None,
             "few_clusters": True,
         }
         if proportion:
@@ -440,9 +441,10 @@ def _deltas_batch(
         r["p"] = finite(cr["p"][k])
         r["se"] = finite(cr["se"][k])
         r["df"] = finite(cr["df"][k])
-        r["skew"] = finite(cr["skew"][k])
         r["clusters"] = int(cr["clusters"][k])
-        r["items"] = int(cr["items"][k]) if boot.unit == "task_x_item" else None
+        for key in ("items", "tools", "wordings"):
+            r[key] = int(cr[key][k]) if boot.unit == "task_x_item" else None
+        r["few_wordings"] = bool(0 < (r["wordings"] or 0) < FEW_WORDINGS) if boot.unit == "task_x_item" else None
         r["few_clusters"] = bool(r["clusters"] < FEW_CLUSTERS)
     return rows
 

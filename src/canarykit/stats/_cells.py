@@ -15,7 +15,7 @@ from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Resampler, Sample, make_resampler, rate_intervals
 from ._config import StatsConfig
 from ._load import with_optional_columns
-from ._sample import item_key
+from ._sample import item_key, wording_of
 
 #: The number of canary types (the columns of a cell's per-type arrays).
 N_TYPES = len(CANARY_TYPES)
@@ -46,8 +46,9 @@ class Cell:
     pooled); ``first_pick`` and ``recovered_after`` (runs x canary types: the first-pick
     rate and the recovery after a call of the type's stand-in). ``arm`` is the run's arm
     (the type whose twin a ``control`` run was offered, "" otherwise), ``items`` (runs x
-    types) the id of the type's canary in the run's list ("" where none) and ``visible``
-    (runs x types) 1.0/0.0 for ``selection_visible_T``, NaN where the type has no stand-in.
+    types) the id of the type's canary in the run's list ("" where none), ``wordings`` (runs x
+    types) its wording (``wording_<T>``, "" where none) and ``visible`` (runs x types) 1.0/0.0
+    for ``selection_visible_T``, NaN where the type has no stand-in.
     """
 
     tasks: np.ndarray
@@ -74,6 +75,9 @@ class Cell:
     items: np.ndarray
     """runs x canary types: the item (canary id, twins folded in) offered for each type, from
     the runs table's ``item_<T>`` (``""`` where the table has no such column: one item)."""
+    wordings: np.ndarray
+    """runs x canary types: the wording (bank entry) of each type's canary or twin offered,
+    from ``wording_<T>`` (derived from ``item_<T>`` where the table has none)."""
     visible: np.ndarray
 
     @classmethod
@@ -107,7 +111,8 @@ class Cell:
             first_pick=np.column_stack([rate(metrics.first_pick_rate(t)) for t in CANARY_TYPES]),
             recovered_after=np.column_stack([rate(metrics.recovery_after_call_rate(t)) for t in CANARY_TYPES]),
             arm=f.get_column("arm").cast(pl.String).fill_null("").to_numpy().astype(str),
-            items=_items(f),
+            items=(items := _items(f)),
+            wordings=_wordings(f, items),
             visible=np.column_stack([f.get_column(f"selection_visible_{t}").cast(pl.Float64).fill_null(np.nan).to_numpy()
                                      .astype(float) for t in CANARY_TYPES]),
         )
@@ -117,7 +122,9 @@ class Cell:
         column) attaches the items the runs were offered for that type."""
         v = np.asarray(values, dtype=float)
         keep = np.isfinite(v) if mask is None else (mask & np.isfinite(v))
-        return Sample(v[keep], self.tasks[keep], self.pairs[keep], None if item is None else self.items[keep, item])
+        if item is None:
+            return Sample(v[keep], self.tasks[keep], self.pairs[keep])
+        return Sample(v[keep], self.tasks[keep], self.pairs[keep], self.items[keep, item], self.wordings[keep, item])
 
     def where(self, mask: np.ndarray) -> Cell:
         return Cell(**{k: getattr(self, k)[mask] for k in self.__dataclass_fields__})
@@ -165,7 +172,7 @@ def _empty_cell() -> Cell:
         calls=z.astype(np.int64), canary_calls=z.astype(np.int64), trapped=z.astype(bool),
         present=types.astype(bool), truncated=z.astype(bool), before=z, csr=z, success=z, success_taf=z, recovery=z,
         trap=types, trap_any=z, control=types, first_pick=types, recovered_after=types, arm=z.astype(str),
-        items=types.astype(str), visible=types,
+        items=types.astype(str), wordings=types.astype(str), visible=types,
     )
 
 
@@ -173,6 +180,19 @@ def _items(f: pl.DataFrame) -> np.ndarray:
     """runs x types: ``item_<T>`` as item labels (:func:`item_key`), ``""`` without the column."""
     cols = [item_key(f.get_column(f"item_{t}").cast(pl.String).to_numpy()) if f"item_{t}" in f.columns
             else np.full(f.height, "", dtype=str) for t in CANARY_TYPES]
+    return np.column_stack(cols).astype(str) if cols else np.zeros((f.height, 0), dtype=str)
+
+
+def _wordings(f: pl.DataFrame, items: np.ndarray) -> np.ndarray:
+    """runs x types: ``wording_<T>`` ("" where null); without the column, derived from the
+    items (``<T>/v<i>``, :func:`wording_of`); "" wherever the run has no item of the type."""
+    cols = []
+    for j, t in enumerate(CANARY_TYPES):
+        if f"wording_{t}" in f.columns:
+            w = np.asarray([x or "" for x in f.get_column(f"wording_{t}").cast(pl.String).to_list()], dtype=str)
+        else:
+            w = wording_of(items[:, j], t)
+        cols.append(np.where(items[:, j] == "", "", w))
     return np.column_stack(cols).astype(str) if cols else np.zeros((f.height, 0), dtype=str)
 
 

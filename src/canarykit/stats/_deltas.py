@@ -40,7 +40,7 @@ def equivalence(row: dict[str, Any], margin: float, alpha: float, tested: bool =
         return {"tost_p": None, "margin": margin, "verdict": "not tested"}
     tp = None
     if row.get("delta") is not None and row.get("se") is not None and row.get("df") is not None:
-        tp = finite(tost_p(row["delta"], row["se"], row["df"], margin, row.get("skew") or 0.0))
+        tp = finite(tost_p(row["delta"], row["se"], row["df"], margin))
     return {"tost_p": tp, "margin": margin, "verdict": verdict(row.get("p"), tp, alpha)}
 
 
@@ -51,14 +51,14 @@ def linear_estimates(st: Study, label: Sequence[str], samples: list[Sample], coe
     draws = st.boot.draws(label, samples).combine(coef)
     lo, hi = draws.intervals(alpha)
     if isinstance(draws, Linearized):
-        se, df, skew, p = draws.se(), draws.df(), draws.skew(), draws.p_values()
+        se, df, p = draws.se(), draws.df(), draws.p_values()
         clusters = draws.clusters()
     else:
         w = cr1_wald(st.boot, samples, coef)
-        se, df, skew = w["se"], w["df"], np.zeros(coef.shape[0])
+        se, df = w["se"], w["df"]
         p, clusters = t_p_value(draws.estimate, se, df), w["clusters"]
     return [{"estimate": finite(draws.estimate[k]), "lo": finite(lo[k]), "hi": finite(hi[k]), "se": finite(se[k]),
-             "df": finite(df[k]), "skew": finite(skew[k]), "p": finite(p[k]), "clusters": int(clusters[k]),
+             "df": finite(df[k]), "p": finite(p[k]), "clusters": int(clusters[k]),
              "few_clusters": bool(clusters[k] < FEW_CLUSTERS)} for k in range(coef.shape[0])]
 
 
@@ -138,7 +138,7 @@ def _group_means(st: Study, cells: dict[str, tuple[Any, Any]]) -> dict[str, Any]
         w[2] = w[1] - w[0]  # subtle - standard
         std, sub, d = linear_estimates(st, ("ablation_group", g), samples, w)
         tested = cfg.tested(g)
-        row = {"delta": d["estimate"], "se": d["se"], "df": d["df"], "skew": d["skew"], "p": d["p"] if tested else None}
+        row = {"delta": d["estimate"], "se": d["se"], "df": d["df"], "p": d["p"] if tested else None}
         out[g] = {"models": members, "standard": std["estimate"], "standard_lo": std["lo"], "standard_hi": std["hi"],
                   "subtle": sub["estimate"], "subtle_lo": sub["lo"], "subtle_hi": sub["hi"], "delta": d["estimate"],
                   "lo": d["lo"], "hi": d["hi"], "p": row["p"], "clusters": d["clusters"], "few_clusters": d["few_clusters"],

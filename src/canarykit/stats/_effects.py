@@ -6,14 +6,17 @@ T: the same list with only T's canary swapped for its twin (the canary with the 
 property set to its healthy value). The primary outcome is the **first pick**
 (:func:`canarykit.detection.metrics.first_pick_rate`): over runs that called into the families of
 the real tools T's stand-ins shadow, the share whose first such call went to T's stand-in.
-``delta = canary - control`` (first-pick rates), paired by (task, seed) and clustered by
-task, over the tasks with a first pick on both sides (``clusters`` of them); ``lo``/``hi``
-the study's interval, ``p`` the two-sided cluster-robust t test, ``p_holm`` Holm across the
-models under test x types (instruments, i.e. the models ``stats.test_groups`` leaves out,
-form their own family), ``tost_p`` and the one-sided rate tests against ``margin``
-(:mod:`._equivalence`), ``diagnosis`` by :func:`~._equivalence.diagnose`. The whole-run trap
-rate (trap rate with canaries vs call rate of twins) stays as the secondary outcome under
-``whole_run`` ({canary, control, delta, lo, hi, p}).
+``delta = canary - control`` (first-pick rates), paired by (task, seed), over the tasks with
+a first pick on both sides (``clusters`` of them); ``lo``/``hi`` the study's interval (tasks,
+tools and wordings crossed, :mod:`._crossed`), ``p`` the randomisation test of sides
+(:mod:`._swap`: exact under "the tell changes nothing"; ``p_t`` is the interval's own t
+test), ``p_holm`` Holm across the models under test x types (instruments, i.e. the models
+``stats.test_groups`` leaves out, form their own family), ``tost_p`` and the one-sided rate
+tests against ``margin`` and each word's intersection-union p with its Holm adjustment
+(:mod:`._equivalence`), ``diagnosis`` by :func:`~._equivalence.diagnose` and ``weakness``
+(the diagnosis is the type's declared weakness, :data:`~._equivalence.WEAKNESS`). The
+whole-run trap rate (trap rate with canaries vs call rate of twins) stays as the secondary
+outcome under ``whole_run`` ({canary, control, delta, lo, hi, p}).
 
 A type whose canary and twin read alike (the pool's ``selection_visible: false``) cannot be
 contrasted at selection: its entry has ``outcome: "recovery_after_call"`` (over runs that
@@ -42,7 +45,15 @@ import polars as pl
 from ..types import CANARY_TYPES, CONDITIONS
 from ._bootstrap import Sample, paired_deltas
 from ._cells import N_TYPES, Cell, Study
-from ._equivalence import RECOVERY_OUTCOME, SELECTION_OUTCOME, diagnose, equivalence_tests
+from ._equivalence import (
+    RECOVERY_OUTCOME,
+    SELECTION_OUTCOME,
+    WEAKNESS,
+    diagnose,
+    equivalence_tests,
+    word_tests,
+)
+from ._swap import swap_p_values
 from ._tests import holm
 from ._wald import cluster_robust_rate
 
@@ -59,9 +70,7 @@ def _holm_in_place(entries: list[dict[str, Any]], alpha: float) -> None:
 
 
 def _on_tasks(smp: Sample, tasks: np.ndarray) -> Sample:
-    keep = np.isin(smp.tasks, tasks)
-    return Sample(smp.values[keep], smp.tasks[keep], None if smp.pairs is None else smp.pairs[keep],
-                  None if smp.items is None else smp.items[keep])
+    return smp.take(np.isin(smp.tasks, tasks))
 
 
 def _sides(st: Study, m: str, j: int) -> tuple[str, Sample, Sample, Sample, Sample]:
@@ -80,9 +89,11 @@ def _sides(st: Study, m: str, j: int) -> tuple[str, Sample, Sample, Sample, Samp
 
 
 def control_effect(st: Study) -> dict[str, Any]:
-    """``{model: {type: {outcome, canary, control, delta, lo, hi, p, p_holm, tost_p, margin,
-    n, clusters, diagnosis, se, n_canary, n_control, cohens_h, canary_lo, canary_hi,
-    control_lo, control_hi, canary_below_p, control_below_p, control_above_p, significant,
+    """``{model: {type: {outcome, canary, control, delta, lo, hi, p, p_t, p_holm, tost_p, margin,
+    p_t_holm, n, clusters, tools, wordings, few_clusters, few_wordings, diagnosis, weakness, se, df,
+    n_canary, n_control, cohens_h, canary_lo, canary_hi, control_lo, control_hi,
+    canary_below_p, control_below_p, control_above_p, negligible_p, negligible_p_holm,
+    blind_p, blind_p_holm, not_drawn_p, not_drawn_p_holm, significant,
     whole_run: {canary, control, delta, lo, hi, p}}}}`` (empty without both the ``declared``
     and the ``control`` condition; module docstring). ``n`` counts the (task, seed) pairs
     with the outcome on both sides, ``clusters`` their tasks; each rate is over its own runs
@@ -100,12 +111,16 @@ def control_effect(st: Study) -> dict[str, Any]:
                                     for (m, _, t), (_, _, _, a, b) in zip(keys, sides, strict=True)], alpha=alpha)
     rates = st.intervals([item for (m, _, t), (_, a, b, _, _) in zip(keys, sides, strict=True)
                           for item in ((("control_effect", "canary", m, t), a), (("control_effect", "control", m, t), b))])
+    swaps = swap_p_values([(("control_effect", m, t), a, b) for (m, _, t), (outcome, a, b, _, _) in zip(keys, sides, strict=True)
+                           if outcome == SELECTION_OUTCOME], cfg.resamples, cfg.seed)
+    swap = iter(swaps)
     out: dict[str, Any] = {}
     for i, ((m, _, t), (outcome, a, b, _, _), d, w) in enumerate(zip(keys, sides, deltas, whole, strict=True)):
         (c_lo, c_hi), (k_lo, k_hi) = rates[2 * i], rates[2 * i + 1]
         e: dict[str, Any] = {
             "outcome": outcome, "canary": d["a"], "control": d["b"], "delta": d["delta"], "lo": d["lo"], "hi": d["hi"],
-            "p": d["p"], "se": d["se"], "df": d.get("df"), "few_clusters": d.get("few_clusters"),
+            "p": d["p"], "p_t": d["p"], "se": d["se"], "df": d.get("df"), "few_clusters": d.get("few_clusters"),
+            "tools": d.get("tools"), "wordings": d.get("wordings"), "few_wordings": d.get("few_wordings"),
             "n": d["n_pairs"] if d["n_pairs"] is not None else min(a.n, b.n),
             "n_canary": a.n, "n_control": b.n, "clusters": int(np.unique(a.tasks).size), "cohens_h": d["cohens_h"],
             "canary_lo": c_lo, "canary_hi": c_hi, "control_lo": k_lo, "control_hi": k_hi, "margin": margin,
@@ -113,9 +128,11 @@ def control_effect(st: Study) -> dict[str, Any]:
             "whole_run": {k: w[src] for k, src in (("canary", "a"), ("control", "b"), ("delta", "delta"), ("lo", "lo"),
                                                     ("hi", "hi"), ("p", "p"))},
         }
-        if outcome == SELECTION_OUTCOME and a.n and b.n:
-            e.update(equivalence_tests({**e, "df": d.get("df"), "skew": d.get("skew")}, cluster_robust_rate(st.boot, a),
-                                       cluster_robust_rate(st.boot, b), margin))
+        if outcome == SELECTION_OUTCOME:
+            p_swap = next(swap)
+            if a.n and b.n:
+                e["p"] = p_swap
+                e.update(equivalence_tests(e, cluster_robust_rate(st.boot, a), cluster_robust_rate(st.boot, b), margin))
         out.setdefault(m, {})[t] = e
     tested = set(st.tested)
     # models under test x types, one family; each instrument (a known-answer check) a family of
@@ -123,12 +140,13 @@ def control_effect(st: Study) -> dict[str, Any]:
     families = [[e for m, rows in out.items() if m in tested for e in rows.values()]]
     families += [list(rows.values()) for m, rows in out.items() if m not in tested]
     for entries in families:
-        _holm_in_place([e for e in entries if e["outcome"] == SELECTION_OUTCOME], alpha)
+        word_tests([e for e in entries if e["outcome"] == SELECTION_OUTCOME], alpha)
     for rows in out.values():
-        for e in rows.values():
+        for t, e in rows.items():
             e.setdefault("p_holm", None)
             e.setdefault("significant", False)
             e["diagnosis"] = diagnose(e, alpha, cfg.min_clusters)
+            e["weakness"] = e["diagnosis"] == WEAKNESS[t]
     return out
 
 

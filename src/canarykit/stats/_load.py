@@ -35,8 +35,10 @@ def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
     """A table from another tool may lack the control and order columns: no control was
     offered or called (``control_*`` false, ``control_calls`` 0), no order is known
     (``canary_before_real`` null), every run has the arm ``""`` and no first pick is known
-    (``first_pick_T``, ``recovered_T``, ``item_T``, ``selection_visible_T`` null)."""
-    from ..detection.detect import TYPE_OUTCOME_PREFIXES
+    (``first_pick_T``, ``recovered_T``, ``item_T``, ``selection_visible_T`` null). A table
+    without ``wording_T`` (before wordings were recorded) gets it from ``item_T``
+    (``"<T>/v<i>"``, :func:`canarykit.detection.detect.wording_columns`)."""
+    from ..detection.detect import TYPE_OUTCOME_PREFIXES, wording_columns
 
     add = []
     if "arm" not in df.columns:
@@ -53,7 +55,11 @@ def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
                 add.append(pl.lit(False).alias(prefix + t))
     if "canary_before_real" not in df.columns:
         add.append(pl.lit(None, dtype=pl.Boolean).alias("canary_before_real"))
-    return df.with_columns(add) if add else df
+    out = df.with_columns(add) if add else df
+    missing = [f"wording_{t}" for t in CANARY_TYPES if f"wording_{t}" not in out.columns]
+    if missing:
+        out = out.with_columns(c for c in wording_columns(out) if c.meta.output_name() in missing)
+    return out
 
 
 def load_runs(path: str | Path) -> pl.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ _SENSITIVITY_SCHEMA: dict[str, Any] = {
 _CONTROLS_SCHEMA: dict[str, Any] = {
     "model": pl.String, "group": pl.String, "type": pl.String, "diagnosis": pl.String, "outcome": pl.String,
     "canary": pl.Float64, "control": pl.Float64, "delta": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "p": pl.Float64,
-    "p_holm": pl.Float64, "tost_p": pl.Float64, "margin": pl.Float64, "n": pl.Int64, "clusters": pl.Int64,
+    "p_holm": pl.Float64, "p_t": pl.Float64, "p_t_holm": pl.Float64, "tost_p": pl.Float64, "margin": pl.Float64,
+    "n": pl.Int64, "clusters": pl.Int64, "tools": pl.Int64, "wordings": pl.Int64, "weakness": pl.Boolean,
     "n_canary": pl.Int64, "n_control": pl.Int64,
     **{f"whole_run_{k}": pl.Float64 for k in ("canary", "control", "delta", "lo", "hi", "p")},
 }
@@ -239,12 +241,13 @@ def _markdown_controls(df: pl.DataFrame, caption: str, level: str = "95%") -> st
 
     rows = [
         [r["model"], r["type"], r["diagnosis"] or "n/a", (r["outcome"] or "").replace("_", " "), _fmt(r["canary"]),
-         _fmt(r["control"]), f"{_with_ci(r['delta'], r['lo'], r['hi'])}", p(r["p_holm"]), p(r["tost_p"]),
-         f"{r['n']} ({r['clusters']})", _fmt(r["whole_run_canary"]), _fmt(r["whole_run_control"])]
+         _fmt(r["control"]), f"{_with_ci(r['delta'], r['lo'], r['hi'])}", p(r["p_holm"]), p(r["p_t_holm"]),
+         p(r["tost_p"]), f"{r['n']} ({r['clusters']})", "" if r["wordings"] is None else str(r["wordings"]),
+         _fmt(r["whole_run_canary"]), _fmt(r["whole_run_control"])]
         for r in df.to_dicts()
     ]
-    header = ["Model", "Type", "Diagnosis", "Outcome", "Canary", "Twin", f"Δ [{level} CI]", "p (Holm)", "TOST p",
-              "Pairs (tasks)", "Whole run: canary", "Whole run: twin"]
+    header = ["Model", "Type", "Diagnosis", "Outcome", "Canary", "Twin", f"Δ [{level} CI]", "p swap (Holm)", "p t (Holm)",
+              "TOST p", "Pairs (tasks)", "Wordings", "Whole run: canary", "Whole run: twin"]
     legend = "\n".join(f"- **{w}**: {DIAGNOSIS_READINGS[w]}" for w in DIAGNOSES)
     return _markdown(header, rows, caption) + "\n" + legend + "\n"
 
@@ -417,10 +420,12 @@ def stats_command(
     equivalence_margin: float = 0.10,
     min_clusters: int = 10,
     config: StatsConfig | None = None,
+    pools: Sequence[str] = (),
 ) -> int:
     """``canarykit stats RUNS -o DIR``: read, validate, compute, write; print the console notes
     (:func:`console_notes`) to stderr and what it wrote to stdout. ``config`` (e.g. from params.yaml) wins over the
-    keyword settings. Returns exit status 0."""
+    keyword settings; ``pools`` (the study's pool files) give the meta's wording seed and draws.
+    Returns exit status 0."""
     if config is None:
         config = StatsConfig(
             resamples=resamples, seed=seed, alpha=alpha, group_averages=group_averages, primary_pool=primary_pool,
@@ -429,7 +434,7 @@ def stats_command(
             equivalence_margin=equivalence_margin, min_clusters=min_clusters,
         )
     df = load_runs(runs_path)
-    result = compute_all(df, config, source=str(runs_path), validate=False)
+    result = compute_all(df, config, source=str(runs_path), validate=False, pools=pools)
     written = write_outputs(result, out_dir)
     for line in console_notes(result):
         print(line, file=sys.stderr)
@@ -447,6 +452,7 @@ def stats_command(
 
 
 def console_notes(result: dict[str, Any]) -> list[str]:
-    """What the console says once about a study's statistics (the few-clusters note)."""
-    note = result.get("meta", {}).get("few_clusters_note")
-    return [f"stats: {note}"] if note else []
+    """What the console says once about a study's statistics (the few-clusters and
+    few-wordings notes)."""
+    meta = result.get("meta", {})
+    return [f"stats: {meta[k]}" for k in ("few_clusters_note", "few_wordings_note") if meta.get(k)]

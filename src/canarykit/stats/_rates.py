@@ -11,7 +11,7 @@ import numpy as np
 from ..types import CANARY_TYPES
 from ._bootstrap import Estimates, Sample, finite, rate_draws
 from ._cells import N_TYPES, Study
-from ._crossed import FEW_CLUSTERS
+from ._crossed import FEW_CLUSTERS, FEW_WORDINGS
 
 
 def few(s: Sample) -> bool:
@@ -96,7 +96,8 @@ def trap_rates(st: Study) -> tuple[dict[str, Any], dict[str, Any], TrapDraws]:
                 entry: dict[str, Any] = {
                     "rate": s.mean(), "lo": None, "hi": None, "n": s.n, "trapped": int(s.values.sum()),
                     "n_zero_call": int((offered & (cell.calls == 0)).sum()), "clusters": s.clusters,
-                    "items": n_items(s), "few_clusters": few(s),
+                    "items": n_items(s), "wordings": s.n_wordings, "few_clusters": few(s),
+                    "few_wordings": bool(0 < (s.n_wordings or 0) < FEW_WORDINGS) if s.n_wordings is not None else None,
                 }
                 if (c, m, j) in td.column:
                     i = td.column[(c, m, j)]

@@ -12,14 +12,14 @@ in its own module: ``_rates``, ``_comparisons``, ``_deltas``, ``_effects``, ``_d
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 from threadpoolctl import threadpool_limits
 
-from ..store.jsonio import finite_or_none
+from ..store.jsonio import finite_or_none, read_json_input
 from ..types import CANARY_TYPES
 from ._cells import Study, build_study
 from ._comparisons import (
@@ -37,13 +37,13 @@ from ._comparisons import (
     with_family_reason,
 )
 from ._config import StatsConfig
-from ._crossed import FEW_CLUSTERS
+from ._crossed import FEW_CLUSTERS, FEW_WORDINGS
 from ._deltas import ablation, tsr_delta
 from ._descriptives import csr_by_difficulty, recovery_outcome, trap_rate_averages
 from ._effects import control_effect, position_balance, position_effect
 from ._families import REPLICATION_NOTE, families, primary
 from ._items import item_rates
-from ._load import validate_runs
+from ._load import validate_runs, with_optional_columns
 from ._rates import TrapDraws, csr_ci, recovery_ci, trap_rates, tsr_blocks
 from ._sensitivity import judge_sensitivity
 from ._stability import stability
@@ -56,11 +56,14 @@ def compute_all(
     source: str = "runs table",
     validate: bool = True,
     timings: dict[str, float] | None = None,
+    pools: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every statistic of the per-run table as a JSON-ready dict (layout: package docstring).
 
     ``cfg`` is a :class:`StatsConfig` or the ``stats`` mapping of params.yaml. The table is
     validated first unless ``validate`` is false (it already was, e.g. by :func:`load_runs`).
+    ``pools`` (the study's pool files, optional) give ``meta.wordings`` the wording seed and
+    the wordings each type drew from its bank, when the pool records them.
     When ``timings`` is given it receives the seconds spent in each part (benchmarks).
     Runs of the ``dose`` condition are left out: their curves (``dose_response``,
     :func:`~._dose.dose_response`) need the per-call table too, and the stats stage adds them.
@@ -73,7 +76,12 @@ def compute_all(
     # a 10,000 x 120 matrix-vector product 0.4 ms with one thread, 7 ms with two on a
     # loaded 2-core machine).
     with threadpool_limits(limits=1):
-        return _compute_all(df, config, source=source, validate=validate, timings=timings)
+        out = _compute_all(df, config, source=source, validate=validate, timings=timings)
+    out["meta"].update(_clean(wording_meta(df, config.primary_pool, pools)))
+    few_w = _few_rows(out, "few_wordings")
+    out["meta"].update(few_wordings_threshold=FEW_WORDINGS, few_wordings_rows=few_w,
+                       few_wordings_note=few_wordings_note(few_w, out["meta"]["wordings"]))
+    return out
 
 
 def _compute_all(
@@ -151,13 +159,47 @@ def _comparisons(st: Study, r: dict[str, Any], td: TrapDraws, clock: _Clock) -> 
     clock.lap("association_gee")
 
 
-def _few_rows(obj: Any) -> int:
-    """How many entries of a result carry ``few_clusters: true``."""
+def _few_rows(obj: Any, key: str = "few_clusters") -> int:
+    """How many entries of a result carry ``<key>: true``."""
     if isinstance(obj, dict):
-        return int(obj.get("few_clusters") is True) + sum(_few_rows(v) for v in obj.values())
+        return int(obj.get(key) is True) + sum(_few_rows(v, key) for v in obj.values())
     if isinstance(obj, list):
-        return sum(_few_rows(v) for v in obj)
+        return sum(_few_rows(v, key) for v in obj)
     return 0
+
+
+def wording_meta(df: pl.DataFrame, primary_pool: str, pools: Sequence[str] = ()) -> dict[str, Any]:
+    """``wordings``: per canary type, the wordings the primary pool's runs were offered
+    (``offered``, from ``wording_<T>``), how many (``k``) and, when the pool file records them,
+    the wordings the type drew from its bank (``drawn``); ``wording_seed``: the pool's seed of
+    that draw (None when not recorded)."""
+    seed = None
+    drawn: dict[str, Any] = {}
+    for path in pools:
+        doc = read_json_input(path, str(path))
+        if isinstance(doc, dict) and doc.get("pool", primary_pool) == primary_pool:
+            seed = doc.get("wording_seed")
+            recorded = doc.get("wordings")
+            drawn = recorded if isinstance(recorded, dict) else {}
+            break
+    ok = with_optional_columns(df.filter(~pl.col("error") & (pl.col("pool") == primary_pool)))
+    per: dict[str, Any] = {}
+    for t in CANARY_TYPES:
+        col = f"wording_{t}"
+        offered = sorted(str(w) for w in ok.get_column(col).drop_nulls().unique().to_list()) if col in ok.columns else []
+        per[t] = {"offered": offered, "k": len(offered), "drawn": drawn.get(t)}
+    return {"wordings": per, "wording_seed": seed}
+
+
+def few_wordings_note(n_rows: int, wordings: Mapping[str, Any]) -> str | None:
+    """The one line the console and the report print when estimates rest on few wordings."""
+    if n_rows == 0:
+        return None
+    ks = sorted({int(v["k"]) for v in wordings.values() if v.get("k")})
+    k = "/".join(str(x) for x in ks) or "few"
+    return (f"{n_rows} estimates rest on fewer than {FEW_WORDINGS} wordings ({k} a type; few_wordings: true): their "
+            f"intervals treat the wording as a random factor with K - 1 degrees of freedom, honest but wide; more "
+            f"wordings a type (canaries.variants) narrow them")
 
 
 def few_clusters_note(n_rows: int, n_tasks: int, unit: str) -> str | None:

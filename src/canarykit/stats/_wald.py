@@ -63,8 +63,8 @@ def _cr1_pairs(boot: Any, samples: Sequence[Sample], pairs: Sequence[tuple[int, 
     s, n = boot.cluster_sums(samples)
     cr = cluster_robust_contrasts(s, n, pairs)
     cr["df"] = np.where(cr["clusters"] > 1, cr["clusters"] - 1.0, np.nan)
-    cr["items"] = np.zeros(len(pairs), dtype=np.int64)
-    cr["skew"] = np.zeros(len(pairs))
+    for key in ("items", "tools", "wordings"):
+        cr[key] = np.zeros(len(pairs), dtype=np.int64)
     return cr
 
 
@@ -87,31 +87,33 @@ def cr1_wald(boot: Any, samples: Sequence[Sample], coef: np.ndarray) -> dict[str
 
 
 def cluster_robust_rate(boot: Any, sample: Sample) -> dict[str, Any]:
-    """One rate's ``estimate, se, df, clusters, items, few_clusters`` with the study's unit:
+    """One rate's ``estimate, se, df, clusters, items, tools, wordings, few_clusters`` with the study's unit:
     the ingredients of a one-sided or an equivalence test (:func:`~._crossed.t_p_value`,
     :func:`~._crossed.tost_p`).
 
-    ``task_x_item``: two-way CR2 and Bell-McCaffrey df; ``task``: CR1 by task with
+    ``task_x_item``: tasks, tools and wordings crossed, CR2 and Bell-McCaffrey df; ``task``: CR1 by task with
     ``clusters - 1`` df; ``run``: every run its own cluster.
     """
     if sample.n == 0:
-        return {"estimate": None, "se": None, "df": None, "clusters": 0, "items": 0, "few_clusters": True}
-    skew = 0.0
+        return {"estimate": None, "se": None, "df": None, "clusters": 0, "items": 0, "tools": 0, "wordings": 0,
+                "few_clusters": True}
+    it = to = wo = 0
     if isinstance(boot, CrossedResampler):
         d = boot.draws(None, [sample])
-        est, se, df, it, skew = d.estimate[0], d.se()[0], d.df()[0], int(d.items()[0]), float(d.skew()[0])
+        est, se, df = d.estimate[0], d.se()[0], d.df()[0]
+        it, to, wo = int(d.items()[0]), int(d.tools()[0]), int(d.wordings()[0])
     else:
         w = cr1_wald(boot, [sample], np.ones((1, 1)))
-        est, se, df, it = w["estimate"][0], w["se"][0], w["df"][0], 0
-    return {"estimate": finite(est), "se": finite(se), "df": finite(df), "skew": skew, "clusters": sample.clusters,
-            "items": it, "few_clusters": bool(sample.clusters < FEW_CLUSTERS)}
+        est, se, df = w["estimate"][0], w["se"][0], w["df"][0]
+    return {"estimate": finite(est), "se": finite(se), "df": finite(df), "clusters": sample.clusters,
+            "items": it, "tools": to, "wordings": wo, "few_clusters": bool(sample.clusters < FEW_CLUSTERS)}
 
 
 def rate_p_value(rate: dict[str, Any], null: float, alternative: str = "greater") -> float | None:
     """p of :func:`cluster_robust_rate`'s rate against ``null`` (one-sided by default)."""
     if rate.get("estimate") is None or rate.get("se") is None or rate.get("df") is None:
         return None
-    return finite(t_p_value(rate["estimate"], rate["se"], rate["df"], null, alternative, rate.get("skew", 0.0)))  # type: ignore[arg-type]
+    return finite(t_p_value(rate["estimate"], rate["se"], rate["df"], null, alternative))  # type: ignore[arg-type]
 
 
 def rate_tests(boot: Any, samples: Sequence[Sample], null: float, alternative: str = "greater") -> np.ndarray:

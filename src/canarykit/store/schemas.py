@@ -135,7 +135,8 @@ class RunsTable(pa.DataFrameModel):
     Optional extras (run tables from other tools may lack them; canarykit writes them):
     ``arm`` (the type whose twin a ``control`` run was offered; "" otherwise; absent: "");
     ``first_pick_T``/``item_T``/``recovered_T``/``selection_visible_T`` per type (see
-    :mod:`canarykit.detection.detect`); ``truncated``; ``control_calls`` (calls of matched-surface controls, never counted in
+    :mod:`canarykit.detection.detect`); ``wording_T`` per type (the wording id of the type-T
+    canary or twin offered, String, null when none: :mod:`canarykit.detection.runs_table`); ``truncated``; ``control_calls`` (calls of matched-surface controls, never counted in
     ``canary_calls``) with ``control_present_T``/``control_called_T`` per type (the control
     of a type-T canary was offered / called: only in the ``control`` condition); and
     ``canary_before_real`` (every canary of the list, or in the ``control`` condition every
@@ -163,6 +164,8 @@ class RunsTable(pa.DataFrameModel):
     arm: Optional[str]  # noqa: UP045
     control_calls: Optional[int] = pa.Field(ge=0)  # noqa: UP045
     canary_before_real: Optional[bool] = pa.Field(nullable=True)  # noqa: UP045
+    #: ``wording_<T>`` per canary type (optional): the wording (bank entry id) offered, null when none.
+    wording: Optional[str] = pa.Field(nullable=True, alias="^wording_", regex=True)  # noqa: UP045
 
     class Config:
         strict = False

@@ -249,10 +249,12 @@ def build_runs(
     runs_out: str,
     calls_out: str,
     verdicts_dir: str,
+    pools: Sequence[str] = (),
 ) -> None:
     """The per-run table (``runs.parquet``) from the study's index, the detector's per-run
-    metrics and both judges' verdicts; also the study's per-call table and verdict tables."""
-    from ..detection.runs_table import assemble_runs_table, read_index
+    metrics, both judges' verdicts and the pools' wording ids (``pools``); also the study's
+    per-call table and verdict tables."""
+    from ..detection.runs_table import assemble_runs_table, pool_wordings, read_index
     from ..judging import write_verdict_tables
 
     index = read_index(index_path)
@@ -261,7 +263,7 @@ def build_runs(
     cross = pl.concat([pl.read_parquet(p) for p in cross_paths], how="vertical") if cross_paths else None
     if metrics is None:
         raise InputError(index_path, "<file>", "no detector output for the runs of this index")
-    runs = assemble_runs_table(index, [], primary, cross, runs_out, metrics)
+    runs = assemble_runs_table(index, [], primary, cross, runs_out, metrics, pool_wordings(pools))
     Path(runs_out).parent.mkdir(parents=True, exist_ok=True)
     runs.write_parquet(runs_out)
     calls = pl.concat([pl.read_parquet(p) for p in calls_paths], how="vertical")
