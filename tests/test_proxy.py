@@ -154,7 +154,7 @@ def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) ->
     async def body(s: ClientSession) -> list[tuple[str, str]]:
         names = {t.name for t in (await s.list_tools()).tools}
         offered = header(traces)["offered"]
-        controls = {(o["shadows"], o["canary_type"]): o["name"] for o in offered if o["kind"] == "control"}
+        controls = {(o["shadows"], o["control_type"]): o["name"] for o in offered if o["kind"] == "control"}
         assert controls and not any(o["kind"] == "canary" for o in offered)
         assert ("get_weather", "granularity_trap") in controls, "a granularity twin serves any case: no task needed"
         assert set(controls.values()) <= names
@@ -177,7 +177,9 @@ def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) ->
     assert header(traces)["proxy"]["controls"] is True
     proc = diagnose(traces, tmp_path / "out")
     rows = calls_csv(tmp_path / "out")
-    assert [(r["name"], r["cls"], r["canary_type"]) for r in rows] == [(n, "control", t) for n, t in called]
+    # A twin's row fills control_type and control_id, never canary_type / canary_id (issue 28, item 7).
+    assert [(r["name"], r["cls"], r["control_type"]) for r in rows] == [(n, "control", t) for n, t in called]
+    assert all(r["canary_type"] == "" and r["canary_id"] == "" and r["control_id"].startswith("control:") for r in rows)
     doc = json.loads((tmp_path / "out/diagnosis.json").read_text())
     s = doc["sessions"][0]
     assert s["csr"] == 0.0 and s["trapped"] is False, "a control call is never a trap"

@@ -147,6 +147,7 @@ from ._generator import (
     generate_pool,
     study_pool,
 )
+from ._injection import instruction_sentences, without_instructions
 from ._paper import derive_special_case
 from ._perturb import (
     approximate_payload,
@@ -317,6 +318,7 @@ __all__ = [
     "granularity_case",
     "ingest_tools",
     "instantiate_control",
+    "instruction_sentences",
     "is_control",
     "is_placeholder",
     "is_template",
@@ -352,6 +354,7 @@ __all__ = [
     "task_cases",
     "validate_pool",
     "validate_tool_defs",
+    "without_instructions",
     "write_pool",
     "schema_validator_class",
     "server_prefix",
