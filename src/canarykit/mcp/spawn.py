@@ -48,8 +48,10 @@ __all__ = ["EXIT_GRACE_S", "KILL_GRACE_S", "Launch", "Watchdog", "stdio_upstream
 EXIT_GRACE_S: Final = 1.0
 KILL_GRACE_S: Final = 2.0
 
-_WATCHDOG: Final = ('trap "" INT TERM HUP; cat >/dev/null; kill -TERM -- "-$1" 2>/dev/null || exit 0; '
-                    f'sleep {KILL_GRACE_S:g}; kill -KILL -- "-$1" 2>/dev/null; exit 0')
+#: The watchdog: waits for EOF on its stdin (our death), then SIGTERM, then SIGKILL to the group
+#: (``kill -15 -PGID``: the form dash's builtin takes for a process group).
+_WATCHDOG: Final = ('trap "" INT TERM HUP; cat >/dev/null; kill -15 -"$1" 2>/dev/null || exit 0; '
+                    f'sleep {KILL_GRACE_S:g}; kill -9 -"$1" 2>/dev/null; exit 0')
 _OPEN_ENDS: set[int] = set()
 _ENDS_LOCK = threading.Lock()
 
@@ -232,3 +234,9 @@ async def _stop(process: anyio.abc.Process) -> None:
         if stream is not None:
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.aclose()
+    # the subprocess transport would otherwise stay open (and complain when collected after its
+    # event loop closed); nothing public reaches it, so the attribute walk the SDK uses too
+    close = getattr(getattr(getattr(process, "_process", None), "_transport", None), "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()

@@ -397,7 +397,10 @@ def failure_line(
         name = type(cause).__name__
         text = str(cause).strip().splitlines()[0] if str(cause).strip() else name
         if command is None and ("Connect" in name or "connect" in text.lower()):
-            return f"{what}: cannot connect: {text}"
+            refused = "refused" in text.lower() or "connecterror" in name.lower() or "all connection attempts" in text.lower()
+            host = what.rsplit("://", 1)[-1].split("/", 1)[0] if "://" in what else ""
+            label = f"connection_refused ({host})" if refused and host else "cannot connect"
+            return f"{what}: {label}: {text}"
         if command is not None and ("closed" in text.lower() or isinstance(cause, anyio.EndOfStream | anyio.BrokenResourceError | anyio.ClosedResourceError)):
             return f"{what}: the server exited before answering{tail or ' (it wrote nothing to stderr)'}"
     first = causes[0] if causes else exc
