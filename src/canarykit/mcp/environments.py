@@ -456,7 +456,11 @@ class McpExecutor:
             portal = self._ensure()
         except CanaryKitError as exc:  # a server that no longer starts (e.g. in a forked shard): the run fails
             raise ToolEnvironmentError(str(exc)) from None
-        result: ToolResult = portal.call(self._call, name, args)  # a ToolEnvironmentError propagates
+        try:
+            result: ToolResult = portal.call(self._call, name, args)  # a ToolEnvironmentError propagates
+        except KeyboardInterrupt:  # stop the servers now, not whenever the interpreter's exit gets to them
+            self.close()
+            raise
         return result
 
     def close(self) -> None:

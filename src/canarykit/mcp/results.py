@@ -87,14 +87,29 @@ def in_real_form(answer: ToolResult, real: CallToolResult | None) -> CallToolRes
     if (answer.content == "\n".join(texts) and bool(answer.is_error) == bool(real.is_error)
             and base.structured_content == (real.structured_content if isinstance(real.structured_content, dict) else None)):
         return real  # passed through unchanged: the real answer, block for block
+    parts = _split_like(answer.content, texts)
     blocks: list[Any] = []
-    placed = False
     for block in real.content:
         if getattr(block, "type", None) != "text":
             blocks.append(block)
-        elif not placed:
-            blocks.append(TextContent(type="text", text=answer.content))
-            placed = True
-    if not placed and answer.content:
+        elif parts:
+            blocks.append(TextContent(type="text", text=parts.pop(0)))
+    if not any(isinstance(b, TextContent) for b in blocks) and answer.content:
         blocks.insert(0, TextContent(type="text", text=answer.content))
     return CallToolResult(content=blocks, structured_content=base.structured_content, is_error=bool(answer.is_error))
+
+
+def _split_like(text: str, texts: list[str]) -> list[str]:
+    """``text`` (a look-alike's, made from ``texts`` joined by newlines) cut back into as many
+    parts, each with the lines its real block had (the last takes what was added); when the
+    look-alike has fewer lines than that, one part."""
+    counts = [t.count("\n") + 1 for t in texts]
+    lines = text.split("\n")
+    if len(texts) < 2 or len(lines) < sum(counts):
+        return [text]
+    parts, at = [], 0
+    for i, n in enumerate(counts):
+        end = len(lines) if i == len(counts) - 1 else at + n
+        parts.append("\n".join(lines[at:end]))
+        at = end
+    return parts

@@ -26,14 +26,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -273,6 +276,66 @@ def _divert(fd: int, mode: int) -> int:
     return private
 
 
+class _Pipes:
+    """This process's stdin and stdout for an MCP server, each served by a daemon thread of its
+    own: a read blocked on a client that neither writes nor closes (or a write blocked on one
+    that does not read) never keeps the process from exiting once it is told to stop."""
+
+    def __init__(self, token: Any) -> None:
+        self.in_fd, self.out_fd = _divert(0, os.O_RDONLY), _divert(1, os.O_WRONLY)
+        self.chunks_in, self.chunks = anyio.create_memory_object_stream[bytes](16)
+        self.out: queue.Queue[bytes | None] = queue.Queue()
+        self.token = token
+        threading.Thread(target=self._read, name="canarykit-stdin", daemon=True).start()
+        threading.Thread(target=self._write, name="canarykit-stdout", daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.in_fd, 65536)
+            except OSError:
+                chunk = b""
+            try:
+                anyio.from_thread.run(self.chunks_in.send, chunk, token=self.token)
+            except Exception:  # noqa: BLE001 - the server stopped listening: nothing more to do
+                return
+            if not chunk:
+                return
+
+    def _write(self) -> None:
+        while (data := self.out.get()) is not None:
+            try:
+                _write_all(self.out_fd, data)
+            except OSError:
+                pass
+            finally:
+                self.out.task_done()
+        self.out.task_done()
+
+    async def receive(self) -> bytes:
+        try:
+            return await self.chunks.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return b""
+
+    async def close(self) -> None:
+        """Let what was written go out (up to 2 s), then give the process its stdin and stdout back."""
+        self.out.put(None)
+        with anyio.move_on_after(2):
+            while self.out.unfinished_tasks:
+                await anyio.sleep(0.01)
+        self.chunks.close()
+        for fd, private in ((0, self.in_fd), (1, self.out_fd)):
+            with contextlib.suppress(OSError):
+                os.dup2(private, fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 @contextlib.asynccontextmanager
 async def guarded_stdio_server(
     log: IO[str] | None = None, on_rejected: Callable[[WireError], None] | None = None,
@@ -281,17 +344,17 @@ async def guarded_stdio_server(
     """The (read, write) streams of an MCP server on this process's stdin and stdout, every
     line checked (module doc): a request the server could not read is answered at once with a
     JSON-RPC error naming the limit it broke; anything else that is not a message is reported
-    on ``log`` (default stderr) and skipped. ``on_rejected`` sees every refused line."""
+    on ``log`` (default stderr) and skipped. ``on_rejected`` sees every refused line. While it
+    serves, fds 0 and 1 point at /dev/null and stderr, so a stray print or a child process
+    cannot reach the wire."""
     say = log if log is not None else sys.stderr
-    in_fd, out_fd = _divert(0, os.O_RDONLY), _divert(1, os.O_WRONLY)
-    stdin = os.fdopen(in_fd, "rb", buffering=0)
-    stdout = os.fdopen(out_fd, "wb")
+    pipes = _Pipes(anyio.lowlevel.current_token())
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_send.clone()
 
     async def reader() -> None:
-        lines = LineReader(lambda: anyio.to_thread.run_sync(stdin.read, 65536, abandon_on_cancel=True))
+        lines = LineReader(pipes.receive)
         async with read_send, replies:
             while (line := await lines.readline()) is not None:
                 raw, cut = line
@@ -314,8 +377,7 @@ async def guarded_stdio_server(
     async def writer() -> None:
         async with write_recv:
             async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
-                await anyio.to_thread.run_sync(_write, stdout, data)
+                pipes.out.put(message.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n")
 
     try:
         async with anyio.create_task_group() as tg:
@@ -326,14 +388,5 @@ async def guarded_stdio_server(
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            stdout.flush()
-        for fd, private in ((0, in_fd), (1, out_fd)):
-            with contextlib.suppress(OSError):
-                os.dup2(private, fd)
-
-
-def _write(fh: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, ValueError):
-        fh.write(data)
-        fh.flush()
+        with anyio.CancelScope(shield=True):
+            await pipes.close()
