@@ -131,3 +131,25 @@ def test_serve_tools_leaves_no_worker_computing(sig: signal.Signals) -> None:
     finally:
         client.proc.kill()
         client.close()
+
+
+def test_the_sdks_own_shutdown_of_the_proxy_leaves_no_server(tmp_path: Path) -> None:
+    """The official client closes the proxy's stdin, SIGTERM after 2 s, SIGKILL after 2 more."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    pidfile = tmp_path / "server.pid"
+    params = StdioServerParameters(command=CLI, args=["proxy", "--trace-dir", str(tmp_path / "t"), "--", *BAD,
+                                                      "--ignore-eof", "--pidfile", str(pidfile)], env=ENV)
+
+    async def session() -> None:
+        async with stdio_client(params) as streams, ClientSession(*streams) as s:
+            await s.initialize()
+            await s.call_tool("echo", {"text": "hi"})
+
+    anyio.run(session)
+    server = int(pidfile.read_text())
+    took = gone(server)
+    assert took is not None, "the server outlived the SDK's shutdown of the proxy"
+    print(f"\nthe SDK's shutdown of the proxy: server gone {took:.2f} s after the client left (load {os.getloadavg()[0]:.1f})")

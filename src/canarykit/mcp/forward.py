@@ -80,9 +80,17 @@ class Flight:
     inbox: Any = None
     scope: anyio.CancelScope | None = None
     end: str = "unfinished"  # how it ends if it never answers: cancelled (by its client) or unfinished
+    stopped: bool = False
+    done: list[Any] = field(default_factory=list)  # its outcome, once read off the inbox
 
     def __post_init__(self) -> None:
         self.events, self.inbox = anyio.create_memory_object_stream[tuple[str, Any]](256)
+
+    def stop(self, end: str) -> None:
+        """End the call without its answer (its client cancelled it, or is gone)."""
+        self.end, self.stopped = end, True
+        if self.scope is not None:
+            self.scope.cancel()
 
     @property
     def modern(self) -> bool:
@@ -99,11 +107,13 @@ class Flight:
     def pending(self) -> dict[str, Any]:
         """The questions not yet sent to the client, by key."""
         out: dict[str, Any] = {}
-        with contextlib.suppress(anyio.WouldBlock):
+        with contextlib.suppress(anyio.WouldBlock, anyio.EndOfStream):
             while True:
-                kind, key = self.inbox.receive_nowait()
-                if kind == "ask" and key in self.asks:
-                    out[key] = self.asks[key].request
+                kind, value = self.inbox.receive_nowait()
+                if kind == "done":
+                    self.done.append(value)
+                elif value in self.asks:
+                    out[value] = self.asks[value].request
         return out
 
 
@@ -211,6 +221,7 @@ class Relay:
             await ask.done.wait()
         flight.asks.pop(key, None)
         if ask.answer is None:
+            flight.stop("unfinished")  # its client never came back with the answer
             return types.ErrorData(code=types.REQUEST_TIMEOUT, message="canarykit proxy: the client did not answer "
                                    f"within {self.answer_timeout_s:g} s")
         return ask.answer

@@ -34,6 +34,7 @@ format); ``canarykit diagnose`` reads them (:mod:`canarykit.mcp.diagnose`).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import secrets
 import signal
@@ -114,7 +115,9 @@ class Proxy:
                  log: IO[str] | None = None, transport: str = "stdio", relay: Relay | None = None) -> None:
         self.up, self.catalog, self.traces = upstreams, catalog, traces
         self.notice, self.log, self.transport = notice, log, transport
-        self.relay = relay if relay is not None else Relay(upstreams.call_timeout_s)
+        self.relay = relay if relay is not None else Relay(float(getattr(upstreams, "call_timeout_s", 120.0)))
+        # an upstream stand-in (tests) may offer only call(name, args)
+        self._progress = "progress" in inspect.signature(upstreams.call).parameters
         self.noticed: set[str] = set()
         self.levels: dict[str, str] = {}
         self.tg: TaskGroup | None = None  # the background calls of 2026-07-28 clients
@@ -196,6 +199,8 @@ class Proxy:
         outcome: Any
         with anyio.CancelScope() as scope:
             flight.scope = scope
+            if flight.stopped:  # its client cancelled it before it began
+                scope.cancel()
             try:
                 outcome = await self._run(flight, name, args)
             except MCPError as exc:
@@ -211,7 +216,7 @@ class Proxy:
         try:
             while True:
                 try:
-                    kind, value = await flight.inbox.receive()
+                    kind, value = ("done", flight.done.pop()) if flight.done else await flight.inbox.receive()
                 except anyio.EndOfStream:
                     raise MCPError(INVALID_PARAMS, "canarykit proxy: the call ended without an answer") from None
                 if kind == "done":
@@ -225,9 +230,7 @@ class Proxy:
                     self.waiting[token] = flight
                     return InputRequiredResult(input_requests=asks, request_state=token)
         except anyio.get_cancelled_exc_class():
-            flight.end = "cancelled" if was_cancelled(flight.ctx) else "unfinished"
-            if flight.scope is not None:
-                flight.scope.cancel()
+            flight.stop("cancelled" if was_cancelled(flight.ctx) else "unfinished")
             raise
 
     async def _run(self, flight: Flight, name: str, args: dict[str, Any]) -> CallToolResult:
@@ -273,10 +276,15 @@ class Proxy:
         flight.servers.add(offering.route.server)
         t1 = time.perf_counter()
         try:
-            upstream = await self.up.call(name, args, progress=self.relay.progress(flight))
+            upstream = await self._up_call(flight, name, args)
         finally:
             timings.append(time.perf_counter() - t1)
         return _capped(upstream)
+
+    async def _up_call(self, flight: Flight, name: str, args: dict[str, Any]) -> CallToolResult:
+        if self._progress:
+            return await self.up.call(name, args, progress=self.relay.progress(flight))
+        return await self.up.call(name, args)
 
     async def _real(self, flight: Flight, name: str, args: Any, timings: list[float],
                     reals: list[CallToolResult]) -> Any:
@@ -284,12 +292,12 @@ class Proxy:
         a tool error); the raw result is kept in ``reals`` for the look-alike's answer."""
         from ..types import ToolResult
 
-        route = self.up.route(name)
+        route = self.up.routes.get(name) if isinstance(getattr(self.up, "routes", None), dict) else None
         if route is not None:
             flight.servers.add(route.server)
         t0 = time.perf_counter()
         try:
-            raw = await self.up.call(name, args if isinstance(args, dict) else {}, progress=self.relay.progress(flight))
+            raw = await self._up_call(flight, name, args if isinstance(args, dict) else {})
         except MCPError as exc:
             return ToolResult(content=json.dumps({"error": exc.message}, ensure_ascii=False), is_error=True)
         except KeyError:

@@ -76,7 +76,8 @@ class Watchdog:
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 ["/bin/sh", "-c", _WATCHDOG, "canarykit-watchdog", str(pgid)], stdin=read_end,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                env={"PATH": os.defpath})  # nothing of ours (no key) in its environment
         except BaseException:
             os.close(self._write_end)
             raise
