@@ -198,39 +198,38 @@ def test_the_sandbox_lets_a_server_write_only_into_its_workdir(tmp_path: Path) -
 # ------------------------------------------------------------------------------ over stdio
 
 
-@pytest.mark.parametrize("server", ["serve-tools", "proxy"])
-def test_every_bad_request_is_answered_at_once_and_the_connection_carries_on(tmp_path: Path, server: str) -> None:
-    if server == "serve-tools":
-        argv, tool, arg = [CLI, "serve-tools", "database"], "describe_table", "table"
-    else:
-        argv, tool, arg = [CLI, "proxy", "--trace-dir", str(tmp_path / "t"), "--", *BAD], "echo", "text"
-    client = RawClient(argv, ENV)
+def _bad_requests_answered(client: RawClient, server: str, tool: str, arg: str) -> None:
+    """Every request the SDK could not read gets its JSON-RPC error at once; then a good one works."""
+    answered: dict[str, float] = {}
+    messages: dict[str, str] = {}
+    for name, line in bad_requests(tool, arg).items():
+        reply, seconds = client.request(int(check_line(line).request_id), line)  # type: ignore[union-attr]
+        assert "error" in reply and "canarykit refused this request" in reply["error"]["message"], reply
+        answered[name], messages[name] = seconds, reply["error"]["message"]
+    assert "nested deeper than 192 levels" in messages["deep"] and "lone surrogate (\\ud800)" in messages["surrogate"]
+    assert "not UTF-8" in messages["utf8"] and "not JSON" in messages["garbage"]
+    good, _ = client.request(300, method="tools/call", params={"name": tool, "arguments": {arg: "orders"}})
+    assert "result" in good, "the connection carries on"
+    print(f"\n{server}: {len(answered)}/4 bad requests answered; seconds: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in answered.items()) + f" (load {os.getloadavg()[0]:.1f})")
+
+
+def test_serve_tools_answers_every_bad_request_at_once_and_carries_on() -> None:
+    client = RawClient([CLI, "serve-tools", "database"], ENV)
     try:
         client.initialize()
-        answered: dict[str, float] = {}
-        messages: dict[str, str] = {}
-        for name, line in bad_requests(tool, arg).items():
-            reply, seconds = client.request(int(check_line(line).request_id), line)  # type: ignore[union-attr]
-            assert "error" in reply and "canarykit refused this request" in reply["error"]["message"], reply
-            answered[name], messages[name] = seconds, reply["error"]["message"]
-        assert "nested deeper than 192 levels" in messages["deep"] and "lone surrogate (\\ud800)" in messages["surrogate"]
-        assert "not UTF-8" in messages["utf8"] and "not JSON" in messages["garbage"]
-        good, _ = client.request(300, method="tools/call", params={"name": tool, "arguments": {arg: "orders"}})
-        assert "result" in good, "the connection carries on"
-        print(f"\n{server}: {len(answered)}/4 bad requests answered; seconds: "
-              + ", ".join(f"{k} {v:.3f}" for k, v in answered.items()) + f" (load {os.getloadavg()[0]:.1f})")
+        _bad_requests_answered(client, "serve-tools", "describe_table", "table")
     finally:
         client.close()
 
 
-def test_a_proxy_killed_with_a_call_in_flight_leaves_no_server_and_the_call_is_counted(tmp_path: Path) -> None:
+def test_the_proxy_answers_bad_requests_and_killed_mid_call_leaves_no_server(tmp_path: Path) -> None:
     traces, pidfile = tmp_path / "traces", tmp_path / "server.pid"
     client = RawClient([CLI, "proxy", "--trace-dir", str(traces), "--", *BAD, "--ignore-eof", "--pidfile", str(pidfile)],
                        ENV)
     try:
         client.initialize()
-        reply, _ = client.request(1, method="tools/call", params={"name": "echo", "arguments": {"text": "hi"}})
-        assert reply["result"]["content"][0]["text"] == "hi"
+        _bad_requests_answered(client, "proxy", "echo", "text")
         server = int(pidfile.read_text())
         client.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                 "params": {"name": "sleep", "arguments": {"seconds": 600}}}).encode())
@@ -242,13 +241,12 @@ def test_a_proxy_killed_with_a_call_in_flight_leaves_no_server_and_the_call_is_c
         client.proc.wait(LIMIT_S)
         took = gone(server)
         assert took is not None, "the server outlived the proxy"
-        print(f"\nSIGKILL with a call in flight: the server (ignores stdin EOF and SIGTERM) gone after {took:.2f} s "
+        print(f"SIGKILL with a call in flight: the server (ignores stdin EOF and SIGTERM) gone after {took:.2f} s "
               f"(load {os.getloadavg()[0]:.1f})")
     finally:
         client.close()
-    sessions = read_traces(traces)
-    doc, calls = diagnose(sessions)
-    assert doc["overall"]["outcomes"] == {"answered": 1, "cancelled": 0, "unfinished": 1}
+    doc, calls = diagnose(read_traces(traces))
+    assert doc["overall"]["outcomes"] == {"answered": 1, "cancelled": 0, "unfinished": 1}, "a begun call is counted"
     assert calls.filter(calls["outcome"] == "unfinished")["name"].to_list() == ["sleep"]
 
 
