@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.jobs import at_once
 from fakes.sandbox import ensure_bwrap
 
 from canarykit.errors import ConfigError, ToolEnvironmentError
@@ -140,15 +140,7 @@ def test_two_jobs_at_once_write_only_into_their_own_directory(tmp_path: Path) ->
         assert not env.execute("add_note", {"text": f"written by {m}"}).is_error
         seen[m] = json.loads(env.execute("list_notes", {}).content)
 
-    try:
-        threads = [threading.Thread(target=work, args=(m,)) for m in envs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for env in envs.values():
-            env.close()
+    at_once(envs, work)
     assert seen == {m: ["seeded", f"written by {m}"] for m in envs}, "each job sees its own state only"
     for m, job in jobs.items():
         lines = (job.parent / "workdirs/all/notes/notes.jsonl").read_text().splitlines()

@@ -329,6 +329,6 @@ def test_the_proxy_contains_bad_replies_passes_the_protocol_through_and_traces_e
                         "garbage": "malformed_reply", "crash": "server_exited"}
     doc, _ = diagnose(read_traces(traces))
     assert doc["overall"]["outcomes"]["cancelled"] == 1 and doc["overall"]["server_failures"] == 5
-    print(f"\nbad replies answered as errors after: " + ", ".join(f"{k} {v:.3f} s" for k, v in times.items())
+    print("\nbad replies answered as errors after: " + ", ".join(f"{k} {v:.3f} s" for k, v in times.items())
           + f"; {doc['overall']['calls']['total']} calls traced; the key: {seen['client_copies']} in the answer, "
           f"0 in {len(texts)} trace/log files (load {os.getloadavg()[0]:.1f})")

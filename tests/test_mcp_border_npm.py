@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from fakes.jobs import at_once
 from fakes.npm_servers import npm_server
 from fakes.sandbox import ensure_bwrap
 from mcp import Client, StdioServerParameters
@@ -188,15 +188,7 @@ def _jobs(cfg: dict[str, Any], tmp_path: Path, calls: list[tuple[str, dict[str, 
     def work(m: str) -> None:
         seen[m] = [envs[m].execute(name, args) for name, args in calls]
 
-    try:
-        threads = [threading.Thread(target=work, args=(m,)) for m in envs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for env in envs.values():
-            env.close()
+    at_once(envs, work)
     return seen
 
 

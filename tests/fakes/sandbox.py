@@ -12,9 +12,9 @@ import os
 import subprocess
 
 import pytest
-from fakes.apt import LOCK
 
 from canarykit.mcp.sandbox import sandbox_problem
+from fakes.apt import LOCK
 
 
 def ensure_bwrap() -> None:

@@ -40,7 +40,7 @@ from mcp.shared.message import SessionMessage
 
 from ..store.secrets import scrub
 from .sandbox import sandboxed
-from .wire import MALFORMED_REPLY, LineReader, WireError, check_line, error_reply
+from .wire import MALFORMED_REPLY, LineReader, WireError, checked_lines, error_reply
 
 __all__ = ["EXIT_GRACE_S", "KILL_GRACE_S", "Launch", "Watchdog", "stdio_upstream"]
 
@@ -141,13 +141,8 @@ async def stdio_upstream(
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
-        lines = LineReader(_receiver(process.stdout))
         async with read_send, back:
-            while (line := await lines.readline()) is not None:
-                raw, cut = line
-                if not raw.strip():
-                    continue
-                checked = check_line(raw, cut=cut)
+            async for checked in checked_lines(_receiver(process.stdout)):
                 if isinstance(checked, SessionMessage):
                     await read_send.send(checked)
                 else:

@@ -43,7 +43,7 @@ from mcp.shared.message import SessionMessage
 
 __all__ = [
     "INVALID_PARAMS", "INVALID_REQUEST", "MALFORMED_REPLY", "MAX_MESSAGE_BYTES", "MAX_NESTING", "PARSE_ERROR",
-    "LineReader", "WireError", "check_line", "error_reply", "guarded_stdio_server", "top_level_id",
+    "LineReader", "WireError", "check_line", "checked_lines", "error_reply", "guarded_stdio_server", "top_level_id",
 ]
 
 #: One MCP message (one line) larger than this is refused (32 MiB).
@@ -263,6 +263,15 @@ class LineReader:
                 self._buffer.extend(chunk)
 
 
+async def checked_lines(receive: Callable[[], Any], limit: int = MAX_MESSAGE_BYTES) -> AsyncIterator[SessionMessage | WireError]:
+    """Every non-blank line of a byte stream, checked (:func:`check_line`), until its end."""
+    lines = LineReader(receive, limit)
+    while (line := await lines.readline()) is not None:
+        raw, cut = line
+        if raw.strip():
+            yield check_line(raw, cut=cut)
+
+
 def _divert(fd: int, mode: int) -> int:
     """A private duplicate of ``fd``; ``fd`` itself then points at /dev/null (stdin) or stderr
     (stdout), so that a handler's stray print or a child process cannot reach the wire."""
@@ -354,13 +363,8 @@ async def guarded_stdio_server(
     replies = write_send.clone()
 
     async def reader() -> None:
-        lines = LineReader(pipes.receive)
         async with read_send, replies:
-            while (line := await lines.readline()) is not None:
-                raw, cut = line
-                if not raw.strip():
-                    continue
-                checked = check_line(raw, cut=cut)
+            async for checked in checked_lines(pipes.receive):
                 if isinstance(checked, SessionMessage):
                     await read_send.send(checked)
                     continue
