@@ -366,6 +366,10 @@ def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
             assert text(r) == execute("get_weather", {"city": "Paris"}).content
             r = await s.call_tool("get_weather_v2", {"city": "Paris"})
             assert r.is_error and "api_key" in text(r)
+            upstream.close()  # A goes away: a refused connection says so, with the host (issue 28, item 7)
+            r = await s.call_tool("get_weather", {"city": "Paris"})
+            host = upstream.url.split("//", 1)[1].split("/", 1)[0]
+            assert r.is_error and f"connection_refused ({host})" in text(r), text(r)
 
         anyio.run(with_proxy, ["--trace-dir", str(tmp_path / "b"), "--upstream", f"wx={upstream.url}",
                                "--shadow", "get_weather", "--types", "parameter_trap"], body)
@@ -373,7 +377,8 @@ def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
         upstream.close()
     b = [json.loads(line) for line in next((tmp_path / "b").glob("*.jsonl")).read_text().splitlines()]
     assert b[0]["upstreams"][0]["transport"] == "http" and b[0]["upstreams"][0]["url"] == upstream.url
-    assert [e["class"] for e in b if e["event"] == "tools/call"] == ["real", "canary"]
+    assert [e["class"] for e in b if e["event"] == "tools/call"] == ["real", "canary", "real"]
+    assert [e["error_kind"] for e in b if e["event"] == "tools/call"] == [None, None, "connection_refused"]
     # A saw B's forwarded call (and nothing of the canary's, which never reached it).
     a = [json.loads(line) for line in next((tmp_path / "a").glob("*.jsonl")).read_text().splitlines()]
     assert [e["name"] for e in a if e["event"] == "tools/call"] == ["get_weather"]

@@ -34,7 +34,7 @@ it was forwarded and may have acted) or ``unfinished`` (the session or the proxy
 it was in flight); a ``tools/call-begin`` without its ``tools/call`` (the proxy was killed)
 is read as ``unfinished`` too. ``class`` is ``real``, ``canary``, ``control`` or ``unknown``;
 ``error_kind`` names a server failure (``timeout``, ``malformed_reply``, ``server_exited``,
-``connection_lost``, ``connection_refused``). Arguments over
+``connection_lost``, ``connection_refused``, ``restart_failed``). Arguments over
 :data:`~canarykit.tools.MAX_RESULT_BYTES` of JSON are kept as that much of their JSON text,
 cut with the tool outputs' marker (``arguments_truncated`` gives their size); results are
 capped as the client got them. Every line passes through the key scrubber

@@ -5,7 +5,9 @@ and a study whose ``environment`` is a list of MCP servers (the agents' real too
 through :class:`Upstreams`:
 
 - each server is started (a stdio command, with the SDK's safe environment plus what the
-  caller passes) or reached (a streamable-HTTP URL), initialized with the MCP handshake and
+  caller passes, through :func:`canarykit.mcp.spawn.stdio_upstream`: every line checked, a
+  watchdog, a scrubbed stderr log, the sandbox for an isolated one) or reached (a
+  streamable-HTTP URL), initialized with the MCP handshake and
   its tools listed (pagination followed), every step within ``timeout_s``; a failure is one
   line (:class:`~canarykit.tools.mcp_servers.ListToolsError`) naming the server and why;
 - every server has a name: the one given, else the name it gives itself in ``initialize``
@@ -22,9 +24,12 @@ through :class:`Upstreams`:
 - :meth:`Upstreams.call` forwards a ``tools/call`` and returns the server's result as it came
   (no client-side output-schema check: a proxy passes results through). A JSON-RPC error
   of the server is raised as :class:`mcp.shared.exceptions.MCPError` (the tool refused the
-  call: an answer). A server that exited, stopped answering within ``call_timeout_s`` or
-  cannot be reached is a :class:`~canarykit.errors.ToolEnvironmentError` (not the agent's
-  doing); the next call starts (or reconnects to) it again.
+  call: an answer). A server that exited, stopped answering within ``call_timeout_s``,
+  answered what cannot be read or cannot be reached is an :class:`UpstreamFailure` (a
+  :class:`~canarykit.errors.ToolEnvironmentError`: not the agent's doing) naming its kind;
+  the next call starts (or reconnects to) it again. The client side of each connection is
+  what the caller's ``callbacks`` declare (the proxy passes its client's:
+  :mod:`canarykit.mcp.forward`).
 
 Each connection lives in its own task (entered and left there, as anyio requires), so a
 server that dies takes only its own connection down.
@@ -385,7 +390,8 @@ class Upstreams:
                     assert spec.url is not None
                     streams = await stack.enter_async_context(streamable_http_client(spec.url))
                 tap = ListingTap(streams[0])
-                callbacks = self.callbacks(server) if self.callbacks is not None else {}
+                callbacks = dict(self.callbacks(server)) if self.callbacks is not None else {}
+                callbacks["message_handler"] = self._transport_watch(server, callbacks.get("message_handler"))
                 session = await stack.enter_async_context(ClientSession(tap, streams[1], **callbacks))
                 tools: list[Any] = []
                 with anyio.fail_after(self.timeout_s), anyio.CancelScope() as garbage:
@@ -418,6 +424,22 @@ class Upstreams:
             if server.stop is stop:
                 server.session = None
 
+    def _transport_watch(self, server: ConnectedServer, inner: Any) -> Any:
+        """The session's message handler: a transport failure (an HTTP server that went away)
+        ends the connection at once, so the calls waiting on it fail now (and the next call
+        reconnects) instead of at their timeout; everything else goes to ``inner``."""
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, Exception):
+                if server.spec.url is not None and server.session is not None:
+                    log.warning("%s: transport failed: %s", server.spec.shown(), type(message).__name__)
+                    self._broken(server, server.session)
+                return
+            if inner is not None:
+                await inner(message)
+
+        return handle
+
     # ------------------------------------------------------------------ calls
 
     def route(self, name: str) -> Route | None:
@@ -430,7 +452,8 @@ class Upstreams:
                 try:
                     await self._start(server)
                 except ListToolsError as exc:
-                    raise ToolEnvironmentError(f"{exc} (restarting it after it went away)") from None
+                    kind = "connection_refused" if "connection_refused" in str(exc) else "restart_failed"
+                    raise UpstreamFailure(kind, f"{exc} (restarting it after it went away)") from None
             assert server.session is not None
             return server.session
 
@@ -483,8 +506,9 @@ class Upstreams:
 class UpstreamFailure(ToolEnvironmentError):
     """A server failed a call (not the tool's answer): ``kind`` is ``timeout``,
     ``malformed_reply`` (its reply could not be read: the connection carries on),
-    ``connection_refused`` (nothing accepts connections at its URL), ``connection_lost`` or
-    ``server_exited`` (the next call starts or reaches it again)."""
+    ``connection_refused`` (nothing accepts connections at its URL), ``connection_lost``,
+    ``server_exited`` (the next call starts or reaches it again) or ``restart_failed`` (it
+    could not be started again)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
