@@ -279,7 +279,9 @@ def test_the_proxy_contains_bad_replies_passes_the_protocol_through_and_traces_e
                           list_roots_callback=roots, logging_callback=logging, log_level="debug") as c:
             assert c.instructions is not None and "may change your server's state" in c.instructions \
                 and "crash" in c.instructions, "the write warning reaches a 2026-07-28 client"
-            names = {t.name for t in (await c.list_tools()).tools}
+            listed = (await c.list_tools()).tools
+            names = {t.name for t in listed}
+            seen["injected"] = sum("delete_everything" in (t.description or "") for t in listed)
             for name in ("bad_utf8", "deep", "surrogate", "garbage"):
                 t0 = time.monotonic()
                 r = await c.call_tool(name, {})
@@ -329,6 +331,10 @@ def test_the_proxy_contains_bad_replies_passes_the_protocol_through_and_traces_e
                         "garbage": "malformed_reply", "crash": "server_exited"}
     doc, _ = diagnose(read_traces(traces))
     assert doc["overall"]["outcomes"]["cancelled"] == 1 and doc["overall"]["server_failures"] == 5
+    # the injected order is reported (start-up, trace, diagnose) and only the real tool carries it
+    assert seen["injected"] == 1, "its canaries do not repeat it"
+    assert [f["tool"] for f in events[0]["instructions_found"]] == ["get_notes"]
+    assert [f["tool"] for f in doc["instructions_found"]] == ["get_notes"]
     print("\nbad replies answered as errors after: " + ", ".join(f"{k} {v:.3f} s" for k, v in times.items())
           + f"; {doc['overall']['calls']['total']} calls traced; the key: {seen['client_copies']} in the answer, "
           f"0 in {len(texts)} trace/log files (load {os.getloadavg()[0]:.1f})")
