@@ -270,8 +270,10 @@ def test_the_proxy_contains_bad_replies_passes_the_protocol_through_and_traces_e
     async def progress(p: float, total: float | None, message: str | None) -> None:
         seen["progress"].append((p, total, message))
 
-    params = StdioServerParameters(command=CLI, args=["proxy", "--trace-dir", str(traces), "--inherit-env", "--",
-                                                      *BAD], env={**ENV, "OPENAI_API_KEY": SECRET})
+    pat = "pat-" + "x7Y" * 10  # passed by name, a name that does not look secret: still a secret
+    params = StdioServerParameters(command=CLI, args=["proxy", "--trace-dir", str(traces), "--inherit-env", "--env",
+                                                      "DEPLOY_PAT", "--", *BAD],
+                                   env={**ENV, "OPENAI_API_KEY": SECRET, "DEPLOY_PAT": pat})
     times: dict[str, float] = {}
 
     async def body() -> None:
@@ -309,7 +311,7 @@ def test_the_proxy_contains_bad_replies_passes_the_protocol_through_and_traces_e
             assert [b.type for b in real.content] == [b.type for b in look.content] == ["text", "image", "resource_link"]
             assert look.content[1] == real.content[1] and look.content[0] != real.content[0]
             env = await c.call_tool("get_env", {})
-            seen["client_copies"] = env.content[0].text.count(SECRET)
+            seen["client_copies"] = env.content[0].text.count(SECRET) + env.content[0].text.count(pat)
             # a call the client cancels is still recorded
             with anyio.move_on_after(3):
                 await c.call_tool("sleep", {"seconds": 600})
@@ -318,9 +320,9 @@ def test_the_proxy_contains_bad_replies_passes_the_protocol_through_and_traces_e
     anyio.run(body)
     assert [p[0] for p in seen["progress"]] == [1.0, 2.0, 3.0], "three progress notifications, relayed"
     assert [d for d in seen["logs"] if str(d).startswith("log line")] == ["log line 1", "log line 2", "log line 3"]
-    assert seen["client_copies"] >= 1, "the client gets what the server said"
+    assert seen["client_copies"] >= 2, "the client gets what the server said"
     texts = [p.read_text() for p in traces.rglob("*") if p.is_file()]
-    assert sum(t.count(SECRET) for t in texts) == 0, "no key in a trace or an upstream log"
+    assert sum(t.count(SECRET) + t.count(pat) for t in texts) == 0, "no key in a trace or an upstream log"
     assert any("OPENAI_API_KEY" in t and '"***"' in t for t in texts)
     assert any(p.name.endswith(".stderr.log") and "environment:" in p.read_text() for p in traces.rglob("*.log"))
     events = trace_events(traces)
