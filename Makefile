@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run resume lock test test-slow check bench report clean-results dvc-yaml docs
+.PHONY: install install-local run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,16 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 install: $(BIN)/.installed
+
+# The sandbox of isolated MCP servers (environment.servers[].isolate: job or model): Debian's
+# bubblewrap, installed as root under the same lock the tests use for apt (docs/own-server.md).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then flock /tmp/canarykit-apt.lock sh -c \
+	    'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap \
+	     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap; }'; \
+	  else echo "as root: apt-get install bubblewrap"; exit 1; fi; }
+	@bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --die-with-parent true && echo "bubblewrap works: isolated MCP servers run sandboxed"
 
 # The embedded local LLM (llama-cpp-python builds from source: about 15 minutes on 2 cores).
 # LLAMA_CMAKE_ARGS: a portable AVX2 build. The default build is native (-march=native); on a

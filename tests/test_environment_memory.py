@@ -23,6 +23,7 @@ from fakes.mcp_time import cache_root
 from fakes.readme import command
 from fakes.readme import sh as readme_sh
 from fakes.readme import text as pages_text
+from fakes.sandbox import ensure_bwrap
 from fakes.workflow import copy_workflow, run
 from fakes.workflow import env as workflow_env
 
@@ -93,6 +94,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_the_memory_server_as_an_isolated_study_of_three_models_in_parallel(tmp_path: Path, memory_home: Path) -> None:
+    ensure_bwrap()  # isolated servers run in their sandbox (issue 28)
     t0 = time.monotonic()
     repo = copy_workflow(tmp_path / "repo", models=MODELS)
     (repo / "data/memory_tasks.json").write_text(json.dumps(MEMORY_TASKS, indent=1))

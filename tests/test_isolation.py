@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.jobs import at_once
+from fakes.sandbox import ensure_bwrap
 
 from canarykit.errors import ConfigError, ToolEnvironmentError
 from canarykit.mcp.environments import (
@@ -84,6 +85,7 @@ def test_write_tools_are_called_only_with_allow_writes_on_an_isolated_server() -
 
 
 def test_a_job_gets_a_fresh_seeded_directory_a_model_keeps_one_and_no_two_jobs_share_one(tmp_path: Path) -> None:
+    ensure_bwrap()  # an isolated server runs in the sandbox (issue 28)
     seed = tmp_path / "seed"
     seed.mkdir()
     (seed / "notes.jsonl").write_text('{"text": "seeded"}\n')
@@ -95,6 +97,7 @@ def test_a_job_gets_a_fresh_seeded_directory_a_model_keeps_one_and_no_two_jobs_s
     assert (where / "notes.jsonl").read_text() == '{"text": "seeded"}\n'
     [spec] = server_specs(cfg, workdirs=first.dirs)
     assert spec.env["NOTES_FILE"] == f"{where}/notes.jsonl" and spec.cwd == str(where)
+    assert spec.workdir == str(where) and spec.launch().argv()[0].endswith("bwrap"), "run in its sandbox"
     with pytest.raises(ToolEnvironmentError, match=r"is in use by another running agent job"):
         Workdirs.for_job(cfg, job)
     (where / "notes.jsonl").write_text("changed by the first job\n")
@@ -118,6 +121,7 @@ def test_a_job_gets_a_fresh_seeded_directory_a_model_keeps_one_and_no_two_jobs_s
 
 
 def test_two_jobs_at_once_write_only_into_their_own_directory(tmp_path: Path) -> None:
+    ensure_bwrap()
     seed = tmp_path / "seed"
     seed.mkdir()
     (seed / "notes.jsonl").write_text('{"text": "seeded"}\n')
@@ -136,15 +140,7 @@ def test_two_jobs_at_once_write_only_into_their_own_directory(tmp_path: Path) ->
         assert not env.execute("add_note", {"text": f"written by {m}"}).is_error
         seen[m] = json.loads(env.execute("list_notes", {}).content)
 
-    try:
-        threads = [threading.Thread(target=work, args=(m,)) for m in envs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for env in envs.values():
-            env.close()
+    at_once(envs, work)
     assert seen == {m: ["seeded", f"written by {m}"] for m in envs}, "each job sees its own state only"
     for m, job in jobs.items():
         lines = (job.parent / "workdirs/all/notes/notes.jsonl").read_text().splitlines()

@@ -154,7 +154,7 @@ def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) ->
     async def body(s: ClientSession) -> list[tuple[str, str]]:
         names = {t.name for t in (await s.list_tools()).tools}
         offered = header(traces)["offered"]
-        controls = {(o["shadows"], o["canary_type"]): o["name"] for o in offered if o["kind"] == "control"}
+        controls = {(o["shadows"], o["control_type"]): o["name"] for o in offered if o["kind"] == "control"}
         assert controls and not any(o["kind"] == "canary" for o in offered)
         assert ("get_weather", "granularity_trap") in controls, "a granularity twin serves any case: no task needed"
         assert set(controls.values()) <= names
@@ -177,7 +177,9 @@ def test_controls_are_offered_in_the_canaries_places_and_work(tmp_path: Path) ->
     assert header(traces)["proxy"]["controls"] is True
     proc = diagnose(traces, tmp_path / "out")
     rows = calls_csv(tmp_path / "out")
-    assert [(r["name"], r["cls"], r["canary_type"]) for r in rows] == [(n, "control", t) for n, t in called]
+    # A twin's row fills control_type and control_id, never canary_type / canary_id (issue 28, item 7).
+    assert [(r["name"], r["cls"], r["control_type"]) for r in rows] == [(n, "control", t) for n, t in called]
+    assert all(r["canary_type"] == "" and r["canary_id"] == "" and r["control_id"].startswith("control:") for r in rows)
     doc = json.loads((tmp_path / "out/diagnosis.json").read_text())
     s = doc["sessions"][0]
     assert s["csr"] == 0.0 and s["trapped"] is False, "a control call is never a trap"
@@ -364,6 +366,10 @@ def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
             assert text(r) == execute("get_weather", {"city": "Paris"}).content
             r = await s.call_tool("get_weather_v2", {"city": "Paris"})
             assert r.is_error and "missing required parameter" in text(r)  # its drawn wording's credential
+            upstream.close()  # A goes away: a refused connection says so, with the host (issue 28, item 7)
+            r = await s.call_tool("get_weather", {"city": "Paris"})
+            host = upstream.url.split("//", 1)[1].split("/", 1)[0]
+            assert r.is_error and f"connection_refused ({host})" in text(r), text(r)
 
         anyio.run(with_proxy, ["--trace-dir", str(tmp_path / "b"), "--upstream", f"wx={upstream.url}",
                                "--shadow", "get_weather", "--types", "parameter_trap"], body)
@@ -371,7 +377,8 @@ def test_an_http_upstream_is_proxied_too(tmp_path: Path) -> None:
         upstream.close()
     b = [json.loads(line) for line in next((tmp_path / "b").glob("*.jsonl")).read_text().splitlines()]
     assert b[0]["upstreams"][0]["transport"] == "http" and b[0]["upstreams"][0]["url"] == upstream.url
-    assert [e["class"] for e in b if e["event"] == "tools/call"] == ["real", "canary"]
+    assert [e["class"] for e in b if e["event"] == "tools/call"] == ["real", "canary", "real"]
+    assert [e["error_kind"] for e in b if e["event"] == "tools/call"] == [None, None, "connection_refused"]
     # A saw B's forwarded call (and nothing of the canary's, which never reached it).
     a = [json.loads(line) for line in next((tmp_path / "a").glob("*.jsonl")).read_text().splitlines()]
     assert [e["name"] for e in a if e["event"] == "tools/call"] == ["get_weather"]

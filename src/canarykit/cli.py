@@ -152,6 +152,7 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
     from .tools.mcp_servers import server_environment
 
     env = server_environment(args.env or [], inherit=args.inherit_env)
+    by_name = tuple(k for k in args.env or [] if "=" not in k)  # passed by name: secrets, kept out of traces
     specs: list[ServerSpec] = []
     for i, item in enumerate(args.stdio or []):
         name, sep, cmd = item.partition("=")
@@ -163,7 +164,8 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
             raise InputError("<command line>", f"--stdio[{i}]", f"cannot split the command: {exc}") from None
         if argv:
             argv[0] = os.path.expanduser(argv[0])  # quoted, so the shell left a leading ~ alone
-        specs.append(ServerSpec(name.strip(), command=tuple(argv), env=env, where=f"<command line>: --stdio {name.strip()}"))
+        specs.append(ServerSpec(name.strip(), command=tuple(argv), env=env, where=f"<command line>: --stdio {name.strip()}",
+                                secret_names=by_name))
     for item in args.upstream or []:
         name, sep, url = item.partition("=")
         if not sep or "://" in name:
@@ -175,7 +177,7 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
     if command and command[0] == "--":
         command = command[1:]  # only the first -- separates; later ones belong to the server
     if command:
-        specs.append(ServerSpec(args.server, command=tuple(command), env=env, where="<command line>"))
+        specs.append(ServerSpec(args.server, command=tuple(command), env=env, where="<command line>", secret_names=by_name))
     elif args.server:
         raise InputError("<command line>", "--server", "names the server given after --; there is none")
     if not specs:

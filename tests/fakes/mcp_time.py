@@ -26,26 +26,31 @@ def cache_root() -> Path:
     return Path(os.environ.get("CANARYKIT_TEST_CACHE") or Path.home() / ".cache" / "canarykit" / "test-servers")
 
 
-def time_server() -> Path:
-    """The ``mcp-server-time`` executable (installed on first use; see the module doc)."""
+def cached_install(name: str, prefix: Path, exe: Path, steps: list[list[str]], what: str) -> Path:
+    """``exe``, installed into ``prefix`` by ``steps`` once per machine under a file lock named
+    after ``name`` in :func:`cache_root` (a half-finished install is started over)."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    venv = root / f"{PACKAGE}-{VERSION}"
-    exe = venv / "bin" / PACKAGE
-    done = venv / ".canarykit-installed"
-    with open(root / f"{PACKAGE}.lock", "w") as lock:
+    done = prefix / ".canarykit-installed"
+    with open(root / f"{name}.lock", "w") as lock:
         fcntl.lockf(lock, fcntl.LOCK_EX)
         if done.exists() and exe.exists():
             return exe
-        shutil.rmtree(venv, ignore_errors=True)  # a half-finished install
-        base = getattr(sys, "_base_executable", sys.executable)
-        steps = [[base, "-m", "venv", str(venv)],
-                 [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  f"{PACKAGE}=={VERSION}"]]
+        shutil.rmtree(prefix, ignore_errors=True)  # a half-finished install
         for cmd in steps:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
             if proc.returncode != 0:
-                raise RuntimeError(f"installing {PACKAGE}=={VERSION} into {venv} failed ({' '.join(cmd[:3])} ...):\n"
+                raise RuntimeError(f"installing {what} into {prefix} failed ({' '.join(cmd[:3])} ...):\n"
                                    f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-        done.write_text(f"{PACKAGE}=={VERSION}\n")
+        done.write_text(f"{what}\n")
         return exe
+
+
+def time_server() -> Path:
+    """The ``mcp-server-time`` executable (installed on first use; see the module doc)."""
+    venv = cache_root() / f"{PACKAGE}-{VERSION}"
+    base = getattr(sys, "_base_executable", sys.executable)
+    steps = [[base, "-m", "venv", str(venv)],
+             [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+              f"{PACKAGE}=={VERSION}"]]
+    return cached_install(PACKAGE, venv, venv / "bin" / PACKAGE, steps, f"{PACKAGE}=={VERSION}")

@@ -164,6 +164,7 @@ from ._generator import (
     generate_pool,
     study_pool,
 )
+from ._injection import instruction_sentences, without_instructions
 from ._paper import derive_special_case
 from ._perturb import (
     approximate_payload,
@@ -349,6 +350,7 @@ __all__ = [
     "granularity_case",
     "ingest_tools",
     "instantiate_control",
+    "instruction_sentences",
     "is_control",
     "is_placeholder",
     "is_template",
@@ -383,6 +385,7 @@ __all__ = [
     "validate_pool",
     "validate_tool_defs",
     "wording_of",
+    "without_instructions",
     "write_pool",
     "schema_validator_class",
     "server_prefix",

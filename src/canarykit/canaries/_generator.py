@@ -26,6 +26,7 @@ from ._banks import (
 from ._cases import TaskSuite
 from ._controls import build_control, withheld_from
 from ._fit import FIT_MODES, fit_skip
+from ._injection import without_instructions
 from ._pool import Pool
 from ._rewriters import REWORDED_TYPES, OfflineRewriter, Rewriter, _provenance
 from ._suffixes import (
@@ -273,8 +274,9 @@ def build_pool(
                wording_seed=seed if wordings is None and fit != "paper" else None,
                wordings={t: list(ids) for t, ids in drawn.items()})
     items: list[_Built] = []
-    for index, tool in enumerate(listed.tools):
+    for index, real in enumerate(listed.tools):
         label = listed.label(index)
+        tool = _without_instructions(real, out, label)
         for t in types:
             items.extend(_offer(out, plan, tool, t, label))
     used = {t["name"] for t in listed.tools} | set(taken)
@@ -298,6 +300,18 @@ def build_pool(
             check_input_schema(twin["inputSchema"], source, f"control of {item.cid}.inputSchema")
             out.controls.append(twin)
     return out
+
+
+def _without_instructions(tool: Mapping[str, Any], out: Pool, label: str) -> Mapping[str, Any]:
+    """``tool``, or the copy its canaries are made from when its description holds text that
+    reads as instructions to the model (:mod:`._injection`: left out, with a warning)."""
+    clean, dropped = without_instructions(tool)
+    for where, text in dropped:
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        out.skipped.append(Skip(tool["name"], "instructions", "instructions_dropped",
+                                f"its text reads as instructions to the model ({shown!r}): left out of its canaries "
+                                "and twins", True, f"{label}.{where}"))
+    return clean if dropped else tool
 
 
 def _offer(out: Pool, plan: _PoolPlan, tool: Mapping[str, Any], canary_type: str, label: str) -> list[_Built]:

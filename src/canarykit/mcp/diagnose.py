@@ -8,11 +8,20 @@ calls / all tool calls, NULL without calls), ``trapped`` (a canary was called), 
 (after the first canary call, the real tool it shadows was called; NULL when not trapped),
 and ``present_T``/``trapped_T`` per canary type. Nothing is re-defined here.
 
-Controls (a proxy started with ``--controls``) are offered to the detector as plain tools,
-so they count as tool calls but never as canary calls (a control is not a trap), and are
-classified ``control`` in the per-call table with their type and shadowed tool; per type,
-``control_rate`` is the share of sessions offering a control of that type that called one
-(the lure of the surface alone, to set against the canaries' trap rate).
+Controls (a proxy started with ``--controls``) are offered to the detector as twins (as the
+study offers them), so they count as tool calls but never as canary calls (a control is not
+a trap), and are classified ``control`` in the per-call table with their ``control_type``,
+``control_id`` and shadowed tool; per type, ``control_rate`` is the share of sessions offering
+a control of that type that called one (the lure of the surface alone, to set against the
+canaries' trap rate).
+
+Every call the proxy forwarded counts, however it ended: a call its client cancelled
+(``outcome`` ``cancelled``) or one still in flight when the session or the proxy ended
+(``unfinished``, also a begun call whose end was never written: a killed proxy) was sent on
+and may have acted, so it is a call of its tool like any other; the counts of each outcome
+are in the summary, ``diagnosis.json`` and ``calls.csv``. Text of a real tool that reads as
+instructions to the model (the proxy's ``instructions_found``) is named in a warning.
+Everything written passes through the key scrubber (:mod:`canarykit.store.secrets`).
 
 Unit of analysis: the session (one agent conversation). Overall rates are over sessions
 (``csr_mean`` over sessions with at least one call; ``csr_pooled`` is over calls). Intervals
@@ -20,7 +29,9 @@ are Wilson score intervals at 95% that treat sessions as independent; sessions o
 agent on the same task are not, so read them as a floor on the uncertainty.
 
 Outputs: ``OUT/diagnosis.json`` (per session and overall), ``OUT/calls.csv`` (one row per
-call), and a short summary on stdout.
+call), and a short summary on stdout. The entry point for traces is :func:`read_traces`
+(sessions of proxy traces); :func:`diagnose` takes sessions from any source that builds
+:class:`Session` objects, and :func:`write_diagnosis` writes and prints the result.
 """
 
 from __future__ import annotations
@@ -46,9 +57,16 @@ from ..store.records import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from ..store.secrets import scrub, scrub_data
 from ..types import CALL_CLASSES, CANARY_TYPES
 
-__all__ = ["CALLS_COLUMNS", "DiagnosisCallsTable", "Session", "diagnose", "diagnose_command", "read_traces"]
+__all__ = [
+    "CALLS_COLUMNS", "OUTCOMES", "DiagnosisCallsTable", "Session", "diagnose", "diagnose_command", "read_traces",
+    "write_diagnosis",
+]
+
+#: How a traced call ended (``outcome`` of a proxy trace; format version 1 traces only answered).
+OUTCOMES: Final = ("answered", "cancelled", "unfinished")
 
 #: Columns of OUT/calls.csv: the detector's per-call columns (``run_id`` is the session id)
 #: plus what the proxy recorded about each call.
@@ -59,6 +77,8 @@ CALLS_COLUMNS: Final[dict[str, Any]] = {
     "time": pl.String,
     "server": pl.String,
     "upstream_name": pl.String,
+    "outcome": pl.String,
+    "error_kind": pl.String,
     "is_error": pl.Boolean,
     "truncated": pl.Boolean,
     "server_failure": pl.Boolean,
@@ -77,6 +97,8 @@ class DiagnosisCallsTable(pa.DataFrameModel):
     status: str = pa.Field(nullable=True, isin=list(CALL_STATUSES))
     cls: str = pa.Field(isin=list(CLASSES))
     canary_type: str = pa.Field(nullable=True, isin=list(CANARY_TYPES))
+    control_type: str = pa.Field(nullable=True, isin=list(CANARY_TYPES))
+    outcome: str = pa.Field(isin=list(OUTCOMES))
     duration_ms: float = pa.Field(nullable=True, ge=0)
 
     class Config:
@@ -91,31 +113,37 @@ class Session:
     header: dict[str, Any]
     calls: list[dict[str, Any]] = field(default_factory=list)
     lists: int = 0
-    controls: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> offered entry
 
     @property
     def id(self) -> str:
         return str(self.header.get("session"))
 
     def record(self) -> RunRecord:
-        """The session as a run record: offered tools (controls as plain tools), one
-        ``tool_call`` event per call followed by its ``tool_result`` or ``tool_error``."""
+        """The session as a run record: offered tools (controls as twins), one ``tool_call``
+        event per call followed by its ``tool_result`` or ``tool_error`` (an unknown tool, or a
+        call that never got an answer: cancelled or unfinished)."""
         offered: list[OfferedTool] = []
         for o in self.header.get("offered", []):
             if o.get("kind") == "canary":
                 offered.append(OfferedTool(o["name"], o.get("canary_id"), o.get("canary_type"), o.get("shadows")))
+            elif o.get("kind") == "control":  # format 1 wrote a control's id and type as canary_*
+                offered.append(OfferedTool(o["name"], shadows=o.get("shadows"),
+                                           control_id=o.get("control_id") or o.get("canary_id"),
+                                           control_type=o.get("control_type") or o.get("canary_type")))
             else:
                 offered.append(OfferedTool(o["name"]))
         events: list[Event] = []
         for c in self.calls:
             seq = int(c["seq"])
             status = str(c.get("status") or "ok")
+            outcome = str(c.get("outcome") or "answered")
             events.append(ToolCallEvent(turn=seq, call_id=str(seq), name=c.get("name"),
                                         arguments=c.get("arguments") if isinstance(c.get("arguments"), dict) else None,
                                         status=status))
-            if status == "unknown_tool":
+            if status == "unknown_tool" or outcome != "answered":
                 events.append(ToolErrorEvent(turn=seq, call_id=str(seq), name=c.get("name"),
-                                             message="unknown tool", status=status))
+                                             message="unknown tool" if status == "unknown_tool" else outcome,
+                                             status=status))
             else:
                 events.append(ToolResultEvent(turn=seq, call_id=str(seq), name=c.get("name"),
                                               content=_result_text(c.get("result")), is_error=bool(c.get("is_error"))))
@@ -152,49 +180,69 @@ def read_traces(path: str | Path, warn: Any = None) -> list[Session]:
 
     A file that is not a proxy trace, or a line that is not JSON, is an :class:`InputError`
     naming the file and the line; the one exception is an unfinished LAST line (a proxy
-    killed while writing), which is skipped with a warning.
+    killed while writing), which is skipped with a warning. A begun call whose end was never
+    written is read as an ``unfinished`` call.
     """
-    from .proxy import TRACE_FORMAT, TRACE_FORMAT_VERSION
-
     sessions: list[Session] = []
     for file in _trace_files(Path(path)):
         lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
         session: Session | None = None
+        begun: dict[int, dict[str, Any]] = {}
         for i, line in enumerate(lines, start=1):
-            if not line.strip():
+            event = _event(file, i, line, len(lines), warn)
+            if event is None:
                 continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                if i == len(lines):
-                    if warn is not None:
-                        warn(f"{file}: line {i}: unfinished last line skipped (the proxy stopped while writing it)")
-                    continue
-                raise InputError(str(file), f"line {i}", "not a JSON object: not a canarykit proxy trace line") from None
-            if not isinstance(event, dict):
-                raise InputError(str(file), f"line {i}", "expected a JSON object")
             kind = event.get("event")
             if session is None:
-                if kind != "session" or event.get("format") != TRACE_FORMAT:
-                    raise InputError(str(file), "line 1", f"not a canarykit proxy trace (expected a session header "
-                                                          f"with format {TRACE_FORMAT!r})")
-                if event.get("format_version") != TRACE_FORMAT_VERSION:
-                    raise InputError(str(file), "line 1.format_version",
-                                     f"expected {TRACE_FORMAT_VERSION}, got {event.get('format_version')!r}")
-                if not isinstance(event.get("offered"), list) or not all(
-                    isinstance(o, dict) and isinstance(o.get("name"), str) for o in event["offered"]
-                ):
-                    raise InputError(str(file), "line 1.offered", "expected a list of offered tools with names")
-                session = Session(str(file), event)
-                session.controls = {o["name"]: o for o in event["offered"] if o.get("kind") == "control"}
+                session = Session(str(file), _header(file, event))
                 sessions.append(session)
             elif kind == "tools/call":
                 if not isinstance(event.get("seq"), int):
                     raise InputError(str(file), f"line {i}.seq", "expected an integer")
+                if isinstance(event.get("call"), int):
+                    begun.pop(event["call"], None)
                 session.calls.append(event)
+            elif kind == "tools/call-begin" and isinstance(event.get("call"), int) and isinstance(event.get("seq"), int):
+                begun[event["call"]] = event
             elif kind == "tools/list":
                 session.lists += 1
+        if session is not None and begun:
+            session.calls.extend({**b, "event": "tools/call", "status": "ok", "outcome": "unfinished", "result": None,
+                                  "is_error": True, "arguments": None} for b in begun.values())
+            session.calls.sort(key=lambda c: int(c["seq"]))
     return sessions
+
+
+def _event(file: Path, i: int, line: str, last: int, warn: Any) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        if i == last:
+            if warn is not None:
+                warn(f"{file}: line {i}: unfinished last line skipped (the proxy stopped while writing it)")
+            return None
+        raise InputError(str(file), f"line {i}", "not a JSON object: not a canarykit proxy trace line") from None
+    if not isinstance(event, dict):
+        raise InputError(str(file), f"line {i}", "expected a JSON object")
+    return event
+
+
+def _header(file: Path, event: dict[str, Any]) -> dict[str, Any]:
+    from .proxytraces import READABLE_VERSIONS, TRACE_FORMAT
+
+    if event.get("event") != "session" or event.get("format") != TRACE_FORMAT:
+        raise InputError(str(file), "line 1", f"not a canarykit proxy trace (expected a session header "
+                                              f"with format {TRACE_FORMAT!r})")
+    if event.get("format_version") not in READABLE_VERSIONS:
+        raise InputError(str(file), "line 1.format_version",
+                         f"expected one of {list(READABLE_VERSIONS)}, got {event.get('format_version')!r}")
+    if not isinstance(event.get("offered"), list) or not all(
+        isinstance(o, dict) and isinstance(o.get("name"), str) for o in event["offered"]
+    ):
+        raise InputError(str(file), "line 1.offered", "expected a list of offered tools with names")
+    return event
 
 
 def _wilson(k: int, n: int) -> tuple[float | None, float | None]:
@@ -221,26 +269,24 @@ def diagnose(sessions: Sequence[Session]) -> tuple[dict[str, Any], pl.DataFrame]
         metrics = run_metrics(record, calls)
         by_seq = {str(c["seq"]): c for c in s.calls}
         classes = dict.fromkeys(CLASSES, 0)
-        control_types: set[str] = set()
+        outcomes = dict.fromkeys(OUTCOMES, 0)
         for call in calls:
             row = call.to_row()
             raw = by_seq[str(call_event(record, call).call_id)]
-            if call.cls == "real" and call.name in s.controls:  # a control, offered to the detector as a plain tool
-                o = s.controls[call.name]
-                row.update(cls="control", canary_id=o.get("canary_id"), canary_type=o.get("canary_type"),
-                           shadows=o.get("shadows"))
-                if o.get("canary_type"):
-                    control_types.add(str(o["canary_type"]))
             upstream: Mapping[str, Any] = raw["upstream"] if isinstance(raw.get("upstream"), Mapping) else {}
+            outcome = str(raw.get("outcome") or "answered")
             row.update(
                 trace=Path(s.trace).name, seq=int(raw["seq"]), time=raw.get("time"), server=upstream.get("server"),
-                upstream_name=upstream.get("name"), is_error=bool(raw.get("is_error")),
-                truncated=bool(raw.get("truncated")), server_failure=bool(raw.get("error")),
-                duration_ms=raw.get("duration_ms"), upstream_ms=raw.get("upstream_ms"),
+                upstream_name=upstream.get("name"), outcome=outcome, error_kind=raw.get("error_kind"),
+                is_error=bool(raw.get("is_error")), truncated=bool(raw.get("truncated")),
+                server_failure=bool(raw.get("error")), duration_ms=raw.get("duration_ms"),
+                upstream_ms=raw.get("upstream_ms"),
             )
             classes[row["cls"]] += 1
+            outcomes[outcome if outcome in outcomes else "answered"] += 1
             rows.append(row)
-        offered_controls = {str(o.get("canary_type")) for o in s.controls.values() if o.get("canary_type")}
+        control_types = {c.control_type for c in calls if c.cls == "control" and c.control_type}
+        offered_controls = {o.control_type for o in record.offered if o.control_type}
         proxy = s.header.get("proxy") or {}
         first = next((c for c in calls if c.cls == "canary"), None)
         per_session.append({
@@ -256,6 +302,7 @@ def diagnose(sessions: Sequence[Session]) -> tuple[dict[str, Any], pl.DataFrame]
             "tools_list_requests": s.lists,
             "offered": {k: sum(o.get("kind") == k for o in s.header.get("offered", [])) for k in ("real", "canary", "control")},
             "calls": {**classes, "total": len(calls)},
+            "outcomes": outcomes,
             "server_failures": sum(1 for c in s.calls if c.get("error")),
             "csr": metrics["csr"],
             "zero_call": metrics["zero_call"],
@@ -271,7 +318,19 @@ def diagnose(sessions: Sequence[Session]) -> tuple[dict[str, Any], pl.DataFrame]
     from ..store.schemas import validate
 
     validate(calls_df, DiagnosisCallsTable, "calls.csv")
-    return _document(per_session, calls_df), calls_df
+    doc = _document(per_session, calls_df)
+    doc["instructions_found"] = _instructions_found(sessions)
+    return doc, calls_df
+
+
+def _instructions_found(sessions: Sequence[Session]) -> list[dict[str, Any]]:
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for s in sessions:
+        for f in s.header.get("instructions_found") or []:
+            if isinstance(f, Mapping):
+                key = (str(f.get("tool")), str(f.get("where")), str(f.get("text")))
+                seen.setdefault(key, {"tool": key[0], "where": key[1], "text": key[2]})
+    return list(seen.values())
 
 
 def _document(per_session: list[dict[str, Any]], calls_df: pl.DataFrame) -> dict[str, Any]:
@@ -280,7 +339,7 @@ def _document(per_session: list[dict[str, Any]], calls_df: pl.DataFrame) -> dict
     n_calls = calls_df.height
     counts = {k: int((calls_df["cls"] == k).sum()) for k in CLASSES}
     canary_calls_by_type = {t: int(((calls_df["cls"] == "canary") & (calls_df["canary_type"] == t)).sum()) for t in CANARY_TYPES}
-    control_calls_by_type = {t: int(((calls_df["cls"] == "control") & (calls_df["canary_type"] == t)).sum()) for t in CANARY_TYPES}
+    control_calls_by_type = {t: int(((calls_df["cls"] == "control") & (calls_df["control_type"] == t)).sum()) for t in CANARY_TYPES}
     types: dict[str, Any] = {}
     for t in CANARY_TYPES:
         offered = [s for s in per_session if t in s["types_offered"]]
@@ -296,6 +355,7 @@ def _document(per_session: list[dict[str, Any]], calls_df: pl.DataFrame) -> dict
         "sessions_with_calls": len(with_calls),
         "zero_call_sessions": len(per_session) - len(with_calls),
         "calls": {**counts, "total": n_calls},
+        "outcomes": {k: int((calls_df["outcome"] == k).sum()) for k in OUTCOMES},
         "server_failures": int(calls_df["server_failure"].sum()) if n_calls else 0,
         "csr_mean": round(sum(s["csr"] for s in with_calls) / len(with_calls), 4) if with_calls else None,
         "csr_pooled": round(counts["canary"] / n_calls, 4) if n_calls else None,
@@ -331,7 +391,11 @@ def summary_lines(doc: Mapping[str, Any], out_dir: str | Path) -> list[str]:
     c = o["calls"]
     lines = [f"{o['sessions']} session{'s' if o['sessions'] != 1 else ''}, {c['total']} tool calls: "
              f"{c['real']} real, {c['canary']} canary, {c['control']} control, {c['unknown']} unknown"
-             + (f"; {o['server_failures']} failed in the server" if o["server_failures"] else "")]
+             + (f"; {o['server_failures']} failed in the server" if o["server_failures"] else "")
+             + "".join(f"; {o['outcomes'][k]} {k}" for k in ("cancelled", "unfinished") if o["outcomes"].get(k))]
+    for f in doc.get("instructions_found") or []:
+        lines.append(f"warning: tool {f['tool']}: its {f['where']} reads as instructions to the model "
+                     f"({f['text']!r}); its canaries and twins left it out")
     for s in doc["sessions"]:
         client = s["client"] or {}
         who = " ".join(str(x) for x in (client.get("name"), client.get("version")) if x) or "unknown client"
@@ -360,18 +424,24 @@ def summary_lines(doc: Mapping[str, Any], out_dir: str | Path) -> list[str]:
     return lines
 
 
+def write_diagnosis(doc: Mapping[str, Any], calls_df: pl.DataFrame, out_dir: str | Path) -> list[str]:
+    """Write ``OUT/diagnosis.json`` and ``OUT/calls.csv`` (through the key scrubber) and return
+    the summary lines."""
+    from ..store.jsonio import atomic_write_text
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "diagnosis.json", scrub_data(dict(doc)))
+    atomic_write_text(out / "calls.csv", scrub(calls_df.write_csv()))
+    return [scrub(line) for line in summary_lines(doc, out)]
+
+
 def diagnose_command(traces: str | Path, out_dir: str | Path) -> int:
     """``canarykit diagnose TRACE_DIR -o OUT``."""
     import sys
 
-    from ..store.jsonio import atomic_write_text
-
     sessions = read_traces(traces, warn=lambda m: print(f"canarykit diagnose: warning: {m}", file=sys.stderr))
     doc, calls_df = diagnose(sessions)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "diagnosis.json", doc)
-    atomic_write_text(out / "calls.csv", calls_df.write_csv())
-    for line in summary_lines(doc, out):
+    for line in write_diagnosis(doc, calls_df, out_dir):
         print(line)
     return 0

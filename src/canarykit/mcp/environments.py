@@ -24,10 +24,16 @@ with their environment, or streamable-HTTP URLs):
   ``error``, retried by the next invocation), never recorded as the tool's answer.
 - **isolation and writes** (:func:`check_environment`, :func:`check_writes`): a stdio server
   with ``isolate: job`` or ``model`` gets a directory of its own for its state, filled into
-  every ``{workdir}`` of its command, env and cwd (:mod:`canarykit.mcp.workdirs`); a stateful
-  environment refuses a server that is not isolated unless it says ``allow_shared_state``;
-  a tool that may write (not ``readOnlyHint``, or ``destructiveHint``) is called by a study
-  only with ``allow_writes: true`` on an isolated server, else the export stops naming it.
+  every ``{workdir}`` of its command, env and cwd (:mod:`canarykit.mcp.workdirs`), and runs in
+  a sandbox whose only writable path is that directory (:mod:`canarykit.mcp.sandbox`: a write
+  anywhere else fails in the server; where the sandbox cannot run, such a server is refused);
+  a stateful environment refuses a server that is not isolated unless it says
+  ``allow_shared_state``; a tool that may write (not ``readOnlyHint``, or
+  ``destructiveHint``) is called by a study only with ``allow_writes: true`` on an isolated
+  server, else the export stops naming it; and with ``allow_writes: true`` an isolated
+  server's args, env values and cwd may name no path outside its ``{workdir}``
+  (:func:`outside_workdir`; its program, its code files and ``read_only_paths`` excepted),
+  so the config says where its state is and validation can check it.
 - **identity** (:func:`environment_identity`): every run's identity holds the content hash of
   the tools document (every definition, and each server's name and version from its MCP
   handshake), the canary runtime's code version and ``environment.revision``. The servers
@@ -52,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import CanaryKitError, ConfigError, InputError, ToolEnvironmentError
 from ..store.jsonio import content_hash
 from ..types import ToolResult
+from .sandbox import require_sandbox
 from .workdirs import WORKDIR, Workdirs, seed_hash
 
 if TYPE_CHECKING:
@@ -59,7 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TOOLS_FORMAT", "McpExecutor", "check_writes", "environment_identity", "export_environment", "is_mcp",
-    "make_environment", "server_specs", "tools_of", "write_tools",
+    "make_environment", "outside_workdir", "server_specs", "tools_of", "write_tools",
 ]
 
 TOOLS_FORMAT: Final = "canarykit-tools"
@@ -141,6 +148,54 @@ def _check_isolation(env_cfg: Mapping[str, Any], s: Mapping[str, Any], key: str,
     seed = s.get("seed_dir")
     if seed and not Path(os.path.expanduser(str(seed))).is_dir():
         raise ConfigError(source, f"{key}.seed_dir", f"{seed!r} is not a directory")
+    if env_cfg.get("allow_writes"):
+        outside = outside_workdir(s)
+        if outside is not None:
+            field_, value = outside
+            raise ConfigError(source, f"{key}.{field_}",
+                              f"{value!r} is outside the server's {WORKDIR}: with environment.allow_writes: true an "
+                              f"isolated server may keep state only under {WORKDIR} (its sandbox makes everything else "
+                              f"read-only, so a write there would fail): put it under {WORKDIR} (seed_dir copies "
+                              f"files there), or list it in {key}.read_only_paths if the server only reads it")
+
+
+#: Files that are a server's code, not its state (named by its command, they are read, never written).
+_CODE_SUFFIXES: Final = (".js", ".mjs", ".cjs", ".ts", ".py", ".pyz", ".jar", ".rb", ".pl", ".sh", ".php")
+
+
+def _path_like(value: str) -> str | None:
+    """The path ``value`` names (the part after ``=`` of ``--opt=PATH``), or None."""
+    text = value.split("=", 1)[1] if value.startswith("-") and "=" in value else value
+    if text.startswith(("/", "~", "./", "../")) or (os.sep in text and "://" not in text and Path(text).exists()):
+        return text
+    return None
+
+
+def outside_workdir(server: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, value) of the first path an isolated server's args, env or cwd name outside its
+    ``{workdir}``: not under ``{workdir}``, not one of ``read_only_paths`` (or under one), not
+    the program (``command[0]``) and not a file of code (a script it runs). None: none does."""
+    allowed = [Path(os.path.expanduser(str(p))).resolve() for p in server.get("read_only_paths") or []]
+    candidates = [(f"command[{j}]", str(c)) for j, c in enumerate(server.get("command") or []) if j > 0]
+    candidates += [(f"env.{k}", str(v)) for k, v in (server.get("env") or {}).items()]
+    if server.get("cwd"):
+        candidates.append(("cwd", str(server["cwd"])))
+    for field_, value in candidates:
+        if WORKDIR in value:
+            inner = os.path.normpath(value.split(WORKDIR, 1)[1].lstrip("/") or ".")
+            if inner.startswith(".."):
+                return field_, value
+            continue
+        path = _path_like(value)
+        if path is None:
+            continue
+        where = Path(os.path.expanduser(path)).resolve()
+        if any(where == a or where.is_relative_to(a) for a in allowed):
+            continue
+        if field_ != "cwd" and where.is_file() and (where.suffix in _CODE_SUFFIXES or os.access(where, os.X_OK)):
+            continue
+        return field_, value
+    return None
 
 
 def write_tools(tools: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -198,6 +253,8 @@ def server_specs(env_cfg: Mapping[str, Any], source: str = "params.yaml",
         def fill(text: str, where: str | None = where) -> str:
             return text.replace(WORKDIR, where) if where is not None else text
 
+        if where is not None:
+            require_sandbox(source, f"{key}.isolate")
         env = {str(k): fill(str(v)) for k, v in (s.get("env") or {}).items()}
         for j, var in enumerate(s.get("pass_env") or []):
             if var not in os.environ:
@@ -209,7 +266,8 @@ def server_specs(env_cfg: Mapping[str, Any], source: str = "params.yaml",
             if "command" in s else None
         cwd = os.path.expanduser(fill(s["cwd"])) if s.get("cwd") else None
         specs.append(ServerSpec(str(s["name"]), command=command, url=s.get("url"), env=env, cwd=cwd,
-                                where=f"{source}: {key} ({s['name']})"))
+                                where=f"{source}: {key} ({s['name']})", workdir=where,
+                                secret_names=tuple(str(v) for v in s.get("pass_env") or [])))
     return specs
 
 
@@ -269,7 +327,8 @@ def _runtime_version() -> str:
     from ..agents.store import source_hash
 
     pkg = Path(__file__).resolve().parents[1]
-    return source_hash(pkg / "canaries", pkg / "mcp" / "upstream.py", pkg / "mcp" / "environments.py")
+    return source_hash(pkg / "canaries", pkg / "mcp" / "upstream.py", pkg / "mcp" / "environments.py",
+                       pkg / "mcp" / "results.py")
 
 
 def environment_identity(document: Mapping[str, Any], revision: str = "",
@@ -397,7 +456,11 @@ class McpExecutor:
             portal = self._ensure()
         except CanaryKitError as exc:  # a server that no longer starts (e.g. in a forked shard): the run fails
             raise ToolEnvironmentError(str(exc)) from None
-        result: ToolResult = portal.call(self._call, name, args)  # a ToolEnvironmentError propagates
+        try:
+            result: ToolResult = portal.call(self._call, name, args)  # a ToolEnvironmentError propagates
+        except KeyboardInterrupt:  # stop the servers now, not whenever the interpreter's exit gets to them
+            self.close()
+            raise
         return result
 
     def close(self) -> None:

@@ -5,7 +5,9 @@ and a study whose ``environment`` is a list of MCP servers (the agents' real too
 through :class:`Upstreams`:
 
 - each server is started (a stdio command, with the SDK's safe environment plus what the
-  caller passes) or reached (a streamable-HTTP URL), initialized with the MCP handshake and
+  caller passes, through :func:`canarykit.mcp.spawn.stdio_upstream`: every line checked, a
+  watchdog, a scrubbed stderr log, the sandbox for an isolated one) or reached (a
+  streamable-HTTP URL), initialized with the MCP handshake and
   its tools listed (pagination followed), every step within ``timeout_s``; a failure is one
   line (:class:`~canarykit.tools.mcp_servers.ListToolsError`) naming the server and why;
 - every server has a name: the one given, else the name it gives itself in ``initialize``
@@ -22,9 +24,12 @@ through :class:`Upstreams`:
 - :meth:`Upstreams.call` forwards a ``tools/call`` and returns the server's result as it came
   (no client-side output-schema check: a proxy passes results through). A JSON-RPC error
   of the server is raised as :class:`mcp.shared.exceptions.MCPError` (the tool refused the
-  call: an answer). A server that exited, stopped answering within ``call_timeout_s`` or
-  cannot be reached is a :class:`~canarykit.errors.ToolEnvironmentError` (not the agent's
-  doing); the next call starts (or reconnects to) it again.
+  call: an answer). A server that exited, stopped answering within ``call_timeout_s``,
+  answered what cannot be read or cannot be reached is an :class:`UpstreamFailure` (a
+  :class:`~canarykit.errors.ToolEnvironmentError`: not the agent's doing) naming its kind;
+  the next call starts (or reconnects to) it again. The client side of each connection is
+  what the caller's ``callbacks`` declare (the proxy passes its client's:
+  :mod:`canarykit.mcp.forward`).
 
 Each connection lives in its own task (entered and left there, as anyio requires), so a
 server that dies takes only its own connection down.
@@ -38,15 +43,14 @@ import logging
 import os
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TextIO, cast
+from typing import IO, Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -55,11 +59,10 @@ from mcp_types import (
     CallToolRequest,
     CallToolRequestParams,
     CallToolResult,
-    TextContent,
 )
 
 from ..errors import InputError, ToolEnvironmentError
-from ..tools import cap_result
+from ..store.secrets import handed_on_secrets
 from ..tools.mcp_servers import (
     CapturedLog,
     ListingTap,
@@ -68,10 +71,13 @@ from ..tools.mcp_servers import (
     list_raw_tools,
     tool_entry,
 )
-from ..types import ToolResult
+from .results import call_result, result_size, tool_result
+from .spawn import Launch, stdio_upstream
+from .wire import MALFORMED_REPLY
 
 __all__ = [
-    "ConnectedServer", "Hidden", "Route", "ServerSpec", "Upstreams", "call_result", "result_size", "tool_result",
+    "ConnectedServer", "Hidden", "Route", "ServerSpec", "UpstreamFailure", "Upstreams", "call_result", "failure_kind",
+    "result_size", "tool_result",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +98,10 @@ class ServerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     where: str = "<command line>"
+    #: run in the sandbox with this directory its only writable path (:mod:`canarykit.mcp.sandbox`)
+    workdir: str | None = None
+    #: names of ``env`` passed by name (``--env KEY``, ``pass_env``): their values are secrets
+    secret_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -102,6 +112,14 @@ class ServerSpec:
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    def secrets(self) -> list[str]:
+        """The values this server is handed that no file may hold (traces, logs)."""
+        return handed_on_secrets(self.env, self.secret_names)
+
+    def launch(self) -> Launch:
+        assert self.command is not None
+        return Launch(self.command, dict(self.env), self.cwd, self.workdir, self.secrets())
 
     def shown(self) -> str:
         """``server 'cmd args'`` or ``server at URL`` (for messages)."""
@@ -172,7 +190,12 @@ class Upstreams:
         errlog_dir: str | Path | None = None,
         source: str = "<servers>",
         strict: bool = False,
+        callbacks: Callable[[ConnectedServer], Mapping[str, Any]] | None = None,
     ) -> None:
+        """``callbacks(server)``: the keyword arguments of each server's
+        :class:`~mcp.client.session.ClientSession` (its sampling, elicitation, roots, logging and
+        message callbacks: what the client side declares and answers; the proxy passes its
+        client's, :mod:`canarykit.mcp.forward`)."""
         if not specs:
             raise InputError(source, "servers", "no MCP server given")
         for what, value in (("timeout", timeout_s), ("call timeout", call_timeout_s)):
@@ -184,6 +207,7 @@ class Upstreams:
         self.errlog_dir = Path(errlog_dir) if errlog_dir is not None else None
         self.source = source
         self.strict = strict
+        self.callbacks = callbacks
         self.servers: list[ConnectedServer] = []
         self.by_name: dict[str, ConnectedServer] = {}
         self.routes: dict[str, Route] = {}
@@ -361,14 +385,14 @@ class Upstreams:
                 # Contexts that hold task groups are entered outside any timeout scope (anyio
                 # scopes must nest); the waits that can hang are bounded below.
                 if spec.command is not None:
-                    params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
-                                                   env=dict(spec.env) or None, cwd=spec.cwd)
-                    streams = await stack.enter_async_context(stdio_client(params, errlog=cast(TextIO, errlog)))
+                    streams: Any = await stack.enter_async_context(stdio_upstream(spec.launch(), errlog, captured.noticed))
                 else:
                     assert spec.url is not None
                     streams = await stack.enter_async_context(streamable_http_client(spec.url))
                 tap = ListingTap(streams[0])
-                session = await stack.enter_async_context(ClientSession(tap, streams[1]))
+                callbacks = dict(self.callbacks(server)) if self.callbacks is not None else {}
+                callbacks["message_handler"] = self._transport_watch(server, callbacks.get("message_handler"))
+                session = await stack.enter_async_context(ClientSession(tap, streams[1], **callbacks))
                 tools: list[Any] = []
                 with anyio.fail_after(self.timeout_s), anyio.CancelScope() as garbage:
                     captured.scope = garbage  # an answer that is not MCP: stop after a short grace
@@ -400,6 +424,22 @@ class Upstreams:
             if server.stop is stop:
                 server.session = None
 
+    def _transport_watch(self, server: ConnectedServer, inner: Any) -> Any:
+        """The session's message handler: a transport failure (an HTTP server that went away)
+        ends the connection at once, so the calls waiting on it fail now (and the next call
+        reconnects) instead of at their timeout; everything else goes to ``inner``."""
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, Exception):
+                if server.spec.url is not None and server.session is not None:
+                    log.warning("%s: transport failed: %s", server.spec.shown(), type(message).__name__)
+                    self._broken(server, server.session)
+                return
+            if inner is not None:
+                await inner(message)
+
+        return handle
+
     # ------------------------------------------------------------------ calls
 
     def route(self, name: str) -> Route | None:
@@ -412,45 +452,110 @@ class Upstreams:
                 try:
                     await self._start(server)
                 except ListToolsError as exc:
-                    raise ToolEnvironmentError(f"{exc} (restarting it after it went away)") from None
+                    kind = "connection_refused" if "connection_refused" in str(exc) else "restart_failed"
+                    raise UpstreamFailure(kind, f"{exc} (restarting it after it went away)") from None
             assert server.session is not None
             return server.session
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> CallToolResult:
-        """Forward a call of exposed tool ``name`` to its server (see the module docstring)."""
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, progress: Any = None) -> CallToolResult:
+        """Forward a call of exposed tool ``name`` to its server (see the module docstring);
+        ``progress(progress, total, message)`` receives the server's progress notifications.
+        A server failure is an :class:`UpstreamFailure` naming its kind."""
         route = self.routes.get(name)
         if route is None:
             raise KeyError(name)
         server = self.by_name[route.server]
         session = await self._session(server)
         request = CallToolRequest(params=CallToolRequestParams(name=route.name, arguments=dict(arguments or {})))
+        what = f"{server.spec.where}: {server.spec.shown()}"
         try:
             with anyio.fail_after(self.call_timeout_s):
-                return await session.send_request(request, CallToolResult)
+                return await session.send_request(request, CallToolResult, progress_callback=progress)
         except TimeoutError:
-            raise ToolEnvironmentError(
-                f"{server.spec.where}: {server.spec.shown()}: tool {route.name!r} gave no answer within "
-                f"{self.call_timeout_s:g} s"
-            ) from None
+            raise UpstreamFailure("timeout", f"{what}: tool {route.name!r} gave no answer within "
+                                             f"{self.call_timeout_s:g} s") from None
         except MCPError as exc:
+            if exc.code == MALFORMED_REPLY:
+                raise UpstreamFailure("malformed_reply", f"{what}: {exc.message} (calling {route.name!r})") from None
             if exc.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
                 self._broken(server, session)
-                raise ToolEnvironmentError(
-                    f"{server.spec.where}: {server.spec.shown()}: {exc.message} (calling {route.name!r})"
-                ) from None
+                kind = failure_kind(server.spec, None)
+                raise UpstreamFailure(kind, f"{what}: {_kind_text(kind, server.spec)}{exc.message} "
+                                            f"(calling {route.name!r})") from None
             raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
             self._broken(server, session)
-            raise ToolEnvironmentError(
-                f"{server.spec.where}: {server.spec.shown()}: connection lost calling {route.name!r}: "
-                f"{type(exc).__name__}"
-            ) from None
+            kind = failure_kind(server.spec, exc)
+            raise UpstreamFailure(kind, f"{what}: {_kind_text(kind, server.spec)}connection lost calling "
+                                        f"{route.name!r}: {type(exc).__name__}") from None
+
+    async def broadcast(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification to every connected server (a client's roots/list_changed)."""
+        for server in self.servers:
+            if server.session is not None:
+                with contextlib.suppress(Exception):
+                    await server.session.send_notification(_notification(method, params))
 
     def _broken(self, server: ConnectedServer, session: ClientSession) -> None:
         if server.session is session:
             server.session = None
             if server.stop is not None:
                 server.stop.set()
+
+
+class UpstreamFailure(ToolEnvironmentError):
+    """A server failed a call (not the tool's answer): ``kind`` is ``timeout``,
+    ``malformed_reply`` (its reply could not be read: the connection carries on),
+    ``connection_refused`` (nothing accepts connections at its URL), ``connection_lost``,
+    ``server_exited`` (the next call starts or reaches it again) or ``restart_failed`` (it
+    could not be started again)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def failure_kind(spec: ServerSpec, exc: BaseException | None) -> str:
+    """``connection_refused`` for a URL server nothing listens at now, ``server_exited`` for a
+    stdio server, else ``connection_lost``."""
+    if spec.url is not None:
+        return "connection_refused" if _refused(spec.url) else "connection_lost"
+    return "server_exited" if exc is None or isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError) \
+        else "connection_lost"
+
+
+def _refused(url: str) -> bool:
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=2):
+            return False
+    except OSError:
+        return True
+
+
+def url_host(url: str) -> str:
+    """``host:port`` of a URL (for messages)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+
+
+def _kind_text(kind: str, spec: ServerSpec) -> str:
+    if kind == "connection_refused" and spec.url is not None:
+        return f"connection_refused ({url_host(spec.url)}): "
+    return ""
+
+
+def _notification(method: str, params: Mapping[str, Any] | None) -> Any:
+    import mcp_types as types
+
+    data = {"method": method, **({"params": dict(params)} if params else {})}
+    return types.client_notification_adapter.validate_python(data, by_name=False)
 
 
 def server_file_name(name: str) -> str:
@@ -468,58 +573,3 @@ def _reopen(path: str, keep: list[IO[str]]) -> IO[str]:
 
 def _definitions(tools: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps([{k: v for k, v in t.items() if k != "server"} for t in tools], sort_keys=True)
-
-
-# ---------------------------------------------------------------------------------- results
-
-
-def _block_text(block: Any) -> str:
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return str(block.text)
-    if kind in ("image", "audio"):
-        size = len(getattr(block, "data", "") or "") * 3 // 4
-        return f"[{kind}: {getattr(block, 'mime_type', '?')}, {size:,} bytes]"
-    if kind == "resource":
-        res = block.resource
-        text = getattr(res, "text", None)
-        if isinstance(text, str):
-            return text
-        size = len(getattr(res, "blob", "") or "") * 3 // 4
-        return f"[resource {res.uri}: {getattr(res, 'mime_type', None) or '?'}, {size:,} bytes]"
-    if kind == "resource_link":
-        return f"[resource link: {block.uri}]"
-    return f"[{kind} content]"
-
-
-def tool_result(result: CallToolResult) -> ToolResult:
-    """An MCP tool result as the agent loop's :class:`~canarykit.types.ToolResult`: the text
-    of its content blocks (non-text blocks described in one line each; the structured content
-    as JSON when there is no block), its structured content as ``data`` and its error flag;
-    capped at :data:`~canarykit.tools.MAX_RESULT_BYTES` (a cut result has no ``data``)."""
-    texts = [_block_text(b) for b in result.content]
-    structured = result.structured_content
-    if texts:
-        content = "\n".join(texts)
-    elif structured is not None:
-        content = json.dumps(structured, ensure_ascii=False)
-    else:
-        content = ""
-    capped, truncated = cap_result(content)
-    data = structured if isinstance(structured, dict) and not truncated else None
-    return ToolResult(content=capped, is_error=bool(result.is_error), data=data)
-
-
-def result_size(result: CallToolResult) -> int:
-    """Bytes of a result's content and structured content (as JSON on the wire)."""
-    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True, include={"content", "structured_content"})
-    return len(json.dumps(dumped, ensure_ascii=False).encode("utf-8"))
-
-
-def call_result(result: ToolResult) -> CallToolResult:
-    """A :class:`~canarykit.types.ToolResult` (a canary's answer) as an MCP tool result: one
-    text block, the structured payload when it is an object."""
-    data = result.data if isinstance(result.data, dict) else None
-    return CallToolResult(content=[TextContent(type="text", text=result.content)], structured_content=data,
-                          is_error=bool(result.is_error))
-

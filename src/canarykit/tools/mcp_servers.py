@@ -36,7 +36,6 @@ from typing import Any, TextIO, cast
 import anyio
 import anyio.to_thread
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
@@ -89,6 +88,17 @@ class ToolServer(MCPServer[Any]):
             structured_content=result.data if isinstance(result.data, dict) and not truncated else None,
             is_error=result.is_error,
         )
+
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio through canarykit's guarded transport: a request the SDK could not
+        read (nested too deep, a lone surrogate, not UTF-8, not JSON) is answered at once with a
+        JSON-RPC error naming the limit (:mod:`canarykit.mcp.wire`)."""
+        from ..mcp.wire import guarded_stdio_server
+
+        server = self._lowlevel_server
+        async with guarded_stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def build_server(server: str) -> ToolServer:
@@ -298,8 +308,13 @@ async def fetch_tool_definitions(
             with anyio.fail_after(timeout_s), anyio.CancelScope() as garbage:
                 captured.scope = garbage  # a server that answers something that is not MCP: stop now
                 if command is not None:
-                    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env or {}) or None)
-                    async with stdio_client(params, errlog=cast(TextIO, errlog)) as (read, write):
+                    from ..mcp.spawn import (  # the same guarded start as the proxy's
+                        Launch,
+                        stdio_upstream,
+                    )
+
+                    launch = Launch(list(command), dict(env or {}), secrets=_handed_on(env or {}))
+                    async with stdio_upstream(launch, cast(TextIO, errlog), captured.noticed) as (read, write):
                         tap = ListingTap(read)
                         async with ClientSession(tap, write) as session:
                             raw = await _list_session(session, tap, server_name)
@@ -328,6 +343,12 @@ async def fetch_tool_definitions(
     return usable_tools(raw, what, strict=strict, warn=warn)
 
 
+def _handed_on(env: Mapping[str, str]) -> list[str]:
+    from ..store.secrets import handed_on_secrets
+
+    return handed_on_secrets(env)
+
+
 class CapturedLog(logging.Handler):
     """Keeps the SDK's complaints about a server's output (one line each)."""
 
@@ -342,9 +363,17 @@ class CapturedLog(logging.Handler):
         if record.exc_info and record.exc_info[1] is not None:
             exc_text = str(record.exc_info[1]).strip().splitlines()
             detail = next((ln.strip() for ln in exc_text if "input_value=" in ln), exc_text[-1].strip() if exc_text else "")
-        self.messages.append(f"{text[0] if text else record.levelname}{': ' + detail[:200] if detail else ''}")
-        if self.scope is not None and "parse" in record.getMessage().lower():
-            # some servers print a banner on stdout and then speak MCP: give them a moment
+        line = f"{text[0] if text else record.levelname}{': ' + detail[:200] if detail else ''}"
+        if "parse" in record.getMessage().lower():
+            self.noticed(line)
+        else:
+            self.messages.append(line)
+
+    def noticed(self, line: str) -> None:
+        """A line of the server's stdout that is not MCP: some servers print a banner on stdout
+        and then speak MCP, so give them a moment (:data:`NOT_MCP_GRACE_S`), no more."""
+        self.messages.append(line)
+        if self.scope is not None:
             self.scope.deadline = min(self.scope.deadline, anyio.current_time() + NOT_MCP_GRACE_S)
 
 
@@ -368,7 +397,10 @@ def failure_line(
         name = type(cause).__name__
         text = str(cause).strip().splitlines()[0] if str(cause).strip() else name
         if command is None and ("Connect" in name or "connect" in text.lower()):
-            return f"{what}: cannot connect: {text}"
+            refused = "refused" in text.lower() or "connecterror" in name.lower() or "all connection attempts" in text.lower()
+            host = what.rsplit("://", 1)[-1].split("/", 1)[0] if "://" in what else ""
+            label = f"connection_refused ({host})" if refused and host else "cannot connect"
+            return f"{what}: {label}: {text}"
         if command is not None and ("closed" in text.lower() or isinstance(cause, anyio.EndOfStream | anyio.BrokenResourceError | anyio.ClosedResourceError)):
             return f"{what}: the server exited before answering{tail or ' (it wrote nothing to stderr)'}"
     first = causes[0] if causes else exc
