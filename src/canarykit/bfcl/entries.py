@@ -35,6 +35,7 @@ truth cannot be read or does not fit its function's schema is skipped, with the 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import functools
 import importlib
@@ -212,7 +213,7 @@ def _cast(properties: Mapping[str, Any]) -> dict[str, Any]:
                 spec["properties"] = _cast(spec["properties"])
             elif isinstance(spec.get("items"), Mapping):
                 items = dict(spec["items"])
-                items["type"] = table.get(items.get("type"), "string")
+                items["type"] = table.get(str(items.get("type")), "string")
                 if items["type"] == "object" and "properties" in items:
                     items["properties"] = _cast(items["properties"])
                 spec["items"] = items
@@ -348,10 +349,8 @@ def measure_annotations() -> dict[str, dict[str, bool]]:
                     continue
                 instance = instances[owner[name]]
                 before, public = state_leaves(instance), state_leaves(instance, public=True)
-                try:
+                with contextlib.suppress(Exception):  # a failing call is still a call: its state is compared
                     getattr(instance, name)(**args)
-                except Exception:  # a failing call is still a call: its state is compared
-                    pass
                 after = state_leaves(instance)
                 writes[name] = writes.get(name, False) or after != before
                 gone = set(public) - set(state_leaves(instance, public=True))
@@ -423,7 +422,7 @@ def entry_task(entry: Entry, schemas: Mapping[str, Mapping[str, Any]]) -> dict[s
     if len(entry.ground_truth) != len(messages):
         raise ValueError(f"{len(messages)} user turns but ground truth for {len(entry.ground_truth)}")
     plan = []
-    for turn, calls in enumerate(entry.ground_truth):
+    for k, calls in enumerate(entry.ground_truth):
         for text in calls:
             try:
                 name, args = parse_call(text, owner)
@@ -432,10 +431,10 @@ def entry_task(entry: Entry, schemas: Mapping[str, Mapping[str, Any]]) -> dict[s
             err = next(iter(_validator(json.dumps(schemas[name], sort_keys=True)).iter_errors(args)), None)
             if err is not None:
                 raise ValueError(f"ground truth {text!r} does not fit {name}'s schema: {err.message}")
-            if turn < held.get(name, 0):
-                raise ValueError(f"ground truth {text!r} of user turn {turn} calls {name}, which BFCL holds back "
+            if k < held.get(name, 0):
+                raise ValueError(f"ground truth {text!r} of user turn {k} calls {name}, which BFCL holds back "
                                  f"until user turn {held[name]}")
-            plan.append({"tool": name, "args": args, **({"turn": turn} if turn else {})})
+            plan.append({"tool": name, "args": args, **({"turn": k} if k else {})})
     if not plan:
         raise ValueError("the ground truth calls no function")
     task: dict[str, Any] = {

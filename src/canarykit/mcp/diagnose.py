@@ -360,13 +360,17 @@ def summary_lines(doc: Mapping[str, Any], out_dir: str | Path) -> list[str]:
     return lines
 
 
-def diagnose_command(traces: str | Path, out_dir: str | Path) -> int:
-    """``canarykit diagnose TRACE_DIR -o OUT``."""
+def diagnose_command(traces: str | Path, out_dir: str | Path, tools: str | Path | None = None) -> int:
+    """``canarykit diagnose TRACE_DIR -o OUT`` (or Inspect logs: :mod:`.inspect_logs`, ``--tools``)."""
     import sys
 
     from ..store.jsonio import atomic_write_text
+    from .inspect_logs import is_inspect_path, read_inspect_logs
 
-    sessions = read_traces(traces, warn=lambda m: print(f"canarykit diagnose: warning: {m}", file=sys.stderr))
+    def warn(m: str) -> None:
+        print(f"canarykit diagnose: warning: {m}", file=sys.stderr)
+
+    sessions = read_inspect_logs(traces, tools, warn) if is_inspect_path(traces) else read_traces(traces, warn=warn)
     doc, calls_df = diagnose(sessions)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,160 @@
+"""``canarykit diagnose`` over Inspect AI logs: each sample (one epoch of it) is a session.
+
+An Inspect user whose agent got its tools through the canary proxy (``canarykit proxy``,
+e.g. as Inspect's ``mcp_server_stdio``) or from a canarykit tool list gets canarykit's
+words for it from the ``.eval`` logs Inspect already writes. What a name is (a real tool, a
+canary of some type shadowing some tool, a twin) is read from:
+
+- the samples themselves when canarykit wrote them (``canarykit export inspect``: each
+  sample's ``metadata.offered`` and ``metadata.canaries``);
+- else ``--tools``: the proxy's traces (each session header's offered list, ``--trace-dir``)
+  or a canarykit pool file (``canarykit generate-canaries``: its canaries and twins; every
+  other name is a real tool).
+
+The offered list of a sample is the tools its model was given (the ``tools`` of its model
+events, in order), else the list ``--tools`` gives. Every tool call of the sample's messages
+is a call of the session, answered by its tool message: ``ok``; ``invalid_arguments`` when
+Inspect refused the arguments against the schema (such a call never reaches the proxy, so a
+proxy trace lacks it: the log has it, and it counts as a call of the tool the model chose, as
+in the study's loop); ``malformed_arguments`` when they did not parse; ``unknown_tool`` for a
+name not offered. The rest is :mod:`canarykit.mcp.diagnose`'s, unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import InputError
+from .diagnose import Session
+
+__all__ = ["LOG_SUFFIXES", "is_inspect_path", "read_inspect_logs", "tool_kinds"]
+
+#: File suffixes of Inspect logs.
+LOG_SUFFIXES: Final = (".eval",)
+
+
+def is_inspect_path(path: str | Path) -> bool:
+    """True for an Inspect log, or a directory holding some (and no proxy trace)."""
+    p = Path(path)
+    if p.is_file():
+        return p.suffix in LOG_SUFFIXES
+    return p.is_dir() and any(p.glob("*.eval")) and not any(p.glob("*.jsonl"))
+
+
+def tool_kinds(source: str | Path) -> dict[str, dict[str, Any]]:
+    """Name -> offered entry (``name``, ``kind``, ``canary_id``, ``canary_type``, ``shadows``)
+    from proxy traces or a canarykit pool file (module docstring), in their order."""
+    p = Path(source)
+    out: dict[str, dict[str, Any]] = {}
+    if p.is_dir() or p.suffix == ".jsonl":
+        from .diagnose import read_traces
+
+        for s in read_traces(p):
+            for o in s.header.get("offered", []):
+                known = out.setdefault(o["name"], dict(o))
+                if known.get("kind") != o.get("kind") or known.get("canary_id") != o.get("canary_id"):
+                    raise InputError(str(s.trace), "offered", f"{o['name']!r} is a {o.get('kind')} here and a "
+                                     f"{known.get('kind')} in another session: give the traces of one proxy setting")
+        return out
+    from ..canaries import load_pool_document
+
+    doc = load_pool_document(p)
+    for r in doc.get("canaries", []):
+        out[r["name"]] = {"name": r["name"], "kind": "canary", "canary_id": r["id"], "canary_type": r["type"], "shadows": r["shadows"]}
+    for r in doc.get("controls", []):
+        out[r["name"]] = {"name": r["name"], "kind": "control", "canary_id": r.get("control_of"), "canary_type": r["type"],
+                          "shadows": r["shadows"]}
+    return out
+
+
+def _own_kinds(sample: Any) -> dict[str, dict[str, Any]] | None:
+    """What a sample canarykit exported says of its offered list (None: it says nothing)."""
+    meta = sample.metadata or {}
+    if not isinstance(meta.get("offered"), list) or not isinstance(meta.get("canaries"), list):
+        return None
+    out = {str(n): {"name": str(n), "kind": "real"} for n in meta["offered"]}
+    for c in meta["canaries"]:
+        item = str(c.get("item") or "")
+        out[str(c["name"])] = {"name": c["name"], "kind": c["kind"], "canary_type": c.get("type"), "shadows": c.get("shadows"),
+                               "canary_id": item}
+    return out
+
+
+def _offered_names(sample: Any) -> list[str]:
+    names: dict[str, None] = {}
+    for e in sample.events or []:
+        for t in getattr(e, "tools", None) or []:
+            names.setdefault(str(t.name), None)
+    return list(names)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(getattr(c, "text", "")) for c in content or [] if getattr(c, "type", None) == "text")
+
+
+def _calls(sample: Any, offered: set[str]) -> list[dict[str, Any]]:
+    """The sample's tool calls as the proxy traces them (``tools/call`` events)."""
+    answers = {m.tool_call_id: m for m in sample.messages if m.role == "tool"}
+    calls: list[dict[str, Any]] = []
+    for m in sample.messages:
+        for c in getattr(m, "tool_calls", None) or []:
+            answer = answers.get(c.id)
+            error = getattr(answer, "error", None)
+            status = "ok"
+            if c.parse_error:
+                status = "malformed_arguments"
+            elif c.function not in offered:
+                status = "unknown_tool"
+            elif error is not None and error.type == "parsing":
+                status = "invalid_arguments"
+            text = _text(answer.content) if answer is not None else ""
+            if error is not None and not text:
+                text = json.dumps({"error": error.message}, ensure_ascii=False)
+            calls.append({"event": "tools/call", "seq": len(calls), "name": c.function, "arguments": dict(c.arguments or {}),
+                          "status": status, "result": {"content": [{"type": "text", "text": text}]},
+                          "is_error": error is not None, "time": None, "upstream": {}})
+    return calls
+
+
+def read_inspect_logs(path: str | Path, tools: str | Path | None = None, warn: Any = None) -> list[Session]:
+    """Every sample of the Inspect logs at ``path`` (a ``.eval`` file or a directory of
+    them) as a :class:`~canarykit.mcp.diagnose.Session` (module docstring)."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise InputError(str(path), "<file>", "reading Inspect logs needs the inspect-ai package: "
+                                              "pip install -e '.[inspect]'") from None
+    p = Path(path)
+    files = [p] if p.is_file() else sorted(f for f in p.glob("*.eval") if f.is_file())
+    if not files:
+        raise InputError(str(p), "<dir>", "no Inspect logs (*.eval) here")
+    given = tool_kinds(tools) if tools is not None else None
+    sessions: list[Session] = []
+    for f in files:
+        try:
+            log = read_eval_log(str(f))
+        except Exception as exc:  # a file Inspect cannot read is bad input, named
+            raise InputError(str(f), "<file>", f"not an Inspect log Inspect can read: {type(exc).__name__}: {exc}") from None
+        for sample in log.samples or []:
+            kinds = _own_kinds(sample) or given
+            if kinds is None:
+                raise InputError(str(f), f"samples[{sample.id}]", "which tools are canaries? give --tools (the proxy's "
+                                 "trace dir, or the canarykit pool file the tools came from)")
+            names = _offered_names(sample) or list(kinds)
+            offered = [{"position": i, **(kinds.get(n) or {"name": n}), "name": n,
+                        "kind": (kinds.get(n) or {}).get("kind", "real")} for i, n in enumerate(names)]
+            header: dict[str, Any] = {
+                "session": f"{f.stem}:{sample.id}:{sample.epoch}", "started_at": sample.started_at,
+                "transport": "inspect", "client": {"name": log.eval.model, "version": log.eval.task},
+                "proxy": {"controls": any(o["kind"] == "control" for o in offered)}, "upstreams": [], "offered": offered,
+            }
+            session = Session(str(f), header, _calls(sample, set(names)))
+            session.controls = {o["name"]: o for o in offered if o["kind"] == "control"}
+            sessions.append(session)
+    if not sessions and warn is not None:
+        warn(f"{p}: the Inspect logs hold no samples")
+    return sessions
