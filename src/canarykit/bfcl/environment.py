@@ -34,7 +34,9 @@ from ..store.jsonio import content_hash, write_json
 from ..types import ToolResult
 from .entries import bfcl_version, new_instance, task_suite
 
-__all__ = ["TOOLS_ENVIRONMENT", "World", "environment_identity", "export_environment", "is_bfcl", "make_environment"]
+__all__ = [
+    "TOOLS_ENVIRONMENT", "World", "environment_identity", "export_environment", "is_bfcl", "make_environment", "summary_fact",
+]
 
 #: ``environment`` of a tools document of BFCL's tools.
 TOOLS_ENVIRONMENT: Final = "bfcl"
@@ -53,6 +55,23 @@ def export_environment(env_cfg: Mapping[str, Any], tasks_out: str | Path, *, sou
     write_json(tasks_out, suite.document)
     return {"format": TOOLS_FORMAT, "environment": TOOLS_ENVIRONMENT, "bfcl": suite.summary(),
             "tools": suite.annotated_tools()}
+
+
+def summary_fact(study_dir: str | Path) -> tuple[str, str] | None:
+    """The study report's line on a BFCL study: which categories ran, how many entries are
+    tasks and which were skipped, and why (from ``<study>/tools.json``); None for another study."""
+    path = Path(study_dir) / "tools.json"
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    info = doc.get("bfcl") if isinstance(doc, dict) and doc.get("environment") == TOOLS_ENVIRONMENT else None
+    if not isinstance(info, dict):
+        return None
+    skipped = info.get("skipped") or []
+    why = "; ".join(f"{s['id']}: {s['reason']}" for s in skipped)
+    return ("Environment", f"BFCL multi-turn (bfcl-eval {info.get('version')}), categories {', '.join(info.get('categories') or [])}: "
+                           f"{info.get('tasks')} of {info.get('entries')} entries are tasks, {len(skipped)} skipped"
+                           + (f" ({why})" if why else "") + f"; tools of {', '.join(info.get('classes') or [])}")
 
 
 def _text(result: Any) -> str:
