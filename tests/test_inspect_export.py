@@ -113,3 +113,41 @@ def test_export_refuses_bad_input_in_one_line(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err.strip()
     assert err.startswith("canarykit: error: ") and "runs.parquet" in err and "\n" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_call_inspect_refused_is_still_the_call_of_the_tool_the_model_chose(tmp_path: Path) -> None:
+    """An Inspect log canarykit did not write, its tools named by a canarykit pool file: a
+    canary call whose arguments Inspect refused (it never reached a server) counts as that
+    canary's call (invalid_arguments), as in the study's loop; a name not offered is unknown."""
+    from fakes.study import write_pool
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
+    from inspect_ai.tool import ToolCall, ToolCallError
+
+    pool = tmp_path / "pool.json"
+    trap = next(c for c in write_pool(pool, "standard") if c["type"] == "parameter_trap" and c["shadows"] == "get_weather")
+    messages = [ChatMessageUser(content="Weather in Paris?"),
+                ChatMessageAssistant(content="", tool_calls=[ToolCall("c1", trap["name"], {"city": "Paris"})]),
+                ChatMessageTool(content="", tool_call_id="c1", function=trap["name"],
+                                error=ToolCallError("parsing", "'api_key' is a required property")),
+                ChatMessageAssistant(content="", tool_calls=[ToolCall("c2", "get_weather", {"city": "Paris"}),
+                                                             ToolCall("c3", "no_such_tool", {})]),
+                ChatMessageTool(content='{"temp_c": 12}', tool_call_id="c2", function="get_weather"),
+                ChatMessageTool(content="", tool_call_id="c3", function="no_such_tool",
+                                error=ToolCallError("parsing", "Tool no_such_tool not found"))]
+    log = EvalLog(eval=EvalSpec(created="2026-01-01T00:00:00Z", task="mine", dataset=EvalDataset(), model="openai/x",
+                                config=EvalConfig()),
+                  samples=[EvalSample(id=1, epoch=1, input="Weather in Paris?", target="", messages=messages)])
+    write_eval_log(log, tmp_path / "mine.eval")
+    assert cli.main(["diagnose", str(tmp_path / "mine.eval"), "-o", str(tmp_path / "d")]) == 2, "which tools are canaries?"
+    assert cli.main(["diagnose", str(tmp_path / "mine.eval"), "--tools", str(pool), "-o", str(tmp_path / "d")]) == 0
+    calls = pl.read_csv(tmp_path / "d" / "calls.csv")
+    assert calls.select("name", "status", "cls").rows() == [
+        (trap["name"], "invalid_arguments", "canary"), ("get_weather", "ok", "real"), ("no_such_tool", "unknown_tool", "unknown")]

@@ -8,8 +8,9 @@ canary of some type shadowing some tool, a twin) is read from:
 - the samples themselves when canarykit wrote them (``canarykit export inspect``: each
   sample's ``metadata.offered`` and ``metadata.canaries``);
 - else ``--tools``: the proxy's traces (each session header's offered list, ``--trace-dir``)
-  or a canarykit pool file (``canarykit generate-canaries``: its canaries and twins; every
-  other name is a real tool).
+  or a canarykit pool file (``canarykit generate-canaries``: its canaries, its twins and the
+  real tools they shadow; a parameter trap and its twin share a name, and the description the
+  model was given tells which one it was; every other name is a real tool).
 
 The offered list of a sample is the tools its model was given (the ``tools`` of its model
 events, in order), else the list ``--tools`` gives. Every tool call of the sample's messages
@@ -23,6 +24,7 @@ name not offered. The rest is :mod:`canarykit.mcp.diagnose`'s, unchanged.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,17 +45,19 @@ def is_inspect_path(path: str | Path) -> bool:
     return p.is_dir() and any(p.glob("*.eval")) and not any(p.glob("*.jsonl"))
 
 
-def tool_kinds(source: str | Path) -> dict[str, dict[str, Any]]:
-    """Name -> offered entry (``name``, ``kind``, ``canary_id``, ``canary_type``, ``shadows``)
-    from proxy traces or a canarykit pool file (module docstring), in their order."""
+def tool_kinds(source: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Name -> the offered entries it may be (``name``, ``kind``, ``canary_id``,
+    ``canary_type``, ``shadows``; from a pool file also ``description``: a parameter trap and
+    its twin share a name, and only the description tells which one a client was offered),
+    from proxy traces or a canarykit pool file (module docstring), canaries first."""
     p = Path(source)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     if p.is_dir() or p.suffix == ".jsonl":
         from .diagnose import read_traces
 
         for s in read_traces(p):
             for o in s.header.get("offered", []):
-                known = out.setdefault(o["name"], dict(o))
+                known = out.setdefault(o["name"], [dict(o)])[0]
                 if known.get("kind") != o.get("kind") or known.get("canary_id") != o.get("canary_id"):
                     raise InputError(str(s.trace), "offered", f"{o['name']!r} is a {o.get('kind')} here and a "
                                      f"{known.get('kind')} in another session: give the traces of one proxy setting")
@@ -61,33 +65,42 @@ def tool_kinds(source: str | Path) -> dict[str, dict[str, Any]]:
     from ..canaries import load_pool_document
 
     doc = load_pool_document(p)
-    for r in doc.get("canaries", []):
-        out[r["name"]] = {"name": r["name"], "kind": "canary", "canary_id": r["id"], "canary_type": r["type"], "shadows": r["shadows"]}
-    for r in doc.get("controls", []):
-        out[r["name"]] = {"name": r["name"], "kind": "control", "canary_id": r.get("control_of"), "canary_type": r["type"],
-                          "shadows": r["shadows"]}
+    for kind, records in (("canary", doc.get("canaries", [])), ("control", doc.get("controls", []))):
+        for r in records:
+            out.setdefault(r["shadows"], [{"name": r["shadows"], "kind": "real"}])
+            out.setdefault(r["name"], []).append({"name": r["name"], "kind": kind, "canary_id": r.get("control_of", r["id"]),
+                                                  "canary_type": r["type"], "shadows": r["shadows"],
+                                                  "description": r.get("description")})
     return out
 
 
-def _own_kinds(sample: Any) -> dict[str, dict[str, Any]] | None:
+def _resolve(name: str, description: str | None, kinds: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The offered entry of ``name``: the one whose description the client was given, else
+    the first (a canary before its same-named twin); a name nobody lists is a real tool."""
+    options = kinds.get(name) or [{"name": name, "kind": "real"}]
+    chosen = next((o for o in options if description is not None and o.get("description") == description), options[0])
+    return {k: v for k, v in chosen.items() if k != "description"}
+
+
+def _own_kinds(sample: Any) -> dict[str, list[dict[str, Any]]] | None:
     """What a sample canarykit exported says of its offered list (None: it says nothing)."""
     meta = sample.metadata or {}
     if not isinstance(meta.get("offered"), list) or not isinstance(meta.get("canaries"), list):
         return None
-    out = {str(n): {"name": str(n), "kind": "real"} for n in meta["offered"]}
+    out = {str(n): [{"name": str(n), "kind": "real"}] for n in meta["offered"]}
     for c in meta["canaries"]:
-        item = str(c.get("item") or "")
-        out[str(c["name"])] = {"name": c["name"], "kind": c["kind"], "canary_type": c.get("type"), "shadows": c.get("shadows"),
-                               "canary_id": item}
+        out[str(c["name"])] = [{"name": c["name"], "kind": c["kind"], "canary_type": c.get("type"),
+                                "shadows": c.get("shadows"), "canary_id": str(c.get("item") or "")}]
     return out
 
 
-def _offered_names(sample: Any) -> list[str]:
-    names: dict[str, None] = {}
+def _offered(sample: Any) -> dict[str, str | None]:
+    """The tools the sample's model was given (name -> description), in order."""
+    tools: dict[str, str | None] = {}
     for e in sample.events or []:
         for t in getattr(e, "tools", None) or []:
-            names.setdefault(str(t.name), None)
-    return list(names)
+            tools.setdefault(str(t.name), getattr(t, "description", None))
+    return tools
 
 
 def _text(content: Any) -> str:
@@ -144,9 +157,9 @@ def read_inspect_logs(path: str | Path, tools: str | Path | None = None, warn: A
             if kinds is None:
                 raise InputError(str(f), f"samples[{sample.id}]", "which tools are canaries? give --tools (the proxy's "
                                  "trace dir, or the canarykit pool file the tools came from)")
-            names = _offered_names(sample) or list(kinds)
-            offered = [{"position": i, **(kinds.get(n) or {"name": n}), "name": n,
-                        "kind": (kinds.get(n) or {}).get("kind", "real")} for i, n in enumerate(names)]
+            given_tools = _offered(sample) or dict.fromkeys(kinds)
+            names = list(given_tools)
+            offered = [{"position": i, **_resolve(n, d, kinds)} for i, (n, d) in enumerate(given_tools.items())]
             header: dict[str, Any] = {
                 "session": f"{f.stem}:{sample.id}:{sample.epoch}", "started_at": sample.started_at,
                 "transport": "inspect", "client": {"name": log.eval.model, "version": log.eval.task},
