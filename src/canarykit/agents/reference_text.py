@@ -85,6 +85,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=16384)
 def content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that carry content: lower-cased, plurals folded, no stop words."""
     return frozenset(_stem(w) for w in tokenize(text) if w not in _STOP and len(w) > 1)
@@ -98,6 +99,11 @@ def _words_beyond_name(tool: ToolText, drop: frozenset[str] = frozenset()) -> fr
 MIN_BOILERPLATE_WORDS = 6
 #: ... and at least this many tools of the list with unrelated names repeat it.
 MIN_BOILERPLATE_TOOLS = 2
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text))
 
 
 def _shared(a: Sequence[str], b: Sequence[str]) -> int:
@@ -114,13 +120,13 @@ def boilerplate(real: ToolText, texts: Sequence[ToolText]) -> frozenset[str]:
     docstring): its longest opening and closing word spans that at least
     :data:`MIN_BOILERPLATE_TOOLS` tools with names unrelated to ``real``'s repeat, each of at
     least :data:`MIN_BOILERPLATE_WORDS` words; empty when there is none."""
-    words = tokenize(real.description)
-    name = set(tokenize(real.name))
-    others = [tokenize(t.description) for t in texts if t.name != real.name and not name & set(tokenize(t.name))]
+    words = list(_tokens(real.description))
+    name = set(_tokens(real.name))
+    others = [_tokens(t.description) for t in texts if t.name != real.name and not name & set(_tokens(t.name))]
     if len(others) < MIN_BOILERPLATE_TOOLS:
         return frozenset()
     spans = []
-    for mine, theirs in ((words, others), (words[::-1], [o[::-1] for o in others])):
+    for mine, theirs in ((words, others), (words[::-1], [tuple(reversed(o)) for o in others])):
         n = sorted((_shared(mine, o) for o in theirs), reverse=True)[MIN_BOILERPLATE_TOOLS - 1]
         spans.append(n if n >= MIN_BOILERPLATE_WORDS else 0)
     head, tail = spans
