@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 import yaml
 from fakes.bfcl import install_bfcl
+from fakes.readme import command, sh
 
 pytestmark = pytest.mark.slow  # installs bfcl-eval; the profile test runs the whole workflow
 
@@ -23,7 +24,7 @@ CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 
 @pytest.fixture(scope="module", autouse=True)
 def _bfcl() -> None:
-    install_bfcl()
+    install_bfcl(command("make install-bfcl").text)  # as the page prints it
 
 
 def _run(task: Any, tools: list[dict[str, Any]], model: dict[str, Any], *, max_turns: int = 40,
@@ -142,7 +143,7 @@ def test_the_bfcl_profile_runs_offline_and_recovers_the_known_answers(tmp_path: 
     """The profile through the workflow, overlaid like any profile (tasks, seeds, conditions,
     models): BFCL's checker judges, the oracle passes it, the report names the categories and
     the skipped entry, and each planted answer a type's clusters can decide is recovered."""
-    from fakes.workflow import copy_workflow, run
+    from fakes.workflow import copy_workflow
 
     from canarykit.agents.known import known_diagnoses
 
@@ -157,8 +158,9 @@ def test_the_bfcl_profile_runs_offline_and_recovers_the_known_answers(tmp_path: 
     (repo / "overlay.yaml").write_text(yaml.safe_dump({
         "study": {"limit_tasks": 20, "seeds": [0], "conditions": ["baseline", "declared", "control"]}, "models": models,
         "stats": {"bootstrap_resamples": 300}, "figures": {"formats": ["svg"]}}))
-    run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", "results/bfcl/report.html", "--configfile",
-        "src/canarykit/resources/profiles/bfcl.yaml", "overlay.yaml")
+    # the page's command, with the overlay as a second --configfile
+    printed = command("snakemake --cores 2 results/bfcl/report.html --configfile src/canarykit/resources/profiles/bfcl.yaml")
+    sh(repo, f"{printed.text} overlay.yaml", timeout=3000)
     out = repo / "results/bfcl"
     tools = json.loads((out / "tools.json").read_text())
     assert tools["environment"] == "bfcl" and tools["bfcl"]["categories"] == ["multi_turn_base"]

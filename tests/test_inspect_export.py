@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
+from fakes.readme import command, sh
 from test_report import Study, make_study
 
 from canarykit import cli
@@ -24,16 +25,27 @@ MODELS = ("oracle", "planted:capability_mirage")
 CONDITIONS = ("baseline", "declared", "control")
 
 
+def workflow_layout(root: Path, study: Study) -> Study:
+    """The study moved into the workflow's layout under ``root``: ``results/`` with its pools
+    (``results/canaries/``) and run store (``results/runs/store``), the task file where
+    ``params.resolved.yaml`` says it is."""
+    (study.out / "canaries").mkdir()
+    shutil.copy(root / "canaries-standard.json", study.out / "canaries" / "standard.json")
+    (study.out / "runs").mkdir()
+    shutil.move(study.store, study.out / "runs" / "store")
+    params = yaml.safe_load((study.out / "params.resolved.yaml").read_text())
+    params["study"]["tasks"] = "tasks.json"
+    (study.out / "params.resolved.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return Study(study.out, study.out / "runs" / "store", params, study.result)
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Study, Path, Path]:
-    root = tmp_path_factory.mktemp("inspect")
-    study = make_study(root / "study", models=MODELS, per_difficulty=2, seeds=(0, 1), conditions=CONDITIONS, ablation=False)
-    (study.out / "canaries").mkdir()  # the workflow's layout: the study's pools beside its tables
-    shutil.copy(root / "study" / "canaries-standard.json", study.out / "canaries" / "standard.json")
-    out = root / "logs"
-    assert cli.main(["export", "inspect", "--study", str(study.out), "--store", str(study.store),
-                     "--tasks", str(root / "study" / "tasks.json"), "-o", str(out)]) == 0
-    return study, out, root / "study" / "tasks.json"
+    root = tmp_path_factory.mktemp("inspect") / "study"
+    study = make_study(root, models=MODELS, per_difficulty=2, seeds=(0, 1), conditions=CONDITIONS, ablation=False)
+    study = workflow_layout(root, study)
+    sh(root, command("canarykit export inspect --study results -o results/inspect").text)  # as the page prints it
+    return study, root / "results" / "inspect", root / "tasks.json"
 
 
 def _logs(out: Path) -> dict[str, Any]:
@@ -93,12 +105,12 @@ def test_a_trapped_run_carries_its_canary_call_and_metadata(exported: tuple[Stud
     assert [m.role for m in sample.messages[:2]] == ["system", "user"] and sample.input == sample.messages[1].text
 
 
-def test_diagnose_reads_the_exported_logs_with_the_detectors_numbers(exported: tuple[Study, Path, Path], tmp_path: Path) -> None:
+def test_diagnose_reads_the_exported_logs_with_the_detectors_numbers(exported: tuple[Study, Path, Path]) -> None:
     import json
 
     study, out, _ = exported
-    assert cli.main(["diagnose", str(out), "-o", str(tmp_path / "d")]) == 0
-    doc = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
+    sh(out.parents[1], command("canarykit diagnose results/inspect -o diagnosis").text)
+    doc = json.loads((out.parents[1] / "diagnosis" / "diagnosis.json").read_text())
     runs = {r["run_id"]: r for r in pl.read_parquet(study.out / "runs.parquet").iter_rows(named=True)}
     assert len(doc["sessions"]) == len(runs)
     logs = _logs(out)

@@ -19,6 +19,9 @@ from typing import Any
 
 import polars as pl
 import pytest
+from fakes.readme import command, sh
+from fakes.workflow import env
+from test_inspect_export import workflow_layout
 from test_report import Tab, chromium, make_study  # noqa: F401 - chromium is a fixture
 
 from canarykit import cli
@@ -35,11 +38,12 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def inspect_view(log_dir: Path) -> Iterator[str]:
-    """`inspect view` over ``log_dir`` on a free local port; yields its URL."""
+def inspect_view(cwd: Path) -> Iterator[str]:
+    """`inspect view` as the page prints it, in ``cwd``, on a free local port; yields its URL."""
     port = _free_port()
-    proc = subprocess.Popen([str(BIN / "inspect"), "view", "start", "--log-dir", str(log_dir), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    text = command("inspect view --log-dir results/inspect").text
+    proc = subprocess.Popen(["bash", "-c", f"exec {text} --port {port}"], cwd=cwd, env=env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 180
@@ -63,11 +67,11 @@ def inspect_view(log_dir: Path) -> Iterator[str]:
 
 
 def test_inspect_view_shows_a_trapped_runs_canary_call(tmp_path: Path, chromium: Callable[..., Tab]) -> None:  # noqa: F811
-    study = make_study(tmp_path / "study", models=("planted:capability_mirage",), per_difficulty=2, seeds=(0,),
-                       conditions=("declared",), ablation=False)
-    logs = tmp_path / "logs"
-    assert cli.main(["export", "inspect", "--study", str(study.out), "--store", str(study.store),
-                     "--tasks", str(tmp_path / "study" / "tasks.json"), "-o", str(logs)]) == 0
+    root = tmp_path / "study"
+    study = workflow_layout(root, make_study(root, models=("planted:capability_mirage",), per_difficulty=2, seeds=(0,),
+                                             conditions=("declared",), ablation=False))
+    assert cli.main(["export", "inspect", "--study", str(study.out), "-o", str(study.out / "inspect"),
+                     "--tasks", str(root / "tasks.json")]) == 0
     runs = pl.read_parquet(study.out / "runs.parquet").filter(pl.col("trapped")).sort("task_id")
     row = runs.row(0, named=True)
     from canarykit.store.records import read_record, record_path
@@ -76,7 +80,7 @@ def test_inspect_view_shows_a_trapped_runs_canary_call(tmp_path: Path, chromium:
     canary = next(e.name for e in record.events if e.kind == "tool_call"
                   and any(o.name == e.name and o.kind == "canary" for o in record.offered))
     log = f"{slug(row['model'])}_declared.eval"
-    with inspect_view(logs) as url:
+    with inspect_view(root) as url:
         tab = chromium(f"{url}#/tasks/{log}/samples/sample/{row['task_id']}/1/")
         tab.wait(f"document.body.innerText.includes({json.dumps(canary)})", timeout=120)
         text = tab.js("document.body.innerText")
@@ -132,18 +136,14 @@ def test_diagnose_gives_the_same_words_from_an_inspect_log_as_from_the_proxy_tra
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (log,) = sorted((tmp_path / "logs").glob("*.eval"))
-    printed = {}
-    for name, args in (("trace", [str(tmp_path / "traces")]), ("log", [str(log), "--tools", str(tmp_path / "traces")])):
-        out = subprocess.run([str(BIN / "canarykit"), "diagnose", *args, "-o", str(tmp_path / name)], capture_output=True,
-                             text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-        printed[name] = out.stdout
-    trace, inspected = (json.loads((tmp_path / n / "diagnosis.json").read_text()) for n in ("trace", "log"))
+    printed = {"log": sh(tmp_path, command("canarykit diagnose logs --tools traces -o diagnosis").text).stdout,
+               "trace": sh(tmp_path, "canarykit diagnose traces -o trace").stdout}
+    trace, inspected = (json.loads((tmp_path / n / "diagnosis.json").read_text()) for n in ("trace", "diagnosis"))
     assert _words(trace) == _words(inspected) and len(_words(inspected)) == 1
     (words,) = _words(inspected)
     assert words["trapped"] and words["recovered"] and words["csr"] == 0.5
     assert words["first_trap"] == {"name": "advanced_get_weather", "canary_type": "capability_mirage", "shadows": "get_weather"}
     line = "trapped by advanced_get_weather (capability_mirage, shadows get_weather), recovered"
     assert line in printed["trace"] and line in printed["log"]
-    calls = pl.read_csv(tmp_path / "log" / "calls.csv")
+    calls = pl.read_csv(tmp_path / "diagnosis" / "calls.csv")
     assert calls.select("name", "cls").rows() == [("advanced_get_weather", "canary"), ("get_weather", "real")]

@@ -15,12 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = Path("/tmp/canarykit-bfcl-install.lock")
 
 
-def install_bfcl() -> None:
-    """`make install-bfcl` into ``sys.prefix`` unless bfcl-eval is importable already."""
+def install_bfcl(printed: str = "make install-bfcl") -> None:
+    """``printed`` (the docs' `make install-bfcl`) in the repository, into this interpreter's
+    environment (``VENV``: the repository's .venv, as in CI), unless bfcl-eval is importable."""
     with LOCK.open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         if importlib.util.find_spec("bfcl_eval") is None or importlib.util.find_spec("mpmath") is None:
-            proc = subprocess.run(["make", "-C", str(ROOT), "install-bfcl", f"VENV={sys.prefix}"], capture_output=True,
-                                  text=True, timeout=900)
+            venv = "" if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve() else f" VENV={sys.prefix}"
+            proc = subprocess.run(["bash", "-c", printed + venv], cwd=ROOT, capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, f"make install-bfcl failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
             importlib.invalidate_caches()
