@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.world import FAKE_ENV, Step, toolset
+from fakes.world import FAKE_ENV, FakeTask, Step, toolset
 from test_agents_loop import MODEL, Scripted, calls, final
 
 from canarykit.agents import RunSpec, run_one
@@ -24,14 +24,11 @@ from canarykit.types import ToolResult
 
 
 @dataclasses.dataclass(frozen=True)
-class Turned:
+class Turned(FakeTask):
     """A task of three user turns: weather, then a sum, then nothing to do."""
 
     id: str = "mt1"
-    difficulty: str = "medium"
     prompt: str = "What is the weather in Paris?"
-    correct_tools: tuple[str, ...] = ("get_weather", "add")
-    declared_types: tuple[str, ...] = ("parameter_trap",)
     plan: tuple[Any, ...] = (Step("get_weather", {"city": "Paris"}),)
     follow_ups: tuple[str, ...] = ("Now add 2 and 3.", "Thanks.")
     tools_from: tuple[tuple[str, int], ...] = (("add", 1),)
