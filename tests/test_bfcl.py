@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,25 @@ def _suite(category: str) -> tuple[Any, list[Any]]:
 
     suite = task_suite([category])
     return suite, parse_tasks(suite.document, category, suite.tools)
+
+
+def test_the_profile_validates_and_an_unknown_category_is_named() -> None:
+    from canarykit import cli
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "canarykit", "validate-config", "params.yaml", "--configfile",
+                           "src/canarykit/resources/profiles/bfcl.yaml"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "valid. 12 agents, 199 tasks" in proc.stdout, proc.stderr
+    assert cli.main(["validate-config", "--configfile", str(_write(root, {"environment": {"kind": "bfcl",
+                                                                         "categories": ["multi_turn_bass"]}}))]) == 2
+
+
+def _write(root: Path, cfg: dict[str, Any]) -> Path:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "profile.yaml"
+    path.write_text(yaml.safe_dump({**cfg, "judge": {"primary": {"kind": "bfcl"}}}))
+    return path
 
 
 def test_every_category_is_tasks_the_oracle_passes_bfcls_checker_on() -> None:
