@@ -89,12 +89,16 @@ def test_every_category_is_tasks_the_oracle_passes_bfcls_checker_on() -> None:
         suite, tasks = _suite(category)
         assert suite.entries == 200 and len(tasks) + len(suite.skipped) == 200
         assert all(s.reason for s in suite.skipped) and len(suite.skipped) <= 2, suite.skipped
-        for task in tasks[::25]:
+        failed = []
+        # every multi_turn_base entry (the bar: 95%); a sample of the other categories
+        for task in tasks if category == "multi_turn_base" else tasks[::25]:
             record = _run(task, suite.tools, ORACLE)
             assert record.status == "completed" and len(task.user_turns) > 0
             assert sum(e.kind == "final_answer" for e in record.events) == len(task.user_turns)
             verdict = judge.judge(judge_input(record, task))
-            assert verdict.success is True, (task.id, verdict.reason)
+            if verdict.success is not True:
+                failed.append((task.id, verdict.reason))
+        assert not failed, failed  # bfcl-eval 2026.3.23: the oracle passes every entry it runs
     base, _ = _suite("multi_turn_base")
     assert [s.id for s in base.skipped] == ["multi_turn_base_173"] and "is not of type 'integer'" in base.skipped[0].reason
 
