@@ -370,7 +370,10 @@ def diagnose_command(traces: str | Path, out_dir: str | Path, tools: str | Path 
     def warn(m: str) -> None:
         print(f"canarykit diagnose: warning: {m}", file=sys.stderr)
 
-    sessions = read_inspect_logs(traces, tools, warn) if is_inspect_path(traces) else read_traces(traces, warn=warn)
+    if is_inspect_path(traces):
+        sessions = [Session(t, h, c, controls=k) for t, h, c, k in read_inspect_logs(traces, tools, read_traces, warn)]
+    else:
+        sessions = read_traces(traces, warn=warn)
     doc, calls_df = diagnose(sessions)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,20 +18,26 @@ is a call of the session, answered by its tool message: ``ok``; ``invalid_argume
 Inspect refused the arguments against the schema (such a call never reaches the proxy, so a
 proxy trace lacks it: the log has it, and it counts as a call of the tool the model chose, as
 in the study's loop); ``malformed_arguments`` when they did not parse; ``unknown_tool`` for a
-name not offered. The rest is :mod:`canarykit.mcp.diagnose`'s, unchanged.
+name not offered. The rest is :mod:`canarykit.mcp.diagnose`'s, unchanged (this module hands it plain sessions,
+and is handed its trace reader: neither imports the other at load).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import InputError
-from .diagnose import Session
 
-__all__ = ["LOG_SUFFIXES", "is_inspect_path", "read_inspect_logs", "tool_kinds"]
+__all__ = ["LOG_SUFFIXES", "InspectSession", "is_inspect_path", "read_inspect_logs", "tool_kinds"]
+
+#: One sample as :class:`~canarykit.mcp.diagnose.Session` takes it: the log file, the session
+#: header (its ``offered`` list), the ``tools/call`` events, the offered twins by name.
+InspectSession = tuple[str, dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]]
+#: ``read_traces(path)`` of :mod:`canarykit.mcp.diagnose` (its sessions' ``header`` and ``trace``).
+TraceReader = Callable[[Path], Sequence[Any]]
 
 #: File suffixes of Inspect logs.
 LOG_SUFFIXES: Final = (".eval",)
@@ -45,7 +51,7 @@ def is_inspect_path(path: str | Path) -> bool:
     return p.is_dir() and any(p.glob("*.eval")) and not any(p.glob("*.jsonl"))
 
 
-def tool_kinds(source: str | Path) -> dict[str, list[dict[str, Any]]]:
+def tool_kinds(source: str | Path, read_traces: TraceReader) -> dict[str, list[dict[str, Any]]]:
     """Name -> the offered entries it may be (``name``, ``kind``, ``canary_id``,
     ``canary_type``, ``shadows``; from a pool file also ``description``: a parameter trap and
     its twin share a name, and only the description tells which one a client was offered),
@@ -53,8 +59,6 @@ def tool_kinds(source: str | Path) -> dict[str, list[dict[str, Any]]]:
     p = Path(source)
     out: dict[str, list[dict[str, Any]]] = {}
     if p.is_dir() or p.suffix == ".jsonl":
-        from .diagnose import read_traces
-
         for s in read_traces(p):
             for o in s.header.get("offered", []):
                 known = out.setdefault(o["name"], [dict(o)])[0]
@@ -133,9 +137,11 @@ def _calls(sample: Any, offered: set[str]) -> list[dict[str, Any]]:
     return calls
 
 
-def read_inspect_logs(path: str | Path, tools: str | Path | None = None, warn: Any = None) -> list[Session]:
+def read_inspect_logs(path: str | Path, tools: str | Path | None, read_traces: TraceReader,
+                      warn: Any = None) -> list[InspectSession]:
     """Every sample of the Inspect logs at ``path`` (a ``.eval`` file or a directory of
-    them) as a :class:`~canarykit.mcp.diagnose.Session` (module docstring)."""
+    them) as a session for :mod:`canarykit.mcp.diagnose` (module docstring); ``read_traces``
+    reads ``tools`` when it is a proxy's trace directory."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
@@ -145,8 +151,8 @@ def read_inspect_logs(path: str | Path, tools: str | Path | None = None, warn: A
     files = [p] if p.is_file() else sorted(f for f in p.glob("*.eval") if f.is_file())
     if not files:
         raise InputError(str(p), "<dir>", "no Inspect logs (*.eval) here")
-    given = tool_kinds(tools) if tools is not None else None
-    sessions: list[Session] = []
+    given = tool_kinds(tools, read_traces) if tools is not None else None
+    sessions: list[InspectSession] = []
     for f in files:
         try:
             log = read_eval_log(str(f))
@@ -165,9 +171,8 @@ def read_inspect_logs(path: str | Path, tools: str | Path | None = None, warn: A
                 "transport": "inspect", "client": {"name": log.eval.model, "version": log.eval.task},
                 "proxy": {"controls": any(o["kind"] == "control" for o in offered)}, "upstreams": [], "offered": offered,
             }
-            session = Session(str(f), header, _calls(sample, set(names)))
-            session.controls = {o["name"]: o for o in offered if o["kind"] == "control"}
-            sessions.append(session)
+            controls = {o["name"]: o for o in offered if o["kind"] == "control"}
+            sessions.append((str(f), header, _calls(sample, set(names)), controls))
     if not sessions and warn is not None:
         warn(f"{p}: the Inspect logs hold no samples")
     return sessions
