@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
+.PHONY: install install-local install-bfcl run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,16 @@ $(BIN)/.installed-local: $(BIN)/.installed
 	touch $@
 
 install-local: $(BIN)/.installed-local
+
+# BFCL's executable multi-turn benchmark as a study environment (environment.kind bfcl; the
+# profile src/canarykit/resources/profiles/bfcl.yaml; docs/inspect-and-bfcl.md): bfcl-eval,
+# pinned, installed without its declared dependencies (torch through sentence-transformers,
+# faiss, a pinned numpy 1.26.4, vllm extras: none of which its multi-turn classes and checker
+# import), plus mpmath, the one package they do import. `make run` does not need it.
+BFCL_VERSION := 2026.3.23
+install-bfcl: install
+	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval==$(BFCL_VERSION)' 'mpmath==1.3.0'
+	$(BIN)/python -c "import bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker, mpmath"
 
 # Snakemake's console through canarykit's logger plugin (src/snakemake_logger_plugin_canarykit):
 # one screen, a line per stage, errors as they happen, a closing block that says where the

@@ -3,6 +3,8 @@ rule export_tools:
         code=code("export_tools"),
     output:
         out("tools.json"),
+        # environment.kind bfcl: BFCL's entries are the task suite (study.tasks names this file)
+        **({"tasks": config["study"]["tasks"]} if BFCL else {}),
     params:
         environment=config["environment"],
     log:

@@ -14,7 +14,7 @@ from canarykit.agents.secrets import export_secret_envs
 from canarykit.agents.store import retry_gate_input
 from canarykit.study.config import blame, check_study, read_yaml_config, run_grid, validate_params
 from canarykit.study.console import OUT_ENV, cli_targets, study_targets, unknown_target_error
-from canarykit.study.dvcyaml import STAGES_FILE, rule_code
+from canarykit.study.dvcyaml import STAGES_FILE, code_closure, rule_code
 from canarykit.errors import CanaryKitError, ConfigError
 from canarykit.study.layout import (
     LLM_CALLS,
@@ -81,6 +81,8 @@ MODEL_OF = {s: n for n, s in SLUGS.items()}
 #: one agent job per cell (model, pool, condition, seed) of a model; one (cell "all") for a
 #: reference agent's whole grid, and for each model's grid in a stateful MCP environment
 STATEFUL = stateful_environment(config["environment"])
+#: BFCL's multi-turn entries as the study (environment.kind bfcl): export_tools writes study.tasks
+BFCL = config["environment"]["kind"] == "bfcl"
 AGENT_JOBS = {(j.slug, j.name): j for j in agent_jobs(config["models"], GRID, SEEDS, config["environment"])}
 N_TASKS = len(select_tasks(_TASKS, config["study"]["limit_tasks"]))
 #: whether the study runs the dose condition (its curves: stats.json dose_response, table_dose, figure 11)
@@ -122,6 +124,8 @@ ALL_TARGETS = [
     *[out(f"figures/{f}.{fmt}") for f in FIGURES for fmt in config["figures"]["formats"]],
     *([out("table_dose.csv"), *[out(f"figures/fig11.{fmt}") for fmt in config["figures"]["formats"]]] if DOSE else []),
     out("report.html"),
+    # report.export: logs in other tools' formats (rules/report.smk)
+    *([out("inspect")] if "inspect" in config["report"]["export"] else []),
 ]
 
 

@@ -31,3 +31,32 @@ rule report:
         out("logs/report.log"),
     script:
         "../scripts/report.py"
+
+
+# report.export: [inspect] (optional): the study's runs as Inspect AI logs, one .eval file per
+# (model, condition), for `inspect view` and every tool that reads Inspect logs; the same as
+# `canarykit export inspect` (docs/inspect-and-bfcl.md). Needs the inspect-ai package.
+EXPORT_CODE = ["src/canarykit/export/inspect_log.py", *code_closure(Path(workflow.basedir) / "src/canarykit/export/inspect_log.py", workflow.basedir)]
+
+
+rule export_inspect:
+    input:
+        runs=rules.runs_table.output.runs,
+        stats=rules.stats.output.stats,
+        params=rules.study_parameters.output[0],
+        tasks=config["study"]["tasks"],
+        code=EXPORT_CODE,
+    output:
+        directory(out("inspect")),
+    params:
+        python=sys.executable,
+        study=OUT,
+        store=RUN_STORE,
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    log:
+        out("logs/export_inspect.log"),
+    shell:
+        "{params.python} -m canarykit export inspect --study {params.study} --store {params.store} "
+        "--tasks {input.tasks} -o {output} > {log} 2>&1"

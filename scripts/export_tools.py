@@ -1,10 +1,13 @@
 """Write the tool environment's tools (results/tools.json): the MCP definitions of the 12
 built-in tools, or, with environment.kind mcp, the tools document of the user's MCP servers
-(listed now; see canarykit.mcp.environments)."""
+(listed now; see canarykit.mcp.environments), or, with environment.kind bfcl, BFCL's
+functions and the task file of its entries (canarykit.bfcl.environment)."""
 
 import sys
 from pathlib import Path
 
+from canarykit.bfcl.environment import export_environment as export_bfcl
+from canarykit.bfcl.environment import is_bfcl
 from canarykit.mcp.environments import export_environment, is_mcp
 from canarykit.store.jsonio import write_json
 from canarykit.study.workflow import run_script
@@ -13,6 +16,15 @@ from canarykit.tools import mcp_definitions, tool_table
 
 def main(smk):
     environment = smk.params.environment
+    if is_bfcl(environment):
+        document = export_bfcl(environment, smk.output.tasks)
+        write_json(smk.output[0], document)
+        suite = document["bfcl"]
+        skipped = "; ".join(f"{s['id']}: {s['reason']}" for s in suite["skipped"])
+        print(f"export_tools: bfcl-eval {suite['version']}, {', '.join(suite['categories'])}: {suite['tasks']} of "
+              f"{suite['entries']} entries are tasks, {len(document['tools'])} tools of {', '.join(suite['classes'])}"
+              + (f"; {len(suite['skipped'])} skipped: {skipped}" if skipped else ""), file=sys.stderr)
+        return
     if not is_mcp(environment):
         tool_table()  # the ToolsTable contract: unique names, servers, valid descriptions
         write_json(smk.output[0], mcp_definitions())

@@ -293,12 +293,12 @@ def test_rubric_judge_with_the_real_task_module() -> None:
 def test_an_unknown_judge_kind_is_one_line_naming_the_key() -> None:
     from canarykit.judging import judge_kinds
 
-    assert judge_kinds() == ("llm", "rubric", "tool-coverage")
+    assert judge_kinds() == ("bfcl", "llm", "rubric", "tool-coverage")
     for kind, shown in (("oracle", "'oracle'"), (None, "None"), (["rubric"], "\"['rubric']\"")):
         with pytest.raises(ConfigError) as exc:
             make_judge({"kind": kind}, source="my.yaml", key="judge.cross")
         assert str(exc.value) == (f"my.yaml: judge.cross.kind: unknown judge kind {shown}; "
-                                  "expected one of ['llm', 'rubric', 'tool-coverage']")
+                                  "expected one of ['bfcl', 'llm', 'rubric', 'tool-coverage']")
 
 
 def test_tool_coverage_judge() -> None:

@@ -211,7 +211,15 @@ def _proxy(args: argparse.Namespace) -> int:
 def _diagnose(args: argparse.Namespace) -> int:
     from .mcp.diagnose import diagnose_command
 
-    return diagnose_command(args.traces, args.output)
+    return diagnose_command(args.traces, args.output, args.tools)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export.inspect_log import export_inspect
+
+    written = export_inspect(args.study, args.output, store=args.store, tasks=args.tasks)
+    print(f"{len(written)} Inspect logs written to {args.output} (open them with: inspect view --log-dir {args.output})")
+    return 0
 
 
 def _serve_tools(args: argparse.Namespace) -> int:
@@ -378,10 +386,33 @@ def _add_diagnose(sub: _Subcommands) -> None:
         "study's detector, compute csr, trapped, recovered and per-type trap rates per session and overall, write "
         "OUT/diagnosis.json and OUT/calls.csv and print a summary.",
     )
-    dg.add_argument("traces", metavar="TRACE_DIR", help="a proxy's --trace-dir (or one trace file)")
+    dg.add_argument("traces", metavar="TRACE_DIR", help="a proxy's --trace-dir (or one trace file), or Inspect AI logs "
+                    "(a .eval file or a directory of them: each sample is a session)")
+    dg.add_argument("--tools", default=None, metavar="SOURCE",
+                    help="for Inspect logs canarykit did not write: which tools are canaries, from the proxy's trace dir "
+                    "or the canarykit pool file the tools came from")
     dg.add_argument("-o", "--output", required=True, metavar="OUT",
                     help="directory for diagnosis.json and calls.csv (created if missing)")
     dg.set_defaults(func=_diagnose)
+
+
+def _add_export(sub: _Subcommands) -> None:
+    """The ``export`` subcommand's arguments."""
+    ex = sub.add_parser(
+        "export", help="write a finished study in another tool's log format (inspect: Inspect AI .eval logs)",
+        description="Write the runs of a finished study as Inspect AI logs, one .eval file per (model, condition), with "
+        "inspect_ai's own log API: each sample one run (its messages, judges' scores, canary score and metadata), the "
+        "header the study's parameters, results csr and tsr with canarykit's intervals (docs/inspect-and-bfcl.md).",
+    )
+    ex.add_argument("format", choices=["inspect"], help="the log format (inspect: Inspect AI .eval logs)")
+    ex.add_argument("--study", default="results", metavar="DIR",
+                    help="the study's output directory, study.output_dir (default results)")
+    ex.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the logs (created if missing)")
+    ex.add_argument("--store", default=None, metavar="DIR",
+                    help="the run store (default DIR/runs/store when it exists, else results/runs/store)")
+    ex.add_argument("--tasks", default=None, metavar="TASKS.json",
+                    help="the study's task file (default: study.tasks of DIR/params.resolved.yaml)")
+    ex.set_defaults(func=_export)
 
 
 def _add_serve_tools(sub: _Subcommands) -> None:
@@ -407,6 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_list_mcp_tools(sub)
     _add_proxy(sub)
     _add_diagnose(sub)
+    _add_export(sub)
     _add_serve_tools(sub)
     return p
 

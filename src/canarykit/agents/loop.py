@@ -7,6 +7,14 @@ each with a ``role: tool`` message, and stops at an answer without tool calls (`
 or after ``max_turns`` model turns without a final answer (``truncated``: the run was cut off
 by the turn limit, which is not the same as failing the task; see docs/metrics.md, "Truncated runs").
 
+A task of several user turns (``follow_ups``, :mod:`canarykit.tasks.tasks`) is fed one user
+message at a time: once the agent answers one without tool calls (a ``final_answer`` event),
+the next follow-up is appended to the conversation, and ``max_turns`` bounds the model turns
+of each user turn; a user turn cut off by it ends the run (``truncated``). A tool the task
+holds back (``tools_from``) is neither offered nor callable, with its look-alikes, before its
+user turn. An environment that keeps state per run (``Environment.for_run``: BFCL's) gets a
+fresh state for each run and says which real calls it ran on it (``tool_result.executed``).
+
 Every call is recorded and answered, never dropped: a ``tool_call`` event followed by exactly
 one ``tool_result`` (the tool ran) or ``tool_error`` (the loop refused it). Arguments are
 model output, hence hostile: parsed with :func:`~canarykit.store.jsonio.safe_json_loads` under a
@@ -87,6 +95,7 @@ class Environment:
     (MCP servers, :mod:`canarykit.mcp.environments`) wait on I/O in ``execute``: their calls run
     in a worker thread so the event loop keeps serving other runs. ``close`` ends what the
     environment started; ``check`` starts it ahead of the first call (failing early).
+    ``for_run(spec)`` gives the environment of one run (its own state; closed after it).
     """
 
     execute: Callable[[str, Any], ToolResult]
@@ -96,6 +105,10 @@ class Environment:
     blocking: bool = False
     close: Callable[[], None] | None = None
     check: Callable[[], None] | None = None
+    #: the environment of one run (a fresh state from its task's ``setup``); None: this one
+    for_run: Callable[[Any], Environment] | None = None
+    #: the real calls ran on the run's state since it was last asked (recorded per result)
+    executed: Callable[[], list[dict[str, Any]]] | None = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -307,7 +320,8 @@ def execute_call(
             result = _safe_call(env.run_canary, entry.canary, args, env.execute)
         else:
             result = _safe_call(env.execute, name, args)
-        events.append(ToolResultEvent(turn=turn, call_id=call_id, name=name, content=result.content, is_error=bool(result.is_error)))
+        events.append(ToolResultEvent(turn=turn, call_id=call_id, name=name, content=result.content, is_error=bool(result.is_error),
+                                      executed=env.executed() if env.executed is not None else None))
         evidence.append((name, args, result))
         return result.content
     message = clip(problem or "call refused")
@@ -352,16 +366,55 @@ async def run_one(
     timeout_s = agent_defaults().timeout_s if timeout_s is None else timeout_s
     call = caller or ModelCaller(backend, timeout_s=timeout_s)
     t0 = time.perf_counter()
-    run = _Run(messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": spec.task.prompt}])
-    ts = spec.toolset
-    context = None
-    if backend.kind == "reference":
-        context = RunContext(spec.run_id, spec.identity_hash, spec.task, ts.offered, ts.tools, run.evidence, env.compose_answer)
-    for turn in range(spec.max_turns):
-        req = ChatRequest(messages=run.messages, tools=ts.openai_tools, turn=turn, timeout_s=timeout_s, context=context)
-        if not await _turn(run, req, call, ts, env):
-            break
+    run_env = env.for_run(spec) if env.for_run is not None else env
+    run = _Run(messages=[{"role": "system", "content": SYSTEM_PROMPT}])
+    turn = 0  # the model turn, counted over the whole run
+    try:
+        for user_turn, text in enumerate(getattr(spec.task, "user_turns", (spec.task.prompt,))):
+            if user_turn:  # the agent answered the previous user turn: the conversation goes on
+                run.messages.append({"role": "assistant", "content": run.final})
+            run.messages.append({"role": "user", "content": text})
+            run.status = "truncated"
+            ts = offered_at(spec.toolset, spec.task, user_turn)
+            context = None
+            if backend.kind == "reference":
+                context = RunContext(spec.run_id, spec.identity_hash, spec.task, ts.offered, ts.tools, run.evidence,
+                                     run_env.compose_answer)
+            for _ in range(spec.max_turns):
+                req = ChatRequest(messages=run.messages, tools=ts.openai_tools, turn=turn, timeout_s=timeout_s, context=context)
+                turn += 1
+                if not await _turn(run, req, call, ts, run_env):
+                    break
+            if run.status != "completed":
+                break
+    finally:
+        if run_env is not env and run_env.close is not None:
+            run_env.close()
     return _record(spec, backend, run, time.perf_counter() - t0)
+
+
+_VIEWS: dict[tuple[int, frozenset[str]], tuple[ToolSet, ToolSet]] = {}
+
+
+def offered_at(toolset: ToolSet, task: Any, user_turn: int) -> ToolSet:
+    """The tools offered at ``user_turn`` of ``task``: the whole list, less each tool the task
+    holds back to a later user turn (``tools_from``) and that tool's look-alikes (memoised:
+    the runs of one list share the object, which reference agents read once)."""
+    held = {name for name, start in getattr(task, "tools_from", ()) if start > user_turn}
+    if not held:
+        return toolset
+    hidden = frozenset(o.name for o in toolset.offered if o.name in held or o.shadows in held)
+    key = (id(toolset), hidden)
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0] is toolset:
+        return hit[1]
+    keep = [i for i, o in enumerate(toolset.offered) if o.name not in hidden]
+    view = ToolSet(toolset.tool_list_hash, tuple(toolset.tools[i] for i in keep), tuple(toolset.offered[i] for i in keep),
+                   [toolset.openai_tools[i] for i in keep], {k: v for k, v in toolset.by_name.items() if k not in hidden})
+    if len(_VIEWS) > 4096:
+        _VIEWS.clear()
+    _VIEWS[key] = (toolset, view)
+    return view
 
 
 async def _turn(run: _Run, req: ChatRequest, call: Caller, ts: ToolSet, env: Environment) -> bool:
@@ -451,5 +504,5 @@ def _record(spec: RunSpec, backend: Backend, run: _Run, elapsed_s: float) -> Run
 
 __all__ = [
     "LOOP_VERSION", "SYSTEM_PROMPT", "Environment", "RunSpec", "ToolSet", "build_toolset",
-    "code_version", "default_environment", "execute_call", "model_identity", "run_one", "toolset_from_assembly",
+    "code_version", "default_environment", "execute_call", "model_identity", "offered_at", "run_one", "toolset_from_assembly",
 ]

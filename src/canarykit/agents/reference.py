@@ -21,7 +21,9 @@ step picks again), and backs off to ``f`` for the same step with probability
 canary is the only look-alike it accepts. When the plan is done it answers with the environment's composer over the
 evidence it has seen. One call per turn; the whole walk is recomputed from the conversation
 at every turn, so the same policy behind an HTTP endpoint (tests/fakes/reference_server.py)
-makes exactly the same calls.
+makes exactly the same calls. A task of several user turns is walked up to the user turn the
+conversation is in (each plan step says which user message asks for it): the agent answers
+when that turn's steps are done and takes up the next ones when the next message comes.
 
 Policies (params ``take_prob``, ``backoff_prob``; for ``planted`` the type it is blind to,
 params.yaml's key read by :mod:`canarykit.agents.refparams`):
@@ -85,11 +87,19 @@ class Exchange:
 @dataclass(frozen=True)
 class View:
     """Everything a reference agent decides from: the task (prompt and plan), the offered
-    tools as the model receives them (MCP or OpenAI form) and the conversation's calls."""
+    tools as the model receives them (MCP or OpenAI form), the conversation's calls and the
+    user turn it is in (the user messages it has read, less one)."""
 
     task: Any
     tools: tuple[Mapping[str, Any], ...]
     history: tuple[Exchange, ...]
+    user_turn: int = 0
+
+
+def user_turn_of(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The user turn a conversation is in: its user messages, less one (a task of several
+    user turns gets them one by one)."""
+    return max(0, sum(1 for m in messages if m.get("role") == "user") - 1)
 
 
 def mcp_form(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -381,11 +391,15 @@ def next_call(agent_name: str, params: Mapping[str, Any], view: View) -> tuple[s
     history, pos = view.history, 0
     avoid: set[str] = set()
     kept: dict[str, str] = {}  # real tool -> the member of its family whose result was taken
+    prompts = tuple(getattr(view.task, "user_turns", (view.task.prompt,)))
     for number, step in enumerate(view.task.plan):
+        turn = int(getattr(step, "turn", 0))
+        if turn > view.user_turn:  # a later user message asks for it: this turn's steps are done
+            break
         real = by_name.get(step.tool)
         idx, shown = cat.family(step.tool)
         rng = random.Random(draw_seed(agent_name, params, str(view.task.id), number, step.tool, step.args, len(idx)))
-        sv = StepView(str(view.task.prompt), step.tool, step.args, real, tools, tuple(tools[i] for i in idx),
+        sv = StepView(str(prompts[turn]), step.tool, step.args, real, tools, tuple(tools[i] for i in idx),
                       shown, frozenset(avoid))
         name = policy(sv, rng, params)
         family = {step.tool} | {str(tools[i]["name"]) for i in idx}
@@ -438,7 +452,7 @@ class ReferenceBackend:
         if ctx is None:
             raise BackendError("a reference agent needs the run context", error_type="ReferenceAgentError")
         tools = ctx.tools if isinstance(ctx.tools, tuple) else tuple(ctx.tools)  # the same object every turn
-        view = View(ctx.task, tools, history_of(request.messages))
+        view = View(ctx.task, tools, history_of(request.messages), user_turn_of(request.messages))
         call = next_call(self.agent, self.params, view)
         if call is not None:
             name, args = call

@@ -17,6 +17,15 @@ and takes exactly its parameters (``fetch_current_time`` beside ``get_current_ti
 reader sees the same tool, however the short description was reworded). A real tool that merely shares a parameter or a name token
 (``get_pull_request_files`` beside ``get_pull_request``) is not one: its description says
 something else.
+
+Words a description shares *as boilerplate* say nothing of the tool: a server's preamble that
+every one of its tools opens with (BFCL's "This tool belongs to the Gorilla file system. It is
+a simple file system that ... Tool description:") or a note they all close with ("Note that
+the provided function is in Python 3 syntax."). Such a span (:func:`boilerplate`: the longest
+run of at least :data:`MIN_BOILERPLATE_WORDS` words at the start, or the end, of the real
+tool's description that at least two tools of the list whose names share no word with its name
+repeat word for word) is left out of both sides of the coverage; a list without one reads as
+before.
 """
 
 from __future__ import annotations
@@ -76,13 +85,55 @@ def _stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=16384)
 def content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that carry content: lower-cased, plurals folded, no stop words."""
     return frozenset(_stem(w) for w in tokenize(text) if w not in _STOP and len(w) > 1)
 
 
-def _words_beyond_name(tool: ToolText) -> frozenset[str]:
-    return content_words(tool.description) - {_stem(w) for w in tokenize(tool.name)}
+def _words_beyond_name(tool: ToolText, drop: frozenset[str] = frozenset()) -> frozenset[str]:
+    return content_words(tool.description) - {_stem(w) for w in tokenize(tool.name)} - drop
+
+
+#: A boilerplate span (a preamble, a closing note) has at least this many words.
+MIN_BOILERPLATE_WORDS = 6
+#: ... and at least this many tools of the list with unrelated names repeat it.
+MIN_BOILERPLATE_TOOLS = 2
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text))
+
+
+def _shared(a: Sequence[str], b: Sequence[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def boilerplate(real: ToolText, texts: Sequence[ToolText]) -> frozenset[str]:
+    """The content words of ``real``'s description that only its boilerplate holds (module
+    docstring): its longest opening and closing word spans that at least
+    :data:`MIN_BOILERPLATE_TOOLS` tools with names unrelated to ``real``'s repeat, each of at
+    least :data:`MIN_BOILERPLATE_WORDS` words; empty when there is none."""
+    words = list(_tokens(real.description))
+    name = set(_tokens(real.name))
+    others = [_tokens(t.description) for t in texts if t.name != real.name and not name & set(_tokens(t.name))]
+    if len(others) < MIN_BOILERPLATE_TOOLS:
+        return frozenset()
+    spans = []
+    for mine, theirs in ((words, others), (words[::-1], [tuple(reversed(o)) for o in others])):
+        n = sorted((_shared(mine, o) for o in theirs), reverse=True)[MIN_BOILERPLATE_TOOLS - 1]
+        spans.append(n if n >= MIN_BOILERPLATE_WORDS else 0)
+    head, tail = spans
+    if not head and not tail:
+        return frozenset()
+    said = content_words(" ".join(words[head:len(words) - tail]))
+    return frozenset(content_words(" ".join(words[:head] + words[len(words) - tail:])) - said)
 
 
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]])[.!?](?:\s|$)")
@@ -92,20 +143,21 @@ def _cover(mine: frozenset[str], theirs: frozenset[str]) -> float:
     return len(mine & theirs) / len(mine) if mine else 1.0
 
 
-def coverage(real: ToolText, other: ToolText, *, lead: bool = False) -> float:
+def coverage(real: ToolText, other: ToolText, *, lead: bool = False, drop: frozenset[str] = frozenset()) -> float:
     """Share of the real tool's description words (beyond the words of its name, which every
-    sibling tool of a server repeats) that ``other``'s description also has; 1.0 when the
-    real tool's description says nothing beyond its name. ``lead``: the higher of that and
-    the share of its first sentence's words (a name variant may keep only the summary)."""
-    mine = _words_beyond_name(real)
+    sibling tool of a server repeats, and its boilerplate ``drop``) that ``other``'s
+    description also has; 1.0 when the real tool's description says nothing beyond them.
+    ``lead``: the higher of that and the share of its first sentence's words (a name variant
+    may keep only the summary)."""
+    mine = _words_beyond_name(real, drop)
     if not mine:
         return 1.0
-    theirs = content_words(other.description)
+    theirs = content_words(other.description) - drop
     whole = _cover(mine, theirs)
     if not lead:
         return whole
     first = _SENTENCE_END.split(real.description, maxsplit=1)[0]
-    summary = content_words(first) - {_stem(w) for w in tokenize(real.name)}
+    summary = content_words(first) - {_stem(w) for w in tokenize(real.name)} - drop
     return max(whole, _cover(summary, theirs) if summary else 0.0)
 
 
@@ -124,25 +176,27 @@ MIN_PARAPHRASE_WORDS = 4
 RETRIEVAL_VERBS = frozenset(["get", "fetch", "retrieve", "obtain", "lookup", "find", "read", "load", "query", "show", "grab", "return"])
 
 
-def is_lookalike(real: ToolText, other: ToolText) -> bool:
+def is_lookalike(real: ToolText, other: ToolText, drop: frozenset[str] = frozenset()) -> bool:
     """Whether ``other`` reads as a variant of ``real`` (see the module docstring): a name
     variant covering its description (or first sentence), or a tool with exactly its
-    parameters covering its description (:data:`MIN_PARAPHRASE_WORDS`)."""
+    parameters covering its description (:data:`MIN_PARAPHRASE_WORDS`); ``drop``: the real
+    tool's boilerplate words (:func:`boilerplate`)."""
     if other.name == real.name:
         return False
     mine, theirs = set(tokenize(real.name)), set(tokenize(other.name))
     if mine and mine <= theirs:
-        return coverage(real, other, lead=True) >= MIN_COVERAGE
+        return coverage(real, other, lead=True, drop=drop) >= MIN_COVERAGE
     core = mine - RETRIEVAL_VERBS
     if core and core == theirs - RETRIEVAL_VERBS and mine != theirs and set(other.properties) == set(real.properties):
         return True
-    return (len(_words_beyond_name(real)) >= MIN_PARAPHRASE_WORDS and set(other.properties) == set(real.properties)
-            and coverage(real, other) >= MIN_COVERAGE)
+    return (len(_words_beyond_name(real, drop)) >= MIN_PARAPHRASE_WORDS and set(other.properties) == set(real.properties)
+            and coverage(real, other, drop=drop) >= MIN_COVERAGE)
 
 
 @functools.lru_cache(maxsize=4096)
 def _family(real: ToolText, texts: tuple[ToolText, ...]) -> tuple[int, ...]:
-    return tuple(i for i, t in enumerate(texts) if is_lookalike(real, t))
+    drop = boilerplate(real, texts)
+    return tuple(i for i, t in enumerate(texts) if is_lookalike(real, t, drop))
 
 
 def lookalike_indices(real: ToolText, texts: Sequence[ToolText]) -> tuple[int, ...]:

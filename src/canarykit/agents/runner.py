@@ -140,7 +140,8 @@ def run_grid(
     failed so that the run rule is out of date until none do. ``environment`` (params.yaml
     ``environment``) and ``tools_path`` (the exported tools, ``results/tools.json``): with
     ``kind: mcp`` the real tools are the user's MCP servers (:mod:`canarykit.mcp.environments`),
-    started only if a run has to be executed, and stopped at the end. ``ledger``: the invocation's
+    started only if a run has to be executed, and stopped at the end; with ``kind: bfcl``
+    BFCL's classes, a fresh world per run (:mod:`canarykit.bfcl.environment`). ``ledger``: the invocation's
     spend ledger when the grid is one of many jobs (the workflow runs one per cell), so that
     ``agent.budget_usd`` bounds the spend of all of them together.
     """
@@ -149,15 +150,21 @@ def run_grid(
     agent = AgentConfig.parse(agent_cfg)
     check_api_keys(models)
     tool_defs: list[dict[str, Any]] | None = None
-    if environment is not None and environment.get("kind") == "mcp":
+    kind = (environment or {}).get("kind")
+    if environment is not None and kind in ("mcp", "bfcl"):
         from ..mcp.environments import make_environment, tools_of
         from ..store.jsonio import read_json_input
 
         if tools_path is None:
-            raise InputError("params.yaml", "environment", "an MCP environment needs its exported tools (results/tools.json)")
+            raise InputError("params.yaml", "environment", f"an environment of kind {kind} needs its exported tools "
+                                                           "(results/tools.json)")
         document = read_json_input(tools_path, "tools file")
         tool_defs = tools_of(document, str(tools_path))
-        if env is None:
+        if env is None and kind == "bfcl":  # BFCL's classes, a fresh world per run (canarykit.bfcl)
+            from ..bfcl.environment import make_environment as bfcl_environment
+
+            env = bfcl_environment(environment, document)
+        elif env is None:
             errlogs = Path(summary_out).parent / "mcp-servers"
             env = make_environment(environment, document, tools_source=str(tools_path), errlog_dir=errlogs,
                                    job=summary_out)

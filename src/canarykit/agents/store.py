@@ -3,7 +3,8 @@
 A run's *identity* is everything that decides what happens in it: the loop version (which
 includes the system message), the model spec minus its labels, the offered tool list (its
 hash covers every definition and the order), the task (its prompt; plus its plan for
-reference agents, which follow it), ``max_turns`` and the version of the tool environment
+reference agents, which follow it; a task of several user turns adds its follow-ups, its
+held-back tools and its starting state), ``max_turns`` and the version of the tool environment
 (the source of the real tools and of the canaries' runtime, which decide every tool result
 the model reads; with the user's MCP servers, ``environment.kind: mcp``, the hash of their
 exported tool list and versions, the runtime's code and ``environment.revision`` instead:
@@ -111,7 +112,12 @@ def run_identity(
     ``None`` for the built-in tools (:func:`environment_version`)."""
     task_ident: dict[str, Any] = {"prompt": task.prompt}
     if spec.get("backend") == "reference":
-        task_ident["plan"] = [[step.tool, dict(step.args)] for step in task.plan]
+        task_ident["plan"] = [[step.tool, dict(step.args), *([step.turn] if getattr(step, "turn", 0) else [])]
+                              for step in task.plan]
+    # a task of several user turns: what they say, what is held back, where the state starts
+    for key in ("follow_ups", "tools_from", "setup"):
+        if getattr(task, key, None):
+            task_ident[key] = getattr(task, key)
     model = dict(model_ident if model_ident is not None else model_identity(spec))
     if spec.get("backend") == "reference":
         model["implementation"] = reference_version()

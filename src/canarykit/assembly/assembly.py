@@ -1,7 +1,8 @@
 """The assembler: the tool list an agent sees for each (pool, condition, seed, task).
 
-For a task, the offered list is every real tool plus the canaries of the condition's types
-that shadow the task's correct tools (``baseline``: none; ``declared``, ``control`` and
+For a task, the offered list is every real tool (or the real tools the task names: a BFCL
+entry is offered its classes' functions, :func:`task_tools`) plus the canaries of the
+condition's types that shadow the task's correct tools (``baseline``: none; ``declared``, ``control`` and
 ``mirrored``: the task's declared types; ``full``: all six), in a deterministic order per
 (seed, task). The order permutes stable keys (real tool names and canary ids), never
 descriptions, so
@@ -351,6 +352,16 @@ def withheld_granularity(
     return out
 
 
+def task_tools(task: TaskLike, real_tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The real tools a task is offered: those it names (``tools``: a BFCL entry's classes),
+    else every tool of the environment."""
+    names = getattr(task, "tools", None)
+    if names is None:
+        return list(real_tools)
+    wanted = set(names)
+    return [t for t in real_tools if t["name"] in wanted]
+
+
 def build_assemblies(
     tasks: Sequence[TaskLike],
     real_tools: Sequence[Mapping[str, Any]],
@@ -406,8 +417,9 @@ def build_assemblies(
             variant_of = assign_variants([t.id for t in tasks], int(seed), k)
             for task in tasks:
                 index = indexes[variant_of[str(task.id)]]
-                arms = offered_types(task, real_tools, index) if cond == "control" else ("",)
-                built.extend(assemble(task, cond, seed, real_tools, index, pool, by_canary, arm=arm) for arm in arms)
+                mine = task_tools(task, real_tools)
+                arms = offered_types(task, mine, index) if cond == "control" else ("",)
+                built.extend(assemble(task, cond, seed, mine, index, pool, by_canary, arm=arm) for arm in arms)
     if k > 1:
         print(f"assemble: pool {pool}: {k} wording variants, one per (task, seed) (balanced within each seed)", file=out)
     arms_count: dict[str, int] = {}

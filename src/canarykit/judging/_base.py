@@ -35,7 +35,8 @@ class JudgeInput:
     """Everything a judge may read about one run.
 
     ``trace`` is the full tool-call trace rendered as text (:func:`render_trace`);
-    ``task`` is the task object of :mod:`canarykit.tasks.tasks` (used by the rubric judge).
+    ``task`` is the task object of :mod:`canarykit.tasks.tasks` (used by the rubric judge);
+    ``events`` the run's trace events (the bfcl judge replays the calls they record).
     """
 
     run_id: str
@@ -47,6 +48,7 @@ class JudgeInput:
     task: Any = field(default=None, compare=False)
     calls: tuple[CallView, ...] = ()
     error: bool = False
+    events: tuple[Any, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ JudgeFactory = Callable[..., Judge]
 JUDGES: Registry[JudgeFactory] = Registry(
     "judge kind",
     lazy={"llm": "canarykit.judging._llm", "rubric": "canarykit.judging._offline",
-          "tool-coverage": "canarykit.judging._offline"},
+          "tool-coverage": "canarykit.judging._offline", "bfcl": "canarykit.judging._bfcl"},
 )
 
 
@@ -208,6 +210,7 @@ def judge_input(
         task=task,
         calls=call_views(record, calls),
         error=record.error,
+        events=tuple(record.events),
     )
 
 

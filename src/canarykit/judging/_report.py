@@ -131,15 +131,16 @@ def oracle_check(
     primary_df: pl.DataFrame,
     cross_df: pl.DataFrame | None,
 ) -> dict[str, Any] | None:
-    """The instrument check: every oracle run must pass its task's rubric.
+    """The instrument check: every oracle run must pass its task's rubric (a BFCL entry's:
+    BFCL's checker, judge ``bfcl``).
 
     The oracle replays each task's canonical plan, so a run of it that does not pass (cut off
     by the turn limit, a rubric its own plan cannot meet, a tool that changed) says the
-    configuration or the suite is broken, not the model. Uses the rubric judge's verdicts (the
-    primary's or the cross-judge's when one of them is ``rubric``, else grades the oracle runs
-    with the rubric here). ``None`` when the study has no oracle.
+    configuration or the suite is broken, not the model. Uses that judge's verdicts (the
+    primary's or the cross-judge's when one of them is it, else grades the oracle runs with it
+    here). ``None`` when the study has no oracle.
 
-    Returns ``{"judge": "rubric", "models": [...], "runs", "passed", "failed": n,
+    Returns ``{"judge": "rubric" | "bfcl", "models": [...], "runs", "passed", "failed": n,
     "pass_rate", "failures": [{run_id, model, task_id, condition, pool, seed, arm, status, reason}],
     "ok"}`` (``failures`` lists at most 200 runs).
     """
@@ -147,13 +148,16 @@ def oracle_check(
     if not names:
         return None
     sub = runs.filter(pl.col("model").is_in(names))
-    if primary_cfg.get("kind") == "rubric":
+    ids = set(sub["run_id"].to_list())
+    bfcl = "bfcl" in (primary_cfg.get("kind"), (cross_cfg or {}).get("kind")) or any(
+        isinstance(getattr(i.task, "setup", None), Mapping) and "bfcl" in i.task.setup for i in inputs if i.run_id in ids)
+    kind = "bfcl" if bfcl else "rubric"  # the task's own outcome check
+    if primary_cfg.get("kind") == kind:
         verdicts = primary_df
-    elif cross_cfg and cross_cfg.get("kind") == "rubric" and cross_df is not None:
+    elif cross_cfg and cross_cfg.get("kind") == kind and cross_df is not None:
         verdicts = cross_df
     else:
-        ids = set(sub["run_id"].to_list())
-        verdicts, _ = judge_all(make_judge({"kind": "rubric"}), [i for i in inputs if i.run_id in ids], None)
+        verdicts, _ = judge_all(make_judge({"kind": kind}), [i for i in inputs if i.run_id in ids], None)
     v = verdicts.select("run_id", pl.col("success").alias("_rubric"), pl.col("reason").alias("_reason"))
     sub = sub.join(v, on="run_id", how="left")
     passed = sub.filter(~pl.col("error") & ~pl.col("truncated") & (pl.col("_rubric") == True))  # noqa: E712
@@ -161,7 +165,7 @@ def oracle_check(
         [c for c in ("model", "condition", "pool", "seed", "task_id", "arm") if c in sub.columns])
     n = sub.height
     return {
-        "judge": "rubric",
+        "judge": kind,
         "models": names,
         "runs": n,
         "passed": passed.height,

@@ -436,11 +436,19 @@ def write_diagnosis(doc: Mapping[str, Any], calls_df: pl.DataFrame, out_dir: str
     return [scrub(line) for line in summary_lines(doc, out)]
 
 
-def diagnose_command(traces: str | Path, out_dir: str | Path) -> int:
-    """``canarykit diagnose TRACE_DIR -o OUT``."""
+def diagnose_command(traces: str | Path, out_dir: str | Path, tools: str | Path | None = None) -> int:
+    """``canarykit diagnose TRACE_DIR -o OUT`` (or Inspect logs: :mod:`.inspect_logs`, ``--tools``)."""
     import sys
 
-    sessions = read_traces(traces, warn=lambda m: print(f"canarykit diagnose: warning: {m}", file=sys.stderr))
+    from .inspect_logs import is_inspect_path, read_inspect_logs
+
+    def warn(m: str) -> None:
+        print(f"canarykit diagnose: warning: {m}", file=sys.stderr)
+
+    if is_inspect_path(traces):
+        sessions = [Session(t, h, c) for t, h, c, _ in read_inspect_logs(traces, tools, read_traces, warn)]
+    else:
+        sessions = read_traces(traces, warn=warn)
     doc, calls_df = diagnose(sessions)
     for line in write_diagnosis(doc, calls_df, out_dir):
         print(line)

@@ -644,11 +644,17 @@ def build_report(
     models_cfg = _model_rows(cfg, result)
     trace_data = traces(runs_df, store, sampling) if runs_df is not None else {"models": [], "shown": 0, "trapped": 0, "missing": 0}
     meta = result.get("meta") or {}
+    summary = study_summary(cfg, result, runs_df)
+    if (cfg.get("environment") or {}).get("kind") == "bfcl" and isinstance(stats, str | Path):
+        # which BFCL categories ran, what was skipped and why
+        from ..bfcl.environment import summary_fact
+
+        summary["facts"][:0] = [f for f in [summary_fact(Path(stats).parent)] if f]
     context = {
         "title": title or f"canarykit study report: {(cfg.get('study') or {}).get('output_dir', 'study')}",
         "version": _package_version(),
         "oracle": _oracle_view(val),
-        "study": study_summary(cfg, result, runs_df),
+        "study": summary,
         "counts": counts,
         "diagnoses": diagnoses(result, cfg),
         "findings": findings(result, cfg),

@@ -109,7 +109,9 @@ class ToolCallEvent(_EventBase):
 @dataclass(frozen=True, kw_only=True)
 class ToolResultEvent(_EventBase):
     """The tool's answer to a call: ``content``, ``is_error`` (the tool itself answered with
-    an error, e.g. an unknown city or a canary's auth error)."""
+    an error, e.g. an unknown city or a canary's auth error). ``executed``: the real calls
+    (``{"name", "arguments"}``) an environment that keeps state per run (BFCL) ran on that
+    state to answer it: the call itself, a twin's call as its real tool's, none for a canary."""
 
     kind: Literal["tool_result"] = field(default="tool_result", init=False)
     turn: int
@@ -117,6 +119,7 @@ class ToolResultEvent(_EventBase):
     name: str | None = None
     content: str | None = None
     is_error: bool | None = None
+    executed: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +150,8 @@ class BackendErrorEvent(_EventBase):
 
 @dataclass(frozen=True, kw_only=True)
 class FinalAnswerEvent(_EventBase):
-    """The run's final answer, ``content``."""
+    """The run's final answer, ``content``. A task of several user turns has one per user
+    turn the agent answered, in order (the last one is the run's ``final_answer``)."""
 
     kind: Literal["final_answer"] = field(default="final_answer", init=False)
     turn: int

@@ -59,6 +59,18 @@ def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
     from ..canaries import check_canary_settings
 
     check_canary_settings(cfg["canaries"], source)  # the suffix forms and the twins' rules
+    if cfg["environment"]["kind"] == "bfcl":  # BFCL's entries are the suite: the export writes them here
+        cfg["study"]["tasks"] = f"{cfg['study']['output_dir']}/tasks.json"
+    if "inspect" in cfg["report"]["export"]:
+        import importlib.util
+
+        if importlib.util.find_spec("inspect_ai") is None:
+            raise ConfigError(source, "report.export", "inspect needs the inspect-ai package, which is not installed: "
+                                                       "pip install -e '.[inspect]'")
+    for role in ("primary", "cross"):
+        if (cfg["judge"].get(role) or {}).get("kind") == "bfcl" and cfg["environment"]["kind"] != "bfcl":
+            raise ConfigError(source, f"judge.{role}.kind", "the bfcl judge grades BFCL's entries only: set "
+                                                            "environment.kind: bfcl, or pick another judge")
     ab = cfg["ablation"]
     if ab["pool"] == "other":
         ab["pool"] = "subtle" if cfg["canaries"]["pool"] == "standard" else "standard"
@@ -68,8 +80,13 @@ def _semantic_checks(cfg: dict[str, Any], source: str) -> None:
 
 def turns_needed(task: Any) -> int:
     """Model turns the oracle needs for ``task``: one per step of its canonical plan (a
-    reference agent makes one tool call per turn) plus the turn of the final answer."""
-    return len(task.plan) + 1
+    reference agent makes one tool call per turn) plus the turn of the final answer; for a
+    task of several user turns, the most any one user turn needs (``agent.max_turns`` bounds
+    each user turn)."""
+    steps: dict[int, int] = {}
+    for step in task.plan:
+        steps[getattr(step, "turn", 0)] = steps.get(getattr(step, "turn", 0), 0) + 1
+    return max(steps.values(), default=0) + 1
 
 
 def check_max_turns(cfg: dict[str, Any], tasks: Any, source: str = "params.yaml", *, warn: Any = None) -> None:
@@ -90,7 +107,7 @@ def check_max_turns(cfg: dict[str, Any], tasks: Any, source: str = "params.yaml"
     worst = next(t for t in tasks if turns_needed(t) == need)
     others = f" (and {len(short) - 1} other task{'s' if len(short) > 2 else ''})" if len(short) > 1 else ""
     problem = (
-        f"{max_turns} is below what task {worst.id} needs ({len(worst.plan)} tool-call turns + 1 answer turn = "
+        f"{max_turns} is below what task {worst.id} needs ({need - 1} tool-call turns + 1 answer turn = "
         f"{need}){others}; raise agent.max_turns to at least {need}, or set agent.allow_short_max_turns: true "
         "to run anyway (runs cut off by the limit are recorded as truncated)"
     )
@@ -137,17 +154,25 @@ def check_study(cfg: dict[str, Any], source: str = "params.yaml", *, warn: Any =
     :func:`~canarykit.tasks.tasks.select_tasks` with ``study.limit_tasks``, the pipeline's selection). With the built-in tools the
     tasks' tool names and plan arguments are checked here; with ``environment.kind: mcp``
     they are checked against the servers' tools once those are listed (the canary and
-    assembly stages), and only the file's structure here. Models and judges that need plans
-    or rubrics must have them (:func:`check_plans_and_rubrics`).
+    assembly stages), and only the file's structure here; with ``environment.kind: bfcl`` the
+    suite is BFCL's entries of ``environment.categories`` (:mod:`canarykit.bfcl`), built here
+    (bfcl-eval must be installed). Models and judges that need plans or rubrics must have them
+    (:func:`check_plans_and_rubrics`).
     """
-    from ..tasks.tasks import ANY_TOOLS, load_tasks, select_tasks
+    from ..tasks.tasks import ANY_TOOLS, load_tasks, parse_tasks, select_tasks
 
     path = Path(cfg["study"]["tasks"])
-    if not path.is_file():
+    kind = cfg.get("environment", {}).get("kind")
+    if kind == "bfcl":  # the suite is BFCL's entries (export_tools writes them to study.tasks)
+        from ..bfcl.entries import task_suite
+
+        suite = task_suite(cfg["environment"]["categories"], source)
+        tasks = parse_tasks(suite.document, f"bfcl-eval {', '.join(suite.categories)}", suite.tools)
+    elif not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
         raise ConfigError(source, "study.tasks", f"the task file {str(path)!r} {what} (relative paths start at the working directory)")
-    mcp = cfg.get("environment", {}).get("kind") == "mcp"
-    tasks = load_tasks(path, tools=ANY_TOOLS if mcp else None)  # an invalid suite names its own file and field
+    else:
+        tasks = load_tasks(path, tools=ANY_TOOLS if kind == "mcp" else None)  # an invalid suite names its own file and field
     check_plans_and_rubrics(cfg, tasks, str(path), source)
     # the tasks the study runs (study.limit_tasks picks them as the pipeline does), not the whole suite
     check_max_turns(cfg, select_tasks(tasks, cfg["study"].get("limit_tasks")), source, warn=warn)

@@ -105,6 +105,10 @@ def _tools(cfg: Mapping[str, Any]) -> Any:
     from ..store.jsonio import read_json_input
     from ..tools import mcp_definitions
 
+    if cfg["environment"]["kind"] == "bfcl":  # BFCL's functions, annotated as the export does
+        from ..bfcl.entries import task_suite
+
+        return ingest_tools(task_suite(cfg["environment"]["categories"]).annotated_tools(), "bfcl-eval", strict=True)
     if not is_mcp(cfg["environment"]):
         return ingest_tools(mcp_definitions(), "builtin tools", strict=True)
     path = Path(cfg["study"]["output_dir"]) / "tools.json"
@@ -127,7 +131,13 @@ def study_design(cfg: Mapping[str, Any]) -> Design:
 
     notes: list[str] = []
     tools = _tools(cfg)
-    suite: list[Any] = load_tasks(cfg["study"]["tasks"], tools=tools.tools)
+    if cfg["environment"]["kind"] == "bfcl":  # the suite is BFCL's entries (canarykit.bfcl)
+        from ..bfcl.entries import task_suite
+        from ..tasks.tasks import parse_tasks
+
+        suite: list[Any] = parse_tasks(task_suite(cfg["environment"]["categories"]).document, "bfcl-eval", tools.tools)
+    else:
+        suite = load_tasks(cfg["study"]["tasks"], tools=tools.tools)
     tasks: list[Any] = select_tasks(suite, cfg["study"]["limit_tasks"])
     by_id = {t.id: t for t in tasks}
     can = cfg["canaries"]

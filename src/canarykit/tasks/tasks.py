@@ -11,6 +11,14 @@ of the user's MCP servers: ``tools=``), plan arguments valid for each tool's inp
 ``plan`` and ``rubric`` are optional: a task without a plan names its ``correct_tools``
 itself (reference agents, which follow plans, then cannot run it: the study check says so),
 and a task without a rubric needs a judge other than ``rubric`` (same).
+
+**Several user turns.** A task may carry ``follow_ups``: user messages fed one by one after
+``prompt``, each once the agent has answered the one before (user turn 0 is the prompt, turn
+``i`` is ``follow_ups[i - 1]``); each plan step says which user turn it answers (``turn``).
+``tools`` names the real tools the task is offered (default: every tool of the environment),
+``tools_from`` holds back a tool (and its look-alikes) until a later user turn, and
+``setup`` is the task's starting state in an environment that keeps state per run (BFCL's
+entries: :mod:`canarykit.bfcl`). All four are optional and absent from single-turn tasks.
 """
 
 from __future__ import annotations
@@ -45,13 +53,18 @@ TASK_FILE_VERSION = "1"
 
 @dataclass(frozen=True)
 class PlanStep:
-    """One tool call of a reference plan; ``args`` are literal values."""
+    """One tool call of a reference plan; ``args`` are literal values; ``turn`` is the user
+    turn the call answers (0: the prompt; only a task with ``follow_ups`` has others)."""
 
     tool: str
     args: dict[str, Any] = field(hash=False)
+    turn: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "args": self.args}
+        d: dict[str, Any] = {"tool": self.tool, "args": self.args}
+        if self.turn:
+            d["turn"] = self.turn
+        return d
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,23 @@ class Task:
     declared_types: tuple[str, ...]
     plan: tuple[PlanStep, ...]
     rubric: tuple[Fact, ...]
+    #: user messages after ``prompt``, fed one by one (module docstring, "Several user turns")
+    follow_ups: tuple[str, ...] = ()
+    #: the real tools the task is offered; None: every tool of the environment
+    tools: tuple[str, ...] | None = None
+    #: (tool, user turn): the tool and its look-alikes are offered from that user turn on
+    tools_from: tuple[tuple[str, int], ...] = ()
+    #: the task's starting state in an environment that keeps state per run (None: none)
+    setup: dict[str, Any] | None = field(default=None, hash=False)
+
+    @property
+    def user_turns(self) -> tuple[str, ...]:
+        """Every user message of the task in order: the prompt, then the follow-ups."""
+        return (self.prompt, *self.follow_ups)
+
+    def offered_from(self, tool: str) -> int:
+        """The user turn from which ``tool`` (and its look-alikes) is offered (0: from the start)."""
+        return dict(self.tools_from).get(tool, 0)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -92,6 +122,14 @@ class Task:
             out["plan"] = [s.to_dict() for s in self.plan]
         if self.rubric:
             out["rubric"] = [f.to_dict() for f in self.rubric]
+        if self.follow_ups:
+            out["follow_ups"] = list(self.follow_ups)
+        if self.tools is not None:
+            out["tools"] = list(self.tools)
+        if self.tools_from:
+            out["tools_from"] = dict(self.tools_from)
+        if self.setup is not None:
+            out["setup"] = self.setup
         return out
 
 
@@ -202,6 +240,7 @@ def parse_tasks(
         for j, ctype in enumerate(t["declared_types"]):
             if ctype not in CANARY_TYPES:  # pragma: no cover - the schema enum already refuses it
                 raise InputError(src, f"{where}.declared_types[{j}]", f"unknown canary type {ctype!r}")
+        turns = _turn_fields(t, where, src, known if check_tools else None, catalog)
         plan: list[PlanStep] = []
         for j, step in enumerate(t.get("plan", [])):
             if check_tools:
@@ -211,7 +250,8 @@ def parse_tasks(
                 problem = catalog.problem(step["tool"], step["args"])
                 if problem is not None:
                     raise InputError(src, f"{where}.plan[{j}].args", problem)
-            plan.append(PlanStep(step["tool"], step["args"]))
+            plan.append(PlanStep(step["tool"], step["args"], int(step.get("turn", 0))))
+        _check_plan_turns(plan, turns, where, src)
         distinct = list(dict.fromkeys(s.tool for s in plan))
         if plan and list(t["correct_tools"]) != distinct:
             raise InputError(src, f"{where}.correct_tools",
@@ -224,8 +264,49 @@ def parse_tasks(
             rubric.append(Fact(f["kind"], f["label"], float(value) if f["kind"] == "number" else value,
                                float(f.get("tolerance", 0.0))))
         out.append(Task(t["id"], t["difficulty"], t["prompt"], tuple(t["correct_tools"]),
-                        tuple(t["declared_types"]), tuple(plan), tuple(rubric)))
+                        tuple(t["declared_types"]), tuple(plan), tuple(rubric), **turns))
     return out
+
+
+def _turn_fields(t: Mapping[str, Any], where: str, src: str, known: set[str] | None, catalog: _ToolCatalog) -> dict[str, Any]:
+    """A task's optional multi-turn fields (``follow_ups``, ``tools``, ``tools_from``,
+    ``setup``), checked: offered tools that exist and hold the correct tools, hold-backs of
+    offered tools to a user turn the task has."""
+    follow_ups = tuple(t.get("follow_ups", ()))
+    offered = tuple(t["tools"]) if "tools" in t else None
+    if offered is not None:
+        for j, name in enumerate(offered):
+            if known is not None and name not in known:
+                raise InputError(src, f"{where}.tools[{j}]", f"unknown tool {name!r}; known: {catalog.known_text()}")
+        for j, name in enumerate(t["correct_tools"]):
+            if name not in offered:
+                raise InputError(src, f"{where}.correct_tools[{j}]", f"{name!r} is not among the task's tools")
+    held: list[tuple[str, int]] = []
+    for name, turn in (t.get("tools_from") or {}).items():
+        if (offered is not None and name not in offered) or (offered is None and known is not None and name not in known):
+            raise InputError(src, f"{where}.tools_from.{name}", "not a tool the task is offered")
+        if turn > len(follow_ups):
+            raise InputError(src, f"{where}.tools_from.{name}",
+                             f"user turn {turn}, but the task has {len(follow_ups) + 1} user turn(s) (0 to {len(follow_ups)})")
+        held.append((name, int(turn)))
+    setup = t.get("setup")
+    return {"follow_ups": follow_ups, "tools": offered, "tools_from": tuple(held),
+            "setup": dict(setup) if isinstance(setup, dict) else None}
+
+
+def _check_plan_turns(plan: Sequence[PlanStep], turns: Mapping[str, Any], where: str, src: str) -> None:
+    """Plan steps in user-turn order, each in a turn the task has and that offers its tool."""
+    last = 0
+    held = dict(turns["tools_from"])
+    for j, step in enumerate(plan):
+        if step.turn > len(turns["follow_ups"]):
+            raise InputError(src, f"{where}.plan[{j}].turn", f"user turn {step.turn}, but the task has "
+                             f"{len(turns['follow_ups']) + 1} user turn(s) (0 to {len(turns['follow_ups'])})")
+        if step.turn < last:
+            raise InputError(src, f"{where}.plan[{j}].turn", f"plan steps go in user-turn order: {step.turn} after {last}")
+        if step.turn < held.get(step.tool, 0):
+            raise InputError(src, f"{where}.plan[{j}].turn", f"{step.tool!r} is offered from user turn {held[step.tool]} on")
+        last = step.turn
 
 
 def load_tasks(path: str | Path, tools: Sequence[Mapping[str, Any]] | str | None = None) -> list[Task]:
