@@ -14,10 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from jsonschema.exceptions import best_match
-
 from ..errors import ToolEnvironmentError
 from ..store.jsonio import HostileJSONError, safe_json_loads
+from ..tools.arguments import not_an_object, schema_problem, schema_validator_class
 from ..types import ToolResult
 from ._controls import is_control
 from ._fit import profile_tool
@@ -38,7 +37,6 @@ from ._transforms import (
     SNAPSHOT_YEAR,
     STALE_LAG_HOURS,
 )
-from ._validate import schema_validator_class
 
 Executor = Callable[[str, Any], ToolResult]
 
@@ -207,18 +205,14 @@ def _arguments_error(record: Mapping[str, Any], args: Any) -> str | None:
     words canarykit's real tools use (``invalid arguments for <name>: <message> (at <path>)``)."""
     name = record.get("name")
     if not isinstance(args, dict):
-        return f"arguments for {name} must be a JSON object, got {type(args).__name__}"
+        return not_an_object(name, args)
     schema = record.get("inputSchema")
     if not isinstance(schema, dict):
         return None
     try:
-        err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
+        return schema_problem(name, schema_validator_class(schema)(schema), args)
     except Exception:  # a schema jsonschema cannot evaluate: leave the check to the real tool
         return None
-    if err is None:
-        return None
-    where = "/".join(str(p) for p in err.absolute_path)
-    return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
 
 
 def _requote(shown: str, m: re.Match[str]) -> str:

@@ -32,17 +32,16 @@ import copy
 import hashlib
 import json
 import re
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
 from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
 
 from ..errors import InputError
 from ..store.jsonio import canonical_json
+from ..tools.arguments import schema_validator_class
 from ._text import MCP_NAME_RE
 
 #: Separator between the server and the tool name of a disambiguated tool (MCP docs).
@@ -64,13 +63,6 @@ def _where(path: Iterable[Any]) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out
-
-
-def schema_validator_class(schema: dict[str, Any]) -> Any:
-    """The jsonschema validator class for ``schema`` (latest draft when ``$schema`` is unknown)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return validator_for(schema)
 
 
 @lru_cache(maxsize=4096)

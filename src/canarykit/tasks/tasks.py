@@ -194,13 +194,7 @@ class _ToolCatalog:
         if self.builtin:
             return tools.validation_error(name, args)
         schema = self.schemas[name]
-        from ..canaries import schema_validator_class
-
-        err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
-        if err is None:
-            return None
-        where = "/".join(str(p) for p in err.absolute_path)
-        return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
+        return tools.schema_problem(name, tools.schema_validator_class(schema)(schema), args)
 
     def known_text(self) -> str:
         names = list(self.known)
