@@ -26,6 +26,13 @@ def content_hash(obj: Any, length: int = 64) -> str:
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:length]
 
 
+def source_hash(*paths: Path) -> str:
+    """Hash of the code in ``paths`` (files, and every ``*.py`` below a folder): its file names
+    and texts, so a run identity that holds it changes when that code does."""
+    files = sorted(p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py")))
+    return content_hash([[f.name, f.read_text(encoding="utf-8")] for f in files], 16)
+
+
 def pretty_json(obj: Any) -> str:
     """Stable human-readable JSON (sorted keys, 2-space indent, trailing newline)."""
     return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
