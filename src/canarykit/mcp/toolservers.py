@@ -9,7 +9,7 @@ truncation marker (a cut result carries no structured content).
 
 Run one server over stdio::
 
-    python -m canarykit.tools.mcp_servers weather
+    python -m canarykit.mcp.toolservers weather
 
 Export the tool definitions of any MCP server (ours or a third party's, over stdio or
 streamable HTTP), e.g. to generate canaries for it::
@@ -43,8 +43,7 @@ from mcp_types import CallToolResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
 from ..errors import CanaryKitError, InputError
-from . import SERVERS, execute, get_tool
-from ._common import cap_result, clip_message
+from ..tools import SERVERS, cap_result, clip_message, execute, get_tool, shutdown_workers
 
 __all__ = [
     "TOOL_KEYS", "ListToolsError", "ListingTap", "ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools",
@@ -94,7 +93,7 @@ class ToolServer(MCPServer[Any]):
         """Serve over stdio through canarykit's guarded transport: a request the SDK could not
         read (nested too deep, a lone surrogate, not UTF-8, not JSON) is answered at once with a
         JSON-RPC error naming the limit (:mod:`canarykit.mcp.wire`)."""
-        from ..mcp.wire import guarded_stdio_server
+        from .wire import guarded_stdio_server
 
         server = self._lowlevel_server
         async with guarded_stdio_server() as (read_stream, write_stream):
@@ -109,12 +108,10 @@ def serve_stdio(server: str) -> None:
     """Run the named server (weather, math, file, search, database) over stdio until its
     client goes away (stdin closed); then stop every call still running (its worker process
     is killed) and return."""
-    from . import _worker
-
     try:
         build_server(server).run("stdio")
     finally:
-        _worker.shutdown()
+        shutdown_workers()
 
 
 #: Seconds a server that wrote something that is not MCP has to start answering in MCP.
@@ -424,7 +421,7 @@ def list_mcp_tools(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m canarykit.tools.mcp_servers",
+    parser = argparse.ArgumentParser(prog="python -m canarykit.mcp.toolservers",
                                      description="Run one canarykit tool server over MCP stdio.")
     parser.add_argument("server", choices=sorted(SERVERS))
     ns = parser.parse_args(argv)
