@@ -408,7 +408,7 @@ def _transformed(
 
 
 def _canary_record(item: _Built, plan: _PoolPlan) -> dict[str, Any]:
-    """The canary record (see the package docstring) of a transform's output."""
+    """The canary record (see the module docstring) of a transform's output."""
     tool, canary_type, built = item.tool, item.canary_type, item.built
     prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": canary_type, "fit": plan.fit}
     if canary_type in REWORDED_TYPES:
