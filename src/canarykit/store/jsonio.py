@@ -98,7 +98,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(obj: Any, limit: int) -> int:
+def nesting_depth(obj: Any, limit: int) -> int:
+    """How deep ``obj`` nests (objects and lists), counted without recursion up to ``limit + 1``."""
     stack: list[tuple[Any, int]] = [(obj, 1)]
     deepest = 0
     while stack:
@@ -108,7 +109,7 @@ def _depth(obj: Any, limit: int) -> int:
             return deepest
         if isinstance(node, dict):
             stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
+        elif isinstance(node, list | tuple):
             stack.extend((v, d + 1) for v in node)
     return deepest
 
@@ -152,7 +153,7 @@ def safe_json_loads(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: in
         raise
     except (ValueError, RecursionError) as exc:
         raise HostileJSONError(f"invalid JSON: {exc}") from exc
-    if _depth(value, max_depth) > max_depth:  # pragma: no cover - guarded by the scan above
+    if nesting_depth(value, max_depth) > max_depth:  # pragma: no cover - guarded by the scan above
         raise HostileJSONError(f"JSON nesting deeper than {max_depth}")
     return value
 
