@@ -349,12 +349,7 @@ class Upstreams:
     async def _start(self, server: ConnectedServer) -> None:
         """Start (or restart) ``server``'s connection in its own task; raise one line on failure."""
         assert self._tg is not None
-        sdk_log = logging.getLogger("mcp")
-        captured = CapturedLog()
-        saved = (sdk_log.propagate, sdk_log.level)
-        sdk_log.addHandler(captured)
-        sdk_log.propagate = False  # the SDK logs tracebacks for bad server output: we say it in one line
-        sdk_log.setLevel(logging.WARNING)
+        captured = CapturedLog().attach()
         errlog = self._errlog(server) if not server.errlog_path else _reopen(server.errlog_path, self._errlogs)
         try:
             await self._tg.start(self._hold, server, errlog, captured)
@@ -368,9 +363,7 @@ class Upstreams:
                 line = f"{server.spec.shown()}: it answered with something that is not MCP: {captured.messages[0]}"
             raise ListToolsError(f"{server.spec.where}: {line}") from None
         finally:
-            sdk_log.removeHandler(captured)
-            sdk_log.propagate = saved[0]
-            sdk_log.setLevel(saved[1])
+            captured.detach()
 
     async def _hold(
         self, server: ConnectedServer, errlog: IO[str], captured: CapturedLog, *, task_status: TaskStatus[None]
