@@ -41,6 +41,7 @@ from .. import tools
 from ..errors import InputError
 from ..store.jsonio import content_hash, read_json_input
 from ..store.schemas import TasksTable, validate
+from ..tools.arguments import schema_problem, schema_validator_class
 from ..types import CANARY_TYPES, ToolResult
 
 __all__ = [
@@ -194,7 +195,7 @@ class _ToolCatalog:
         if self.builtin:
             return tools.validation_error(name, args)
         schema = self.schemas[name]
-        return tools.schema_problem(name, tools.schema_validator_class(schema)(schema), args)
+        return schema_problem(name, schema_validator_class(schema)(schema), args)
 
     def known_text(self) -> str:
         names = list(self.known)
