@@ -25,7 +25,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 BIN = Path(sys.executable).parent
 CLI = shutil.which("canarykit", path=str(BIN)) or "canarykit"
 ENV = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-WEATHER = [sys.executable, "-m", "canarykit.tools.mcp_servers", "weather"]
+WEATHER = [sys.executable, "-m", "canarykit.mcp.toolservers", "weather"]
 
 
 async def timed(params: StdioServerParameters, calls: list[tuple[str, dict[str, str]]], n: int) -> dict[str, float]:

@@ -45,7 +45,7 @@ def zeroblob() -> None:
     print(f"printf('%.*c', 1e9, 'x') in-process: {time.perf_counter() - t0:.3f} s, error={r.is_error}")
 
     async def over_mcp() -> tuple[float, int, bool]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "canarykit.tools.mcp_servers", "database"])
+        params = StdioServerParameters(command=sys.executable, args=["-m", "canarykit.mcp.toolservers", "database"])
         async with stdio_client(params) as streams, ClientSession(*streams) as session:
             await session.initialize()
             await session.call_tool("query_database", {"sql": "SELECT 1"})

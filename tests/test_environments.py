@@ -175,7 +175,7 @@ def test_an_mcp_environment_plans_the_whole_study(tmp_path: Path) -> None:
     repo = copy_workflow(tmp_path / "repo", per_difficulty=1, models=("oracle",))
     cfg = yaml.safe_load((repo / "params.yaml").read_text())
     cfg["environment"] = {"kind": "mcp", "stateful": False, "servers": [
-        {"name": s, "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", s]} for s in SERVERS]}
+        {"name": s, "command": [sys.executable, "-m", "canarykit.mcp.toolservers", s]} for s in SERVERS]}
     (repo / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = run(repo, "snakemake", "-n", "results/table1.csv", "--quiet", "rules").stdout
     for rule in ("export_tools", "generate_canaries", "assemble", "run_agents", "detect", "judge_primary", "runs_table", "stats"):
@@ -192,7 +192,7 @@ def test_our_servers_as_an_mcp_environment_reproduce_the_builtin_study(tmp_path:
     mcp = copy_workflow(tmp_path / "mcp", per_difficulty=1, models=models)
     cfg = yaml.safe_load((mcp / "params.yaml").read_text())
     cfg["environment"] = {"kind": "mcp", "stateful": False, "servers": [
-        {"name": s, "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", s]} for s in SERVERS]}
+        {"name": s, "command": [sys.executable, "-m", "canarykit.mcp.toolservers", s]} for s in SERVERS]}
     (mcp / "params.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     for repo in (builtin, mcp):
         run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", "--", "results/runs/index.parquet")
@@ -223,7 +223,7 @@ def _env_cfg(servers: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
 def test_servers_that_changed_since_the_export_stop_the_run_stage() -> None:
     from canarykit.mcp.environments import export_environment, make_environment
 
-    cfg = _env_cfg([{"name": "weather", "command": [sys.executable, "-m", "canarykit.tools.mcp_servers", "weather"]}])
+    cfg = _env_cfg([{"name": "weather", "command": [sys.executable, "-m", "canarykit.mcp.toolservers", "weather"]}])
     doc = export_environment(cfg)
     assert doc["servers"][0]["server_info"] == {"name": "canarykit-weather", "version": "1"}
     doc["servers"][0]["server_info"]["version"] = "0"

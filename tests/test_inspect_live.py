@@ -101,7 +101,7 @@ from inspect_ai.solver import solver
 from inspect_ai.tool import mcp_connection, mcp_server_stdio
 
 server = mcp_server_stdio(name="proxy", command=sys.argv[1], args=["proxy", "--trace-dir", "traces", "--stdio",
-                          f"weather={sys.executable} -m canarykit.tools.mcp_servers weather"])
+                          f"weather={sys.executable} -m canarykit.mcp.toolservers weather"])
 
 
 @solver

@@ -17,10 +17,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from canarykit.cli import _appended, main
 from canarykit.errors import InputError
+from canarykit.mcp.toolservers import ListToolsError, ToolServer, list_mcp_tools
 from canarykit.tools import SERVERS, execute, get_tool
-from canarykit.tools.mcp_servers import ListToolsError, ToolServer, list_mcp_tools
 
-WEATHER = [sys.executable, "-m", "canarykit.tools.mcp_servers", "weather"]
+WEATHER = [sys.executable, "-m", "canarykit.mcp.toolservers", "weather"]
 FIXTURES = Path(__file__).parent / "fixtures"
 OFFICIAL = FIXTURES / "mcp_servers" / "official.json"
 REPLAY = [sys.executable, str(FIXTURES / "replay_server.py"), str(OFFICIAL)]

@@ -33,7 +33,7 @@ from canarykit.tools import execute
 FIXTURES = Path(__file__).parent / "fixtures"
 BIN = Path(sys.executable).parent
 CLI = shutil.which("canarykit", path=str(BIN)) or "canarykit"
-WEATHER = f"{sys.executable} -m canarykit.tools.mcp_servers weather"
+WEATHER = f"{sys.executable} -m canarykit.mcp.toolservers weather"
 FLAKY = f"{sys.executable} {FIXTURES / 'flaky_server.py'}"
 ENV = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 LIMIT_S = 120
@@ -343,8 +343,8 @@ def test_diagnose_skips_an_unfinished_last_line(tmp_path: Path) -> None:
 
 
 def test_upstreams_refuse_a_server_that_does_not_answer_in_time(tmp_path: Path) -> None:
+    from canarykit.mcp.toolservers import ListToolsError
     from canarykit.mcp.upstream import ServerSpec, Upstreams
-    from canarykit.tools.mcp_servers import ListToolsError
 
     async def start() -> None:
         async with Upstreams([ServerSpec("mute", command=(sys.executable, "-c", "import time; time.sleep(60)"))],

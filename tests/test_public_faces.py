@@ -79,17 +79,116 @@ def test_the_check_sees_a_crossing(tmp_path: Path) -> None:
         assert len(private_crossings(fake, "canarykit.agents.probe")) == n, source
 
 
-def test_the_module_commands_users_know_still_run(tmp_path: Path) -> None:
-    """The layout by stage moved the generators into study/ and tasks/; the commands people
-    have in their notes (``python -m canarykit.dvcyaml``, ``python -m canarykit.taskgen``)
-    still do what they did."""
+def test_the_documented_module_commands_run(tmp_path: Path) -> None:
+    """The generators live with their stages and run as the docs show them:
+    ``python -m canarykit.study.dvcyaml --check`` (what ``make check`` runs) and
+    ``python -m canarykit.tasks.taskgen OUTPUT`` (the shipped suite, byte for byte); no package
+    stands in for them under an older name."""
+    import importlib.util
     import subprocess
     import sys
 
-    check = subprocess.run([sys.executable, "-m", "canarykit.dvcyaml", "--check"], cwd=ROOT, capture_output=True,
+    check = subprocess.run([sys.executable, "-m", "canarykit.study.dvcyaml", "--check"], cwd=ROOT, capture_output=True,
                            text=True, timeout=300)
     assert check.returncode == 0, check.stderr
     out = tmp_path / "tasks.json"
-    gen = subprocess.run([sys.executable, "-m", "canarykit.taskgen", str(out)], capture_output=True, text=True, timeout=300)
+    gen = subprocess.run([sys.executable, "-m", "canarykit.tasks.taskgen", str(out)], capture_output=True, text=True,
+                         timeout=300)
     assert gen.returncode == 0, gen.stderr
     assert out.read_bytes() == (ROOT / "data/tasks.json").read_bytes()
+    assert importlib.util.find_spec("canarykit.dvcyaml") is None
+    assert importlib.util.find_spec("canarykit.taskgen") is None
+
+
+def test_faces_only_hand_on_names() -> None:
+    """Every package's ``__init__.py`` (the logger plugin's too) is a face: imports of what it
+    offers, a docstring, dunder names (``__all__``, ``__version__``); no code, at most 40
+    lines (issue 32)."""
+    bad = []
+    for face in sorted(SRC.rglob("__init__.py")):
+        shown = face.relative_to(ROOT)
+        lines = face.read_text(encoding="utf-8").splitlines()
+        if len(lines) > 40:
+            bad.append(f"{shown}: {len(lines)} lines")
+        for node in ast.parse("\n".join(lines)).body:
+            names_all = isinstance(node, ast.Assign) and all(
+                getattr(t, "id", "").startswith("__") for t in node.targets)
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            if not (isinstance(node, ast.Import | ast.ImportFrom) or names_all or docstring):
+                bad.append(f"{shown}:{node.lineno} defines {type(node).__name__}")
+    assert bad == [], "move the code into a named module:\n" + "\n".join(bad)
+
+
+#: Circles still being taken apart elsewhere (issue 32: the report's first screen).
+KNOWN_CIRCLES = [["canarykit.report.figures", "canarykit.report.report"]]
+
+
+def import_circles(src: Path) -> list[list[str]]:
+    """Modules of ``canarykit`` under ``src`` that import each other in a loop, lazy imports
+    included (Tarjan's strongly connected components over the module graph)."""
+    def name(path: Path) -> str:
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name(f): f for f in sorted((src / "canarykit").rglob("*.py"))}
+
+    def owner(target: str) -> str | None:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    def targets(path: Path, module: str) -> set[str]:
+        """What ``module`` imports: ``from p import m`` is the module ``p.m`` when there is one."""
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        out: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                target = ".".join([*base, node.module] if node.module else base)
+                out |= {f"{target}.{a.name}" if f"{target}.{a.name}" in modules else owner(target) for a in node.names}
+            elif isinstance(node, ast.Import):
+                out |= {owner(a.name) for a in node.names}
+        return {t for t in out if t and t != module}
+
+    graph = {m: sorted(targets(f, m)) for m, f in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for m in modules:
+        if m not in index:
+            visit(m)
+    return sorted(circles)
+
+
+def test_no_module_imports_itself_through_others(tmp_path: Path) -> None:
+    """No import circles (issue 32): a loop of any length, lazy imports too; and the check
+    finds one when there is one."""
+    assert [c for c in import_circles(SRC) if c not in KNOWN_CIRCLES] == []
+    pkg = tmp_path / "canarykit"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .c import x\n")
+    (pkg / "c.py").write_text("from canarykit.a import y\n")
+    assert import_circles(tmp_path) == [["canarykit.a", "canarykit.b", "canarykit.c"]]

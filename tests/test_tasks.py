@@ -242,3 +242,17 @@ def test_task_map_from_a_file_a_mapping_or_a_list(tmp_path: Path) -> None:
     assert task_map(str(path)) == by_id
     with pytest.raises(InputError):
         task_map(tmp_path / "missing.json")
+
+
+def test_plans_are_checked_against_the_environments_own_schemas(tmp_path: Path) -> None:
+    """A suite for another tool environment: a plan step's arguments are checked against that
+    environment's tool schema and refused in the real tools' words, naming the step."""
+    doc = _base()
+    task = doc["tasks"][0]
+    tools = [{"name": s["tool"], "inputSchema": {"type": "object"}} for s in task["plan"]]
+    tools[0]["inputSchema"] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    task["plan"][0]["args"] = {"n": "five"}
+    with pytest.raises(InputError) as info:
+        load_tasks(_write(tmp_path, {"version": doc["version"], "tasks": [task]}), tools=tools)
+    assert info.value.field == "tasks[0].plan[0].args"
+    assert info.value.problem == f"invalid arguments for {task['plan'][0]['tool']}: 'five' is not of type 'integer' (at n)"

@@ -85,7 +85,7 @@ def test_runaway_queries_hit_the_execution_limit() -> None:
 
 def test_zeroblob_over_mcp_is_the_same_bounded_answer() -> None:
     async def call() -> tuple[str, bool]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "canarykit.tools.mcp_servers", "database"])
+        params = StdioServerParameters(command=sys.executable, args=["-m", "canarykit.mcp.toolservers", "database"])
         with anyio.fail_after(120):
             async with stdio_client(params) as streams, ClientSession(*streams) as session:
                 await session.initialize()

@@ -96,7 +96,7 @@ def _validate_config(args: argparse.Namespace) -> int:
 
 def _list_mcp_tools(args: argparse.Namespace) -> int:
     from .errors import InputError
-    from .tools.mcp_servers import list_mcp_tools, server_environment
+    from .mcp.toolservers import list_mcp_tools, server_environment
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -148,8 +148,8 @@ def _upstream_specs(args: argparse.Namespace) -> list[Any]:
     import shlex
 
     from .errors import InputError
+    from .mcp.toolservers import server_environment
     from .mcp.upstream import ServerSpec
-    from .tools.mcp_servers import server_environment
 
     env = server_environment(args.env or [], inherit=args.inherit_env)
     by_name = tuple(k for k in args.env or [] if "=" not in k)  # passed by name: secrets, kept out of traces
@@ -223,7 +223,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _serve_tools(args: argparse.Namespace) -> int:
-    from .tools.mcp_servers import serve_stdio
+    from .mcp.toolservers import serve_stdio
 
     serve_stdio(args.server)
     return 0

@@ -1,8 +1,10 @@
-"""Small typed records shared by every stage: tool definitions, tool results, canary types, and
-the vocabularies (a Literal each, its tuple derived from it) of call, run and verdict statuses."""
+"""Small typed records shared by every stage: tool definitions, tool results, the environment
+an agent's tool calls go to, canary types, and the vocabularies (a Literal each, its tuple
+derived from it) of call, run and verdict statuses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -126,3 +128,28 @@ class ToolResult:
     content: str
     is_error: bool = False
     data: Any = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where tool calls go: real tools, canary runtimes, and the scripted answer composer.
+
+    ``identity`` is the environment's part of every run identity (``None``: the built-in
+    tools' code version, :func:`canarykit.agents.store.environment_version`). ``blocking`` environments
+    (MCP servers, :mod:`canarykit.mcp.environments`) wait on I/O in ``execute``: their calls run
+    in a worker thread so the event loop keeps serving other runs. ``close`` ends what the
+    environment started; ``check`` starts it ahead of the first call (failing early).
+    ``for_run(spec)`` gives the environment of one run (its own state; closed after it).
+    """
+
+    execute: Callable[[str, Any], ToolResult]
+    run_canary: Callable[[Mapping[str, Any], Any, Callable[[str, Any], ToolResult]], ToolResult]
+    compose_answer: Callable[[Sequence[tuple[str, dict[str, Any], ToolResult]]], str]
+    identity: Any = None
+    blocking: bool = False
+    close: Callable[[], None] | None = None
+    check: Callable[[], None] | None = None
+    #: the environment of one run (a fresh state from its task's ``setup``); None: this one
+    for_run: Callable[[Any], Environment] | None = None
+    #: the real calls ran on the run's state since it was last asked (recorded per result)
+    executed: Callable[[], list[dict[str, Any]]] | None = None

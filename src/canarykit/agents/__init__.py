@@ -8,43 +8,14 @@
   ``local``, ``reference``) speak one protocol (:class:`ChatRequest` -> :class:`ChatResponse`).
 """
 
-from __future__ import annotations
-
 from .cache import ResponseCache, response_key
 from .calls import BackendFailure, CallStats, ModelCaller, RetryPolicy
 from .config import AgentConfig, RetryConfig, agent_defaults
 from .loop import (
-    LOOP_VERSION,
-    SYSTEM_PROMPT,
-    Environment,
-    RunSpec,
-    ToolSet,
-    build_toolset,
-    code_version,
-    default_environment,
-    run_one,
-    toolset_from_assembly,
-)
+    LOOP_VERSION, SYSTEM_PROMPT, Environment, RunSpec, ToolSet, build_toolset, code_version,
+    default_environment, run_one, toolset_from_assembly)
 from .protocol import (
-    BACKENDS,
-    Backend,
-    BackendError,
-    ChatRequest,
-    ChatResponse,
-    RunContext,
-    ToolCall,
-    make_backend,
-    register_backend,
-    registered_backends,
-)
+    BACKENDS, Backend, BackendError, ChatRequest, ChatResponse, RunContext, ToolCall, make_backend,
+    register_backend, registered_backends)
 from .runner import INDEX_SCHEMA, ModelTally, RunSummary, exit_with_parent, failure_lines, run_grid
 from .store import RunStore, model_identity, run_identity
-
-__all__ = [
-    "INDEX_SCHEMA", "LOOP_VERSION", "SYSTEM_PROMPT", "BACKENDS", "AgentConfig", "Backend", "BackendError",
-    "BackendFailure", "CallStats", "ChatRequest", "ChatResponse", "Environment", "ModelCaller", "ModelTally",
-    "ResponseCache", "RetryConfig", "RetryPolicy", "RunContext", "RunSpec", "RunStore", "RunSummary",
-    "ToolCall", "ToolSet", "agent_defaults", "build_toolset", "code_version", "default_environment",
-    "exit_with_parent", "failure_lines", "make_backend", "model_identity", "register_backend",
-    "registered_backends", "response_key", "run_grid", "run_identity", "run_one", "toolset_from_assembly",
-]

@@ -58,7 +58,7 @@ from ..store.records import (
     Usage,
 )
 from ..tools import cap_result
-from ..types import CallStatus, RunStatus, ToolResult
+from ..types import CallStatus, Environment, RunStatus, ToolResult
 from .calls import BackendFailure, ModelCaller
 from .config import agent_defaults
 from .protocol import Backend, ChatRequest, ChatResponse, RunContext
@@ -84,31 +84,6 @@ Evidence = list[tuple[str, dict[str, Any], ToolResult]]
 
 
 # --------------------------------------------------------------------------- environment
-
-
-@dataclass(frozen=True)
-class Environment:
-    """Where tool calls go: real tools, canary runtimes, and the scripted answer composer.
-
-    ``identity`` is the environment's part of every run identity (``None``: the built-in
-    tools' code version, :func:`~.store.environment_version`). ``blocking`` environments
-    (MCP servers, :mod:`canarykit.mcp.environments`) wait on I/O in ``execute``: their calls run
-    in a worker thread so the event loop keeps serving other runs. ``close`` ends what the
-    environment started; ``check`` starts it ahead of the first call (failing early).
-    ``for_run(spec)`` gives the environment of one run (its own state; closed after it).
-    """
-
-    execute: Callable[[str, Any], ToolResult]
-    run_canary: Callable[[Mapping[str, Any], Any, Callable[[str, Any], ToolResult]], ToolResult]
-    compose_answer: Callable[[Sequence[tuple[str, dict[str, Any], ToolResult]]], str]
-    identity: Any = None
-    blocking: bool = False
-    close: Callable[[], None] | None = None
-    check: Callable[[], None] | None = None
-    #: the environment of one run (a fresh state from its task's ``setup``); None: this one
-    for_run: Callable[[Any], Environment] | None = None
-    #: the real calls ran on the run's state since it was last asked (recorded per result)
-    executed: Callable[[], list[dict[str, Any]]] | None = None
 
 
 @functools.lru_cache(maxsize=1)

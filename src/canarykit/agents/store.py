@@ -65,18 +65,13 @@ from typing import Any
 
 from ..errors import InputError
 from ..store.castore import ContentStore
-from ..store.jsonio import content_hash, write_json
+from ..store.jsonio import content_hash, source_hash, write_json
 from ..store.records import RunRecord, normalise_status, read_record, record_json, record_store
 from .secrets import configured_values, scrub_values
 
 #: Model-spec keys that name or group a model, or say where its key lives: not part of what
 #: the model does, so renaming or regrouping a model never re-runs it.
 LABEL_KEYS = frozenset({"name", "group", "api_key_env", "provider"})
-
-
-def source_hash(*paths: Path) -> str:
-    files = sorted(p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py")))
-    return content_hash([[f.name, f.read_text(encoding="utf-8")] for f in files], 16)
 
 
 @functools.cache

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import InputError
-from ..store.jsonio import content_hash, write_json
-from ..types import ToolResult
+from ..store.jsonio import content_hash, source_hash, write_json
+from ..types import Environment, ToolResult
 from .entries import bfcl_version, new_instance, task_suite
 
 __all__ = [
@@ -143,8 +143,6 @@ class World:
 
 
 def _runtime_version() -> str:
-    from ..agents.store import source_hash
-
     pkg = Path(__file__).resolve().parents[1]
     return source_hash(pkg / "bfcl", pkg / "canaries")
 
@@ -156,10 +154,9 @@ def environment_identity(document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_environment(env_cfg: Mapping[str, Any], document: Mapping[str, Any]) -> Any:
-    """The agent loop's :class:`~canarykit.agents.loop.Environment`: ``for_run`` gives each run
+    """The agent loop's :class:`~canarykit.types.Environment`: ``for_run`` gives each run
     its own :class:`World` from its task's ``setup``."""
     from .. import canaries
-    from ..agents.loop import Environment
     from ..tasks import tasks
 
     identity = environment_identity(document)

@@ -35,9 +35,10 @@ from typing import Any, Final
 
 from ..errors import InputError
 from ..store.jsonio import canonical_json, read_json_input
+from ..tasks.tasks import Fact, extract_numbers  # the rubric's own reading of numbers
+from ..tools.arguments import schema_validator_class
 from ..types import ToolResult
 from ._text import slug, split_name
-from ._validate import schema_validator_class
 
 Executor = Callable[[str, Any], ToolResult]
 
@@ -387,8 +388,6 @@ class TaskSuite:
         """Whether the case's real result holds all the evidence the task takes from its
         own call of the tool: the rubric facts that call's result shows, and the figures of
         it that later plan steps pass on (``calculate("71.3 - 57")`` after a news search)."""
-        from ..tasks.tasks import Fact
-
         case_result = self._run(name, args)
         if case_result.is_error:
             return False
@@ -410,8 +409,6 @@ class TaskSuite:
 
 
 def _numbers(text: str) -> list[float]:
-    from ..tasks.tasks import extract_numbers
-
     return extract_numbers(text)
 
 
@@ -427,8 +424,6 @@ def _distinctive(fact: Any) -> bool:
 def _fact_in(fact: Any, text: str) -> bool:
     """The fact as the tool printed it: the same number exactly (no rubric tolerance, so a
     mean of 29.88 is not "found" in a day's 29.9), or the text case-insensitively."""
-    from ..tasks.tasks import extract_numbers  # the rubric's own reading of numbers
-
     if fact.kind == "number":
         value = float(fact.value)
         return any(abs(n - value) <= 1e-9 * max(1.0, abs(value)) for n in extract_numbers(text))
@@ -452,8 +447,6 @@ def read_task_suite(path: str | Path, execute: Executor | None = None) -> TaskSu
     ``.args``; ``rubric`` and ``correct_tools`` optional), so task files for any tool set
     are accepted.
     """
-    from ..tasks.tasks import Fact
-
     src = str(path)
     doc = read_json_input(path, "task file")
     tasks = doc.get("tasks") if isinstance(doc, dict) else doc

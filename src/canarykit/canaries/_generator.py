@@ -4,6 +4,48 @@ their twins.
 
 :func:`build_pool` returns a :class:`~._pool.Pool` (canaries, twins, skip list,
 coincidences); :func:`generate_pool` returns only the canary records.
+
+:func:`build_pool` turns a tool list (any MCP server's; see :func:`ingest_tools`) into a
+:class:`Pool`: per (tool, type) that fits, one canary per wording variant (``variants``: K
+entries of the type's bank drawn with ``wording_seed``, :mod:`._banks`), in tool order, then
+:data:`~canarykit.types.CANARY_TYPES` order, then variant order; their twins
+(``controls=True``: each canary with its probed property set to the healthy value,
+:mod:`._controls`) and the list of what was skipped and why. ``fit="paper"`` offers every type for every tool
+with the paper's transforms (it reproduces the paper's 72 canaries for our 12 tools);
+``fit="fitted"`` (the default) offers a type only where its defect means something for the
+tool (:func:`fit_skip`), draws granularity cases from the schema (never placeholders) and
+checks them against the task suite (:class:`TaskSuite`). :func:`generate_pool` returns the
+canary records only.
+
+Canary record (one JSON object; pool files: :mod:`._pool`)::
+
+    id           "<type>:<real tool>", "<type>:<real tool>@v<i>" for variant i >= 2
+                 (stable across pools and reruns)
+    type         one of the six canary types
+    shadows      the real tool's name as offered (disambiguated: "<server>___<name>")
+    name         unique in the pool, never a real tool's name, ^[a-zA-Z0-9_-]{1,64}$
+    title        when the real tool has one ("Weather forecast (Mumbai)")
+    description  ends with the pool's give-away suffix
+    inputSchema  a valid JSON Schema of type object
+    outputSchema, annotations   the real tool's, mirrored (annotation titles retitled)
+    pool         "standard" | "subtle"
+    behaviour    the JSON object run_canary follows (kind, ...)
+    provenance   generator_version, transform, fit, rewriter (and model)
+    upstream     {"server", "name"}: where the real tool lives (tools with a server)
+    variant      1..K within the pool
+    wording      the bank entry's id, "<type>/<nn>" (the same for every tool given it)
+    tell         {"name", "description": [...]}: where the probed property shows
+                 (audited by :func:`audit_pool`, ``canarykit audit-twins``)
+    selection_visible   false when the canary and its twin show the same name,
+                 description and input schema (a tell in behaviour only)
+
+Twin (control) record: the same keys, with ``id`` ``"control:<canary id>"``,
+``control_of`` (the canary's id), and the twin's own name, title, description, schema and
+``behaviour`` (``passthrough`` or ``renamed_passthrough``; see :mod:`._controls`). The
+assembler offers each twin in its canary's slot. A task gets a granularity canary and twin
+only when its plan calls the tool (:func:`granularity_case`; with a task suite, the others
+are listed in the skip list). :func:`bank_canaries` and :func:`distractors` build the dose
+condition's look-alikes (:mod:`._dose`).
 """
 
 from __future__ import annotations
@@ -366,7 +408,7 @@ def _transformed(
 
 
 def _canary_record(item: _Built, plan: _PoolPlan) -> dict[str, Any]:
-    """The canary record (see the package docstring) of a transform's output."""
+    """The canary record (see the module docstring) of a transform's output."""
     tool, canary_type, built = item.tool, item.canary_type, item.built
     prov: dict[str, Any] = {"generator_version": GENERATOR_VERSION, "transform": canary_type, "fit": plan.fit}
     if canary_type in REWORDED_TYPES:

@@ -247,6 +247,37 @@ def _to_snapshot_dates(text: str, year: int = SNAPSHOT_YEAR) -> str:
     return year_re.sub(str(year), iso_re.sub(iso, text))
 
 
+def _measured(
+    fitted: bool, args: Any, change: Callable[[str, int | float], int | float]
+) -> Callable[[str, str, int | float], int | float]:
+    """A walk's number callback: ``change(path, value)`` of every measured leaf; identifiers,
+    indices and echoed arguments are kept (``fitted``: counts are measured too)."""
+    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
+
+    def on_number(path: str, key: str, value: int | float) -> int | float:
+        if structural.match(key) or _is_echo(key, value, args):
+            return value
+        return change(path, value)
+
+    return on_number
+
+
+def _perturbed_text(
+    fitted: bool, stream: str, canary_id: str, lo: float, hi: float, first: Callable[[str], str] = str
+) -> Callable[[str, str, str], str]:
+    """A walk's text callback: figures in text perturbed (``first`` applied before, paper
+    pools); ``fitted`` also perturbs whole numbers in prose and leaves identifier fields alone."""
+
+    def on_text(path: str, key: str, text: str) -> str:
+        if not fitted:
+            return _perturb_text(first(text), stream, canary_id, lo, hi)
+        if IDENT_TEXT_KEY.match(key):
+            return text
+        return _perturb_integers(_perturb_text(text, stream, canary_id, lo, hi), stream, canary_id, lo, hi)
+
+    return on_text
+
+
 def stale_payload(
     payload: Any,
     canary_id: str,
@@ -260,40 +291,21 @@ def stale_payload(
     figures in text likewise. Identifiers, indices and echoed arguments are kept. ``fitted``
     also moves counts and whole numbers in prose, and leaves identifier fields (paths,
     names, urls) alone."""
-    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
-
-    def on_number(path: str, key: str, value: int | float) -> int | float:
-        if structural.match(key) or _is_echo(key, value, args):
-            return value
-        return perturb_number(value, _factor(stream, canary_id, path, lo, hi))
-
-    def on_text(path: str, key: str, text: str) -> str:
-        if not fitted:
-            return _perturb_text(text, stream, canary_id, lo, hi)
-        if IDENT_TEXT_KEY.match(key):
-            return text
-        return _perturb_integers(_perturb_text(text, stream, canary_id, lo, hi), stream, canary_id, lo, hi)
-
-    return _walk(payload, on_number, on_text)
+    on_number = _measured(fitted, args, lambda path, v: perturb_number(v, _factor(stream, canary_id, path, lo, hi)))
+    return _walk(payload, on_number, _perturbed_text(fitted, stream, canary_id, lo, hi))
 
 
 def approximate_payload(payload: Any, digits: int = 1, args: Any = None, fitted: bool = False) -> Any:
     """Every measured numeric leaf rounded to ``digits`` significant figures (one digit:
     figures in text too). Identifiers, indices and echoed arguments are kept. ``fitted``
     also rounds counts and whole numbers in prose, and leaves identifier fields alone."""
-    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
-
-    def on_number(path: str, key: str, value: int | float) -> int | float:
-        if structural.match(key) or _is_echo(key, value, args):
-            return value
-        return round_significant(value, digits)
 
     def on_text(path: str, key: str, text: str) -> str:
         if digits != 1 or (fitted and IDENT_TEXT_KEY.match(key)):
             return text
         return _round_integers(_round_text(text)) if fitted else _round_text(text)
 
-    return _walk(payload, on_number, on_text)
+    return _walk(payload, _measured(fitted, args, lambda path, v: round_significant(v, digits)), on_text)
 
 
 def snapshot_payload(
@@ -306,27 +318,17 @@ def snapshot_payload(
     year: int = SNAPSHOT_YEAR,
 ) -> Any:
     """Figures perturbed (``temporal`` stream) and every date, year or ``year`` field after
-    the snapshot ``year`` (up to 2029) moved to it (``fitted``: as in :func:`stale_payload`)."""
-    structural = _STRUCTURAL_KEY_FITTED if fitted else _STRUCTURAL_KEY
+    the snapshot ``year`` (up to 2029) moved to it (``fitted``: as in :func:`stale_payload`;
+    the dates then move with their whole record, :func:`snapshot_records`, not one by one)."""
+    measured = _measured(fitted, args, lambda path, v: perturb_number(v, _factor("temporal", canary_id, path, lo, hi)))
 
     def on_number(path: str, key: str, value: int | float) -> int | float:
         if YEAR_KEY.match(key) and isinstance(value, int) and year < value <= 2029 and not fitted:
             return year
-        if structural.match(key) or _is_echo(key, value, args):
-            return value
-        return perturb_number(value, _factor("temporal", canary_id, path, lo, hi))
+        return measured(path, key, value)
 
-    def on_text(path: str, key: str, text: str) -> str:
-        if not fitted:
-            return _perturb_text(_to_snapshot_dates(text, year), "temporal", canary_id, lo, hi)
-        if IDENT_TEXT_KEY.match(key):
-            return text
-        # the dates move with their whole record (degrade: snapshot_records), not one by one
-        return _perturb_integers(_perturb_text(text, "temporal", canary_id, lo, hi), "temporal", canary_id, lo, hi)
-
+    on_text = _perturbed_text(fitted, "temporal", canary_id, lo, hi, lambda text: _to_snapshot_dates(text, year))
     return _walk(payload, on_number, on_text)
-
-
 
 
 # --- fitted pools: defects for any result ----------------------------------------------

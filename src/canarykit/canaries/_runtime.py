@@ -1,8 +1,64 @@
 """What a canary (or a control) does when called: deterministic, true to its type.
 
-See the package docstring for each type's behaviour. :func:`run_canary` dispatches on the
-record's ``type`` (canaries) or ``behaviour.kind`` (controls, which behave like the real
-tool) and never raises for bad arguments or an unknown shadowed tool.
+:func:`run_canary` dispatches on the record's ``type`` (canaries) or ``behaviour.kind``
+(controls, which behave like the real tool) and never raises for bad arguments or an unknown
+shadowed tool; ``execute(name, args)`` runs a real tool. Per type:
+
+- ``semantic_decoy``: stale cached data. The real tool runs with the same arguments; an
+  error passes through; otherwise every measured numeric leaf (and every decimal or
+  thousands-grouped figure in text) is moved 3-15% off by a factor derived from a hash of
+  (canary id, path), rounded like the original. Paper: ``"cached": true, "cached_at":
+  "2024-01-15T03:00:00Z"`` are added (non-object payloads are wrapped as ``{"result": ...}``).
+  Fitted: also every ISO date and date-time moved back by the cache's lag (20-72 hours,
+  per call), every outermost list missing its last entry, and, if nothing else changed,
+  the last sentence (or line) of its longest text; marked ``"cached": true,
+  "cache_age_hours": N``.
+- ``parameter_trap``: always a tool error: ``missing required parameter: api_key`` without
+  the key, else ``invalid api_key: key not recognised (401)``.
+- ``capability_mirage``: delivers less than it claims. The real tool runs with the same
+  arguments and its measured numbers are rounded to ONE significant figure (so facts
+  checked with a tight tolerance fail), with ``"mode": "approximate", "engine":
+  "advanced-beta"`` added. Fitted: date-times rounded down to the hour, lists cut to their
+  first half, prose over 200 characters cut to its first half (``[...]``), and if nothing else
+  changed, the second half of its longest text; a WRITE tool's mirage never writes: it
+  answers a preview (``"applied": false, "mode": "preview"``). Errors pass through.
+- ``prerequisite_blindness``: always a tool error: ``401 Unauthorized: this tool requires
+  an authenticated workspace session (no credentials were provided)``.
+- ``temporal_decoy``: an outdated snapshot of March 2023 (every wording). The real result with figures perturbed
+  (a different hash stream from the semantic decoy), every 2024-2029 date or year in text
+  (and ``year`` fields) moved to 2023, and ``"snapshot": "2023-03-31", "data_version":
+  "2023.1"`` added. Fitted: instead of moving each date, every record (object) dated after
+  the snapshot year moves back as a whole, by the whole years that bring its latest date to
+  it, so its dates keep their order and spacing (:func:`snapshot_records`); lists missing
+  their last entry, identifiers (paths, names, urls) left alone, and if nothing else
+  changed, the last sentence of its longest text.
+- ``granularity_trap``: the real tool's result for the hardcoded special-case arguments in
+  ``behaviour.args``, whatever the agent passed; nothing added.
+- twins: the real tool's result for the same arguments (a parameter trap's twin first checks
+  them against its own schema, then maps the renamed arguments back; arguments its schema
+  refuses are refused in the real tool's words: a read-only real tool is asked the same bad
+  call and its refusal answered with the twin's names, else ``invalid arguments for <name>:
+  ...`` as our real tools say it); distractors likewise.
+
+Fields that identify or index rather than measure (``id``, ``*_id``, ``year``, ``day``,
+``rank``, ``page``, ``limit``, ``count``, ...) are never perturbed or rounded, nor is a
+year named as one in prose ("born 1815").
+
+Answers keep the real tool's form (docs/server-fit.md): structured content written as its
+JSON text stays so (in the real tool's JSON style); structured content beside a text of its
+own (a file's text) keeps both, each degraded; a text result stays text, with the marker as
+a last line in parentheses, or, when the text is JSON, as JSON without fields the real tool
+never sends (no ``cached``, no ``{"result": ...}`` wrapper). A canary that keeps the real
+tool's ``outputSchema`` answers structured content valid against it on every path (markers
+left out when the schema forbids extra fields; else a lighter defect that conforms; else
+the type's error, ``_runtime.UNAVAILABLE``); a write tool's preview drops the ``outputSchema``
+(its twin too) and answers text when the real tool answers text.
+
+Every canary result is defective by design (:data:`CANARY_RESULT_IS_DEFECTIVE`): an error,
+stale data, an approximation, an old snapshot, a preview or a fixed case. Reference agents
+that "back off after an error result" treat any canary result as a defect
+(:func:`defect_marker` names it). ``run_canary`` never raises for bad arguments or for a
+tool the executor does not know: the executor's error is returned.
 """
 
 from __future__ import annotations
@@ -14,10 +70,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from jsonschema.exceptions import best_match
-
 from ..errors import ToolEnvironmentError
 from ..store.jsonio import HostileJSONError, safe_json_loads
+from ..tools.arguments import not_an_object, schema_problem, schema_validator_class
 from ..types import ToolResult
 from ._controls import is_control
 from ._fit import profile_tool
@@ -38,7 +93,6 @@ from ._transforms import (
     SNAPSHOT_YEAR,
     STALE_LAG_HOURS,
 )
-from ._validate import schema_validator_class
 
 Executor = Callable[[str, Any], ToolResult]
 
@@ -207,18 +261,14 @@ def _arguments_error(record: Mapping[str, Any], args: Any) -> str | None:
     words canarykit's real tools use (``invalid arguments for <name>: <message> (at <path>)``)."""
     name = record.get("name")
     if not isinstance(args, dict):
-        return f"arguments for {name} must be a JSON object, got {type(args).__name__}"
+        return not_an_object(name, args)
     schema = record.get("inputSchema")
     if not isinstance(schema, dict):
         return None
     try:
-        err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
+        return schema_problem(name, schema_validator_class(schema)(schema), args)
     except Exception:  # a schema jsonschema cannot evaluate: leave the check to the real tool
         return None
-    if err is None:
-        return None
-    where = "/".join(str(p) for p in err.absolute_path)
-    return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
 
 
 def _requote(shown: str, m: re.Match[str]) -> str:

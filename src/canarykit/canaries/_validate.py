@@ -32,17 +32,16 @@ import copy
 import hashlib
 import json
 import re
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
 from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
 
 from ..errors import InputError
-from ..store.jsonio import canonical_json
+from ..store.jsonio import canonical_json, nesting_depth
+from ..tools.arguments import schema_validator_class
 from ._text import MCP_NAME_RE
 
 #: Separator between the server and the tool name of a disambiguated tool (MCP docs).
@@ -64,13 +63,6 @@ def _where(path: Iterable[Any]) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out
-
-
-def schema_validator_class(schema: dict[str, Any]) -> Any:
-    """The jsonschema validator class for ``schema`` (latest draft when ``$schema`` is unknown)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return validator_for(schema)
 
 
 @lru_cache(maxsize=4096)
@@ -303,7 +295,7 @@ def _parsed_tool(i: int, tool: Any, source: str, problems: _Problems) -> _Parsed
                      f"expected an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .), got {name!r}")
         return None
     label = f"tools[{i}] ({name})"
-    depth = _nesting(tool, MAX_DEFINITION_DEPTH)
+    depth = nesting_depth(tool, MAX_DEFINITION_DEPTH)
     if depth > MAX_DEFINITION_DEPTH:
         problems.add(name, "*", "invalid_tool", label,
                      f"nested more than {MAX_DEFINITION_DEPTH} levels deep (the limit for one tool definition)")
@@ -346,22 +338,6 @@ def _parsed_tool(i: int, tool: Any, source: str, problems: _Problems) -> _Parsed
         if isinstance(mcp_name, str) and MCP_NAME_RE.match(mcp_name):
             norm["mcp_name"] = mcp_name  # an already disambiguated list keeps each tool's name on its server
     return i, name, server, norm
-
-
-def _nesting(obj: Any, limit: int) -> int:
-    """How deep ``obj`` nests (objects and lists), counted without recursion up to ``limit + 1``."""
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    deepest = 0
-    while stack:
-        node, d = stack.pop()
-        deepest = max(deepest, d)
-        if deepest > limit:
-            break
-        if isinstance(node, dict):
-            stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list | tuple):
-            stack.extend((v, d + 1) for v in node)
-    return deepest
 
 
 def _disambiguated(parsed: list[_Parsed], problems: _Problems) -> tuple[list[dict[str, Any]], list[int]]:

@@ -18,115 +18,18 @@ agreement, stability, the human sheet).
 """
 
 from ._agreement import (
-    HumanGrade,
-    agreement,
-    blind_record,
-    cohen_kappa,
-    cross_judge_report,
-    human_sheet,
-    human_sheet_command,
-    human_validation,
-    read_human_sheet,
-    stability,
-    stability_draw,
-    stratified_sample,
-)
+    HumanGrade, agreement, blind_record, cohen_kappa, cross_judge_report, human_sheet,
+    human_sheet_command, human_validation, read_human_sheet, stability, stability_draw,
+    stratified_sample)
 from ._base import (
-    RESULT_CAP,
-    CallView,
-    Judge,
-    JudgeInput,
-    Verdict,
-    judge_input,
-    judge_kinds,
-    make_judge,
-    register_judge,
-    render_trace,
-)
+    RESULT_CAP, CallView, Judge, JudgeInput, Verdict, judge_input, judge_kinds, make_judge,
+    register_judge, render_trace)
 from ._independence import check_judge_independence, normalise_provider, provider_of
 from ._llm import (
-    PARSER_VERSION,
-    LLMJudge,
-    fill_template,
-    judge_prompt,
-    parse_verdict,
-    read_template,
-)
+    PARSER_VERSION, LLMJudge, fill_template, judge_prompt, parse_verdict, read_template)
 from ._offline import RubricJudge, ToolCoverageJudge
 from ._orchestrate import (
-    JudgingJob,
-    detect_and_judge,
-    judge_lines,
-    verdict_failure_lines,
-    write_verdict_tables,
-)
+    JudgingJob, detect_and_judge, judge_lines, verdict_failure_lines, write_verdict_tables)
 from ._panel import ROLES, StudyJudges
-from ._report import (
-    oracle_check,
-    oracle_lines,
-    oracle_names,
-    stability_sample,
-    validation_report,
-)
-from ._run import (
-    VERDICT_COLUMNS,
-    VerdictCache,
-    judge_all,
-    judge_inputs,
-    judge_options,
-    judge_runs,
-)
-
-__all__ = [
-    "CallView",
-    "HumanGrade",
-    "Judge",
-    "JudgeInput",
-    "JudgingJob",
-    "LLMJudge",
-    "PARSER_VERSION",
-    "RESULT_CAP",
-    "ROLES",
-    "RubricJudge",
-    "StudyJudges",
-    "ToolCoverageJudge",
-    "VERDICT_COLUMNS",
-    "Verdict",
-    "VerdictCache",
-    "agreement",
-    "blind_record",
-    "check_judge_independence",
-    "cohen_kappa",
-    "cross_judge_report",
-    "detect_and_judge",
-    "fill_template",
-    "human_sheet",
-    "human_sheet_command",
-    "human_validation",
-    "judge_all",
-    "judge_input",
-    "judge_inputs",
-    "judge_kinds",
-    "judge_lines",
-    "judge_options",
-    "judge_prompt",
-    "judge_runs",
-    "make_judge",
-    "normalise_provider",
-    "oracle_check",
-    "oracle_lines",
-    "oracle_names",
-    "parse_verdict",
-    "provider_of",
-    "read_human_sheet",
-    "read_template",
-    "register_judge",
-    "render_trace",
-    "stability",
-    "stability_draw",
-    "stability_sample",
-    "stratified_sample",
-    "validation_report",
-    "verdict_failure_lines",
-    "write_verdict_tables",
-]
+from ._report import oracle_check, oracle_lines, oracle_names, stability_sample, validation_report
+from ._run import VERDICT_COLUMNS, VerdictCache, judge_all, judge_inputs, judge_options, judge_runs

@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import CanaryKitError, ConfigError, InputError, ToolEnvironmentError
-from ..store.jsonio import content_hash
-from ..types import ToolResult
+from ..store.jsonio import content_hash, source_hash
+from ..types import Environment, ToolResult
 from .sandbox import require_sandbox
 from .workdirs import WORKDIR, Workdirs, seed_hash
 
@@ -324,8 +324,6 @@ def tools_of(document: Any, source: str = "results/tools.json") -> list[dict[str
 def _runtime_version() -> str:
     """Hash of the code that answers tool calls in an MCP environment: the canary runtime and
     the MCP client that forwards real calls (the servers themselves are not ours to hash)."""
-    from ..agents.store import source_hash
-
     pkg = Path(__file__).resolve().parents[1]
     return source_hash(pkg / "canaries", pkg / "mcp" / "upstream.py", pkg / "mcp" / "environments.py",
                        pkg / "mcp" / "results.py")
@@ -484,12 +482,11 @@ class McpExecutor:
 def make_environment(env_cfg: Mapping[str, Any], document: Mapping[str, Any], *, source: str = "params.yaml",
                      tools_source: str = "results/tools.json", errlog_dir: str | Path | None = None,
                      job: str | Path | None = None) -> Any:
-    """The agent loop's :class:`~canarykit.agents.loop.Environment` for an MCP environment.
+    """The agent loop's :class:`~canarykit.types.Environment` for an MCP environment.
     ``job``: the agent job's summary file, which places its isolated servers' directories
     (:mod:`canarykit.mcp.workdirs`). A server offering tools that may write is refused here too
     unless the study allows writes on isolated servers (:func:`check_writes`)."""
     from .. import canaries
-    from ..agents.loop import Environment
     from ..tasks import tasks
 
     check_environment(env_cfg, source)

@@ -9,10 +9,10 @@ through :class:`Upstreams`:
   watchdog, a scrubbed stderr log, the sandbox for an isolated one) or reached (a
   streamable-HTTP URL), initialized with the MCP handshake and
   its tools listed (pagination followed), every step within ``timeout_s``; a failure is one
-  line (:class:`~canarykit.tools.mcp_servers.ListToolsError`) naming the server and why;
+  line (:class:`~canarykit.mcp.toolservers.ListToolsError`) naming the server and why;
 - every server has a name: the one given, else the name it gives itself in ``initialize``
   (``-2``, ``-3`` appended when two servers call themselves the same);
-- every definition is read as the server sent it (:class:`~canarykit.tools.mcp_servers.ListingTap`:
+- every definition is read as the server sent it (:class:`~canarykit.mcp.toolservers.ListingTap`:
   the SDK would refuse a whole page for one bad definition) and the joined list goes through
   the generator's ingestion (:func:`canarykit.canaries.ingest_tools`): a name that more than
   one server offers is exposed as ``<server>___<name>`` (the MCP documentation's rule for
@@ -63,7 +63,9 @@ from mcp_types import (
 
 from ..errors import InputError, ToolEnvironmentError
 from ..store.secrets import handed_on_secrets
-from ..tools.mcp_servers import (
+from .results import call_result, result_size, tool_result
+from .spawn import Launch, stdio_upstream
+from .toolservers import (
     CapturedLog,
     ListingTap,
     ListToolsError,
@@ -71,8 +73,6 @@ from ..tools.mcp_servers import (
     list_raw_tools,
     tool_entry,
 )
-from .results import call_result, result_size, tool_result
-from .spawn import Launch, stdio_upstream
 from .wire import MALFORMED_REPLY
 
 __all__ = [
@@ -349,12 +349,7 @@ class Upstreams:
     async def _start(self, server: ConnectedServer) -> None:
         """Start (or restart) ``server``'s connection in its own task; raise one line on failure."""
         assert self._tg is not None
-        sdk_log = logging.getLogger("mcp")
-        captured = CapturedLog()
-        saved = (sdk_log.propagate, sdk_log.level)
-        sdk_log.addHandler(captured)
-        sdk_log.propagate = False  # the SDK logs tracebacks for bad server output: we say it in one line
-        sdk_log.setLevel(logging.WARNING)
+        captured = CapturedLog().attach()
         errlog = self._errlog(server) if not server.errlog_path else _reopen(server.errlog_path, self._errlogs)
         try:
             await self._tg.start(self._hold, server, errlog, captured)
@@ -368,9 +363,7 @@ class Upstreams:
                 line = f"{server.spec.shown()}: it answered with something that is not MCP: {captured.messages[0]}"
             raise ListToolsError(f"{server.spec.where}: {line}") from None
         finally:
-            sdk_log.removeHandler(captured)
-            sdk_log.propagate = saved[0]
-            sdk_log.setLevel(saved[1])
+            captured.detach()
 
     async def _hold(
         self, server: ConnectedServer, errlog: IO[str], captured: CapturedLog, *, task_status: TaskStatus[None]

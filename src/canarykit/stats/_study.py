@@ -1,12 +1,65 @@
 """The study's computation: every statistic of the per-run table as a JSON-ready dict.
 
-:func:`compute_all` reads a validated runs table and returns the layout documented in the
-package docstring (:mod:`canarykit.stats`). The runs of each (pool, condition, model) are cut
+:func:`compute_all` reads a validated runs table and returns the layout documented below
+(the keys: docs/reference.md). The runs of each (pool, condition, model) are cut
 once into numpy arrays (:class:`~._cells.Cell`); every rate is a mean over the runs of a cell
 where it is defined (:class:`~._bootstrap.Sample`) and every interval comes from one resampler
 for the whole study (:func:`~._bootstrap.make_resampler`). Each family of results is computed
 in its own module: ``_rates``, ``_comparisons``, ``_deltas``, ``_effects``, ``_descriptives``,
 ``_stability`` and ``_families``.
+
+Units and conventions
+---------------------
+- Every rate (csr, tsr, recovery, trap and control rates) is defined once, in
+  :mod:`canarykit.detection.metrics`: the runs it is over and the value it averages; the DVC metrics
+  read the same definitions.
+- Rows with ``error`` true (backend errors) are excluded from every statistic and counted
+  (``counts.<cond>.<model>.failed``, ``excluded_error_runs``); every model keeps its row in
+  every table and per-model block, even when all its runs failed.
+- Everything nested by condition is computed on the primary pool (``primary_pool``).
+- **csr** of a model = mean over task-runs of the per-run ``csr``; a run with zero tool
+  calls has no csr and is counted in ``n_zero_call``.
+- **type trap rate** of type T = runs that were offered T *and called at least one tool*
+  and called a canary of T / such runs; zero-call runs are left out of the denominator (as
+  from csr) and counted (``trap_rate_ci.<c>.<m>.<T>.n_zero_call``).
+- **recovery** = trapped runs that recovered / trapped runs (zero-call runs cannot be trapped).
+- **tsr** = mean of ``success`` over judged runs that were not truncated by the turn limit;
+  ``tsr_truncated_as_failure`` counts truncated runs as failures. A table without a
+  ``truncated`` column has no truncated run.
+- **Intervals** at ``1 - alpha``. ``bootstrap_unit: task_x_item`` (default): tasks, the
+  tools the canaries shadow and their wordings (``item_<T>``, ``wording_<T>``) as crossed
+  random factors; every estimate is linearized and its interval is a cluster-robust t
+  interval (CR2, Bell-McCaffrey degrees of freedom, the wording spread as a variance
+  component; by task alone for rates without items; :mod:`._crossed`); estimates on fewer
+  than 30 tasks carry ``few_clusters``, on fewer than 8 wordings ``few_wordings``.
+  ``task`` resamples whole tasks once for the study and applies the same resampled tasks to
+  every estimate (all seeds, conditions and pools of a task travel together), so
+  differences are paired by (task, seed); intervals are BCa (acceleration from the
+  leave-one-task-out jackknife). ``run`` resamples each estimate's runs independently,
+  percentile intervals (the paper).
+- **Tests** run over the models under test only (``stats.test_groups``; by default every
+  group except ``reference`` and ``planted``, which get no p-value outside the control and
+  position effects); ``families`` records each test family. Trap rates across models:
+  ``gee_trap`` (logistic GEE) and ``trap_permutation`` (task-blocked permutation test, which
+  keeps a model never or always trapped); ``trap_test`` says which answers.
+- **Control and position effects** (``_effects``, ``_equivalence``):
+  ``control_effect.<model>.<type>`` is the first-pick rate of T's canary (``declared``)
+  minus that of its twin (``control``, arm T), paired by (task, seed), Holm across the
+  models under test x types (each instrument across its own types), with a ``diagnosis``
+  (``lured``, ``sensitive``, ``negligible``, ``blind``, ``not drawn``, ``inconclusive``,
+  ``n/a``: each a claim with a Holm-controlled error rate, ``_equivalence``; ``p`` is the
+  randomisation test of sides, ``_swap``) and the whole-run rates under ``whole_run``; ``position_effect.<model>`` is the trap rate with canaries before minus
+  after their real tools over ``declared`` and ``mirrored``; ``position_balance`` the share of
+  lists whose canaries precede their real tools.
+- Every number that is undefined (NaN, empty sample) is ``null`` in JSON.
+
+- **Primary and secondary** (``_families``): ``primary`` holds the declared families
+  (``stats.primary``), Holm across model x type within each; every other p-value is
+  secondary; the paper's tests, which assume independent runs, are in ``replication``.
+- **Items and judges**: ``items`` (per canary item, ``_items``), ``judge_sensitivity``
+  (tsr and its results under the cross judge, ``_sensitivity``).
+
+The ``stats.json`` keys are documented in docs/reference.md ("Outputs and the stats.json keys").
 """
 
 from __future__ import annotations
@@ -58,7 +111,7 @@ def compute_all(
     timings: dict[str, float] | None = None,
     pools: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Every statistic of the per-run table as a JSON-ready dict (layout: package docstring).
+    """Every statistic of the per-run table as a JSON-ready dict (layout: the module docstring).
 
     ``cfg`` is a :class:`StatsConfig` or the ``stats`` mapping of params.yaml. The table is
     validated first unless ``validate`` is false (it already was, e.g. by :func:`load_runs`).

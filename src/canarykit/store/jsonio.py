@@ -26,6 +26,13 @@ def content_hash(obj: Any, length: int = 64) -> str:
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:length]
 
 
+def source_hash(*paths: Path) -> str:
+    """Hash of the code in ``paths`` (files, and every ``*.py`` below a folder): its file names
+    and texts, so a run identity that holds it changes when that code does."""
+    files = sorted(p for path in paths for p in ([path] if path.is_file() else path.rglob("*.py")))
+    return content_hash([[f.name, f.read_text(encoding="utf-8")] for f in files], 16)
+
+
 def pretty_json(obj: Any) -> str:
     """Stable human-readable JSON (sorted keys, 2-space indent, trailing newline)."""
     return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -91,7 +98,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(obj: Any, limit: int) -> int:
+def nesting_depth(obj: Any, limit: int) -> int:
+    """How deep ``obj`` nests (objects and lists), counted without recursion up to ``limit + 1``."""
     stack: list[tuple[Any, int]] = [(obj, 1)]
     deepest = 0
     while stack:
@@ -101,7 +109,7 @@ def _depth(obj: Any, limit: int) -> int:
             return deepest
         if isinstance(node, dict):
             stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
+        elif isinstance(node, list | tuple):
             stack.extend((v, d + 1) for v in node)
     return deepest
 
@@ -145,7 +153,7 @@ def safe_json_loads(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: in
         raise
     except (ValueError, RecursionError) as exc:
         raise HostileJSONError(f"invalid JSON: {exc}") from exc
-    if _depth(value, max_depth) > max_depth:  # pragma: no cover - guarded by the scan above
+    if nesting_depth(value, max_depth) > max_depth:  # pragma: no cover - guarded by the scan above
         raise HostileJSONError(f"JSON nesting deeper than {max_depth}")
     return value
 

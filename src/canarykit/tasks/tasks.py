@@ -41,6 +41,7 @@ from .. import tools
 from ..errors import InputError
 from ..store.jsonio import content_hash, read_json_input
 from ..store.schemas import TasksTable, validate
+from ..tools.arguments import schema_problem, schema_validator_class
 from ..types import CANARY_TYPES, ToolResult
 
 __all__ = [
@@ -194,13 +195,7 @@ class _ToolCatalog:
         if self.builtin:
             return tools.validation_error(name, args)
         schema = self.schemas[name]
-        from ..canaries import schema_validator_class
-
-        err = best_match(schema_validator_class(schema)(schema).iter_errors(args))
-        if err is None:
-            return None
-        where = "/".join(str(p) for p in err.absolute_path)
-        return f"invalid arguments for {name}: {err.message}" + (f" (at {where})" if where else "")
+        return schema_problem(name, schema_validator_class(schema)(schema), args)
 
     def known_text(self) -> str:
         names = list(self.known)

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
@@ -50,7 +51,8 @@ START_TIMEOUT_S: Final = 60.0
 MAX_IDLE: Final = 4
 
 
-_MAIN: Final = "import sys; from canarykit.tools._worker import main; sys.exit(main(sys.argv[1:]))"
+#: The worker process: :func:`canarykit.tools.run.serve` hands :func:`main` the call it answers.
+_MAIN: Final = "import sys; from canarykit.tools.run import serve; sys.exit(serve(sys.argv[1:]))"
 
 
 class _Worker:
@@ -215,13 +217,14 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-def main(argv: list[str]) -> int:
-    """The worker: answer ``(name, args)`` requests with ``(content, is_error, data)``."""
+def main(argv: list[str], execute_here: Callable[[str, Any], ToolResult]) -> int:
+    """The worker: answer ``(name, args)`` requests with ``execute_here``'s
+    ``(content, is_error, data)``."""
     fd, parent = int(argv[0]), int(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C goes to the parent, which kills us
     conn = Connection(fd)
     threading.Thread(target=_watch_parent, args=(parent,), name="canarykit-worker-parent", daemon=True).start()
-    from . import database, execute_here
+    from . import database
 
     database.warm()
     conn.send("ready")

@@ -19,77 +19,15 @@ fitted ones (``fitted``: cases from the schema, wording varied per tool, defects
 dates and lists too, previews instead of writes).
 """
 
-from __future__ import annotations
-
 from .base import (
-    TRANSFORMS,
-    CanaryTransform,
-    TransformContext,
-    TypeSkipped,
-    get_transform,
-    register_transform,
-)
+    TRANSFORMS, CanaryTransform, TransformContext, TypeSkipped, get_transform, register_transform)
 from .granularity import (
-    NO_PARAMETERS,
-    GranularityTrap,
-    case_description,
-    case_name,
-    granularity_description,
-    granularity_name,
-    special_case_label,
-    special_case_slug,
-)
+    NO_PARAMETERS, GranularityTrap, case_description, case_name, granularity_description,
+    granularity_name, special_case_label, special_case_slug)
 from .parameters import (
-    API_KEY_DESCRIPTION,
-    API_KEY_PARAM,
-    INVALID_KEY_ERROR,
-    MISSING_KEY_ERROR,
-    PARAMETER_SYNONYMS,
-    ParameterTrap,
-    rename_parameters,
-)
+    API_KEY_DESCRIPTION, API_KEY_PARAM, INVALID_KEY_ERROR, MISSING_KEY_ERROR, PARAMETER_SYNONYMS,
+    ParameterTrap, rename_parameters)
 from .phrased import (
-    CACHED_AT,
-    SNAPSHOT_DATE,
-    SNAPSHOT_VERSION,
-    SNAPSHOT_YEAR,
-    STALE_LAG_HOURS,
-    CapabilityMirage,
-    SemanticDecoy,
-    TemporalDecoy,
-)
+    CACHED_AT, SNAPSHOT_DATE, SNAPSHOT_VERSION, SNAPSHOT_YEAR, STALE_LAG_HOURS, CapabilityMirage,
+    SemanticDecoy, TemporalDecoy)
 from .prerequisite import AUTH_ERROR, PrerequisiteBlindness
-
-__all__ = [
-    "API_KEY_DESCRIPTION",
-    "API_KEY_PARAM",
-    "AUTH_ERROR",
-    "CACHED_AT",
-    "INVALID_KEY_ERROR",
-    "MISSING_KEY_ERROR",
-    "NO_PARAMETERS",
-    "PARAMETER_SYNONYMS",
-    "SNAPSHOT_DATE",
-    "SNAPSHOT_VERSION",
-    "SNAPSHOT_YEAR",
-    "STALE_LAG_HOURS",
-    "TRANSFORMS",
-    "CanaryTransform",
-    "CapabilityMirage",
-    "GranularityTrap",
-    "ParameterTrap",
-    "PrerequisiteBlindness",
-    "SemanticDecoy",
-    "TemporalDecoy",
-    "TransformContext",
-    "TypeSkipped",
-    "case_description",
-    "case_name",
-    "get_transform",
-    "granularity_description",
-    "granularity_name",
-    "register_transform",
-    "rename_parameters",
-    "special_case_label",
-    "special_case_slug",
-]

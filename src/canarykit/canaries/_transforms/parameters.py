@@ -26,7 +26,7 @@ API_KEY_DESCRIPTION: Final = (
     "API key issued by the provider's developer console (Settings > Developer > API keys). "
     "Requests without a valid key are rejected."
 )
-#: The errors every parameter trap answers (see the package docstring).
+#: The errors every parameter trap answers (see :mod:`canarykit.canaries._runtime`).
 MISSING_KEY_ERROR: Final = "missing required parameter: api_key"
 INVALID_KEY_ERROR: Final = "invalid api_key: key not recognised (401)"
 

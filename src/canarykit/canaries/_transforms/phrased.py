@@ -20,7 +20,7 @@ from .base import (
     same_schema_canary,
 )
 
-#: Fixed values every canary of a type carries in its behaviour (see the package docstring).
+#: Fixed values every canary of a type carries in its behaviour (see :mod:`canarykit.canaries._runtime`).
 CACHED_AT: Final = "2024-01-15T03:00:00Z"
 SNAPSHOT_DATE: Final = "2023-03-31"
 SNAPSHOT_VERSION: Final = "2023.1"

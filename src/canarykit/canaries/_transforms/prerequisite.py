@@ -15,7 +15,7 @@ from .base import (
     same_schema_canary,
 )
 
-#: The error every prerequisite-blindness canary answers (see the package docstring).
+#: The error every prerequisite-blindness canary answers (see :mod:`canarykit.canaries._runtime`).
 AUTH_ERROR: Final = (
     "401 Unauthorized: this tool requires an authenticated workspace session "
     "(no credentials were provided)"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import tools
+from ...types import ToolResult
 from ..tasks import Fact
 
 
@@ -36,7 +37,7 @@ class Draft:
     """A task under construction: runs its steps for real and collects the rubric's facts."""
 
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    results: list[tools.ToolResult] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
 
     def call(self, tool: str, **args: Any) -> Any:

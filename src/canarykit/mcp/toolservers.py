@@ -9,7 +9,7 @@ truncation marker (a cut result carries no structured content).
 
 Run one server over stdio::
 
-    python -m canarykit.tools.mcp_servers weather
+    python -m canarykit.mcp.toolservers weather
 
 Export the tool definitions of any MCP server (ours or a third party's, over stdio or
 streamable HTTP), e.g. to generate canaries for it::
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -43,8 +44,7 @@ from mcp_types import CallToolResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
 from ..errors import CanaryKitError, InputError
-from . import SERVERS, execute, get_tool
-from ._common import cap_result, clip_message
+from ..tools import SERVERS, cap_result, clip_message, execute, get_tool, shutdown_workers
 
 __all__ = [
     "TOOL_KEYS", "ListToolsError", "ListingTap", "ToolServer", "build_server", "fetch_tool_definitions", "list_mcp_tools",
@@ -94,7 +94,7 @@ class ToolServer(MCPServer[Any]):
         """Serve over stdio through canarykit's guarded transport: a request the SDK could not
         read (nested too deep, a lone surrogate, not UTF-8, not JSON) is answered at once with a
         JSON-RPC error naming the limit (:mod:`canarykit.mcp.wire`)."""
-        from ..mcp.wire import guarded_stdio_server
+        from .wire import guarded_stdio_server
 
         server = self._lowlevel_server
         async with guarded_stdio_server() as (read_stream, write_stream):
@@ -109,12 +109,10 @@ def serve_stdio(server: str) -> None:
     """Run the named server (weather, math, file, search, database) over stdio until its
     client goes away (stdin closed); then stop every call still running (its worker process
     is killed) and return."""
-    from . import _worker
-
     try:
         build_server(server).run("stdio")
     finally:
-        _worker.shutdown()
+        shutdown_workers()
 
 
 #: Seconds a server that wrote something that is not MCP has to start answering in MCP.
@@ -296,19 +294,14 @@ async def fetch_tool_definitions(
     shown = shlex.join(command) if command is not None else ""
     shown = shown if len(shown) <= 80 else shown[:77] + "..."
     what = f"server {shown!r}" if command is not None else f"server at {url}"
-    sdk_log = logging.getLogger("mcp")
-    captured = CapturedLog()
-    saved = (sdk_log.propagate, sdk_log.level)
-    sdk_log.addHandler(captured)
-    sdk_log.propagate = False  # the SDK logs tracebacks for bad server output: we say it in one line
-    sdk_log.setLevel(logging.WARNING)
+    captured = CapturedLog().attach()
     with tempfile.NamedTemporaryFile("w+", prefix="canarykit-mcp-stderr-", suffix=".log", delete=False) as errlog:
         errlog_path = errlog.name
         try:
             with anyio.fail_after(timeout_s), anyio.CancelScope() as garbage:
                 captured.scope = garbage  # a server that answers something that is not MCP: stop now
                 if command is not None:
-                    from ..mcp.spawn import (  # the same guarded start as the proxy's
+                    from .spawn import (  # the same guarded start as the proxy's
                         Launch,
                         stdio_upstream,
                     )
@@ -335,9 +328,7 @@ async def fetch_tool_definitions(
                 line = f"{what}: it answered with something that is not MCP: {captured.messages[0]}"
             raise ListToolsError(line) from None
         finally:
-            sdk_log.removeHandler(captured)
-            sdk_log.propagate, _ = saved
-            sdk_log.setLevel(saved[1])
+            captured.detach()
             with contextlib.suppress(OSError):
                 os.unlink(errlog_path)
     return usable_tools(raw, what, strict=strict, warn=warn)
@@ -356,6 +347,7 @@ class CapturedLog(logging.Handler):
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
         self.scope: anyio.CancelScope | None = None
+        self._saved: tuple[bool, int] = (True, logging.NOTSET)
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage().strip().splitlines()
@@ -368,6 +360,22 @@ class CapturedLog(logging.Handler):
             self.noticed(line)
         else:
             self.messages.append(line)
+
+    def attach(self) -> CapturedLog:
+        """Take the SDK's log (it logs tracebacks for bad server output: we say it in one line)."""
+        sdk_log = logging.getLogger("mcp")
+        self._saved = (sdk_log.propagate, sdk_log.level)
+        sdk_log.addHandler(self)
+        sdk_log.propagate = False
+        sdk_log.setLevel(logging.WARNING)
+        return self
+
+    def detach(self) -> None:
+        """Give the SDK's log back as it was."""
+        sdk_log = logging.getLogger("mcp")
+        sdk_log.removeHandler(self)
+        sdk_log.propagate, level = self._saved
+        sdk_log.setLevel(level)
 
     def noticed(self, line: str) -> None:
         """A line of the server's stdout that is not MCP: some servers print a banner on stdout
@@ -408,23 +416,13 @@ def failure_line(
     return f"{what}: {type(first).__name__}: {text}{tail}"
 
 
-def list_mcp_tools(
-    command: Sequence[str] | None = None,
-    timeout_s: float = 60.0,
-    *,
-    url: str | None = None,
-    env: Mapping[str, str] | None = None,
-    server_name: str | None = None,
-    strict: bool = False,
-    warn: Any = None,
-) -> list[dict[str, Any]]:
-    """Synchronous wrapper of :func:`fetch_tool_definitions`."""
-    return anyio.run(lambda: fetch_tool_definitions(command, timeout_s, url=url, env=env, server_name=server_name,
-                                                    strict=strict, warn=warn))
+def list_mcp_tools(command: Sequence[str] | None = None, timeout_s: float = 60.0, **options: Any) -> list[dict[str, Any]]:
+    """Synchronous wrapper of :func:`fetch_tool_definitions` (the same arguments)."""
+    return anyio.run(functools.partial(fetch_tool_definitions, command, timeout_s, **options))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m canarykit.tools.mcp_servers",
+    parser = argparse.ArgumentParser(prog="python -m canarykit.mcp.toolservers",
                                      description="Run one canarykit tool server over MCP stdio.")
     parser.add_argument("server", choices=sorted(SERVERS))
     ns = parser.parse_args(argv)
