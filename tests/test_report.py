@@ -37,7 +37,10 @@ from canarykit.agents.known import known_diagnoses
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.report.report import (
     FIGURE_NAMES,
+    LONG_TABLE,
     TABLE_NAMES,
+    TOP_ORDER,
+    TOP_ROWS,
     TYPE_PLURALS,
     TraceSampling,
     build_report,
@@ -225,13 +228,31 @@ def short_study(tmp_path_factory: pytest.TempPathFactory) -> Study:
 # --------------------------------------------------------------------------- unit tests
 
 
-def test_every_table_is_inline_with_every_row_and_column_of_its_csv(study: Study, doc: Node) -> None:
+def test_every_table_is_inline_a_long_one_as_its_top_rows_with_its_csv_linked(study: Study, doc: Node) -> None:
+    """Each table of the statistics under a reader's title with a caption; a short one with every
+    row and column of its CSV, a long one (table_items here) with its top rows in the order the
+    page names and a link to its CSV beside the report, which holds every row."""
+    long = 0
     for name in TABLE_NAMES:
         csv = pl.read_csv(study.out / f"{name}.csv", infer_schema_length=None)
         table = doc.by_id(f"tbl-{name}")
         assert "sortable" in table.classes
+        title = doc.by_id(f"table-{name}").text()
+        assert title and name not in title and "_" not in title, (name, title)
+        assert len(table.all("caption")[0].text()) > 40, name  # what the table holds, in words
         head, body = table_rows(table)
         assert head == csv.columns, name
+        (link,) = [a for a in doc.all("a", "csv") if a.attrs["href"] == f"{name}.csv"]
+        assert (study.out / link.attrs["href"]).is_file()
+        if csv.height > LONG_TABLE:
+            long += 1
+            assert len(body) == TOP_ROWS, name
+            order, descending, _ = TOP_ORDER.get(name, (None, False, ""))
+            if order:
+                csv = csv.sort(order, descending=descending, nulls_last=True, maintain_order=True)
+            csv = csv.head(TOP_ROWS)
+            note = " ".join(link.parent.text().split())  # type: ignore[union-attr]
+            assert note.startswith(f"The top {TOP_ROWS} of {pl.read_csv(study.out / f'{name}.csv').height:,} rows (")
         assert len(body) == csv.height, name
         for row, values in zip(body, csv.iter_rows(), strict=True):
             for text, v in zip(row, values, strict=True):
@@ -241,6 +262,7 @@ def test_every_table_is_inline_with_every_row_and_column_of_its_csv(study: Study
                     assert text == "n/a"
                 else:
                     assert text == (str(v).lower() if isinstance(v, bool) else str(v)), (name, text, v)
+    assert long, "the study has a long table (table_items)"
     # a numeric column carries its exact value for sorting
     cell = doc.by_id("tbl-table1").all("tbody")[0].all("td")[2]
     assert "num" in cell.classes and float(cell.attrs["data-sort"]) == pytest.approx(float(cell.text()), abs=5e-4)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -83,12 +84,25 @@ KEY_COLUMNS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 KEY_COLUMNS["table3"] = KEY_COLUMNS["table1"]
 
+#: Every table's title: a reader's name for it, never its file name.
 _TABLE_TITLES: dict[str, str] = {
     "table1": "Table 1: declared condition",
     "table2": "Table 2: type-specific trap rates (declared)",
     "table3": "Table 3: full condition",
     "table_controls": "Control effect per model and canary type",
     "table_stability": "Per-seed stability of the headline findings",
+    "table_items": "Trap rate per canary wording",
+    "table_judge_sensitivity": "Task success under each judge",
+}
+
+#: A table with more rows than this shows only its top rows (:data:`TOP_ROWS`) on the page, the
+#: whole table a link away (its CSV beside the report): a page a reader can scroll.
+LONG_TABLE = 24
+TOP_ROWS = 12
+#: The top rows of a long table: ``(column, descending, in words)``; other tables keep their CSV's order.
+TOP_ORDER: dict[str, tuple[str, bool, str]] = {
+    "table_items": ("rate", True, "the wordings with the highest trap rate"),
+    "table_controls": ("delta", True, "the largest first-pick differences (canary minus twin)"),
 }
 
 
@@ -216,6 +230,29 @@ def _read_csv(path: str | Path, name: str) -> pl.DataFrame:
         raise InputError(str(path), "<file>", f"cannot read table {name}: {exc}") from exc
 
 
+
+
+def table_view(frame: pl.DataFrame, name: str, caption: str, csv_href: str | None) -> dict[str, Any]:
+    """A table of the statistics for the page: its title and caption, its key columns first
+    (:func:`key_table`) and the whole table a click away. A long table (over :data:`LONG_TABLE`
+    rows) shows its top :data:`TOP_ROWS` rows (:data:`TOP_ORDER`); every table links its CSV."""
+    top = None
+    if frame.height > LONG_TABLE:
+        column, descending, words = TOP_ORDER.get(name, ("", False, "the first rows of the CSV"))
+        if column in frame.columns:
+            frame = frame.sort(column, descending=descending, nulls_last=True, maintain_order=True)
+        top = {"shown": TOP_ROWS, "all": frame.height, "order": words}
+        frame = frame.head(TOP_ROWS)
+    view = html_table(frame, name, _TABLE_TITLES.get(name, name.replace("_", " ")), caption)
+    view.update(key=key_table(frame, name), top=top, csv=csv_href, file=f"{name}.csv")
+    return view
+
+
+def _href(path: str | Path, links_from: str | Path | None) -> str | None:
+    """The link from the report to a file beside it (relative, so the results directory can move)."""
+    if links_from is None:
+        return None
+    return Path(os.path.relpath(Path(path).resolve(), Path(links_from).resolve())).as_posix()
 
 
 # --------------------------------------------------------------------------- the study
@@ -381,6 +418,7 @@ def build_report(
     title: str | None = None,
     png_scale: float = 1.0,
     javascript: bool = True,
+    links_from: str | Path | None = None,
 ) -> str:
     """The report's HTML text.
 
@@ -389,7 +427,9 @@ def build_report(
     ``params``: ``params.resolved.yaml`` (path or mapping); ``runs``: ``runs.parquet``;
     ``store``: the run store (records of the sampled traces); ``captions``: ``name ->``
     caption of a table or figure (:func:`load_captions`); ``javascript``: False leaves the
-    Vega bundle out (the figures show their PNGs; for tests that never run a browser).
+    Vega bundle out (the figures show their PNGs; for tests that never run a browser);
+    ``links_from``: the directory the report is written to (each table links its CSV relative to
+    it; None: no links).
     """
     result = _read_json(stats, "stats.json")
     if not isinstance(result, Mapping):
@@ -398,6 +438,8 @@ def build_report(
         if not isinstance(stats, str | Path):
             raise InputError("report", "tables", "give the table paths when stats is not a file")
         tables = {t: Path(stats).parent / f"{t}.csv" for t in TABLE_NAMES}
+    if links_from is None and isinstance(stats, str | Path):
+        links_from = Path(stats).parent  # the pipeline writes the report beside stats.json
     val = _read_json(validation, "judge validation")
     cfg = _read_params(params)
     runs_df = _read_runs(runs)
@@ -407,10 +449,9 @@ def build_report(
     for name in TABLE_NAMES:
         if name not in tables:
             continue
-        frame = _read_csv(tables[name], name)
-        view = html_table(frame, name, _TABLE_TITLES.get(name, name), caps.get(name) or stat_caps.get(name, ""))
-        view["key"] = key_table(frame, name)
-        table_views.append(view)
+        # the caption the statistics write from the study's own settings (level, interval, margin) first
+        caption = stat_caps.get(name) or caps.get(name, "")
+        table_views.append(table_view(_read_csv(tables[name], name), name, caption, _href(tables[name], links_from)))
     counts = html_table(run_counts(runs_df), "run_counts", "Runs per model") if runs_df is not None else None
     param_rows = flatten_params({k: v for k, v in cfg.items() if k != "models"})
     models_cfg = _model_rows(cfg, result)
@@ -469,7 +510,7 @@ def _package_version() -> str:
 
 
 def write_report(path: str | Path, **kwargs: Any) -> Path:
-    """Render :func:`build_report` into ``path`` (atomically); returns the path."""
-    html = build_report(**kwargs)
+    """Render :func:`build_report` into ``path`` (atomically), its tables linked from there; returns the path."""
+    html = build_report(**{"links_from": Path(path).parent, **kwargs})
     atomic_write_text(path, html)
     return Path(path)
