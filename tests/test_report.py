@@ -787,7 +787,9 @@ def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable
 
     # the trace viewer: closed until clicked, then the conversation with a sprung trap
     first = tab.js("document.querySelector('details.trace').id")
-    assert not tab.visible(f"#{first} ol.steps")
+    assert not tab.visible(f"#{first} ol.steps") and not tab.visible(f"#{first} > summary")
+    tab.click("details.trace-model > summary")  # the model's sampled runs, then one of them
+    assert tab.visible(f"#{first} > summary") and not tab.visible(f"#{first} ol.steps")
     tab.click(f"#{first} > summary")
     assert tab.js(f"document.getElementById('{first}').open") and tab.visible(f"#{first} ol.steps")
     text = tab.js(f"document.getElementById('{first}').innerText")
