@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from test_report import MiB, ROOT, Tab, chromium, make_study  # noqa: F401 - chromium is a fixture
+from test_report import ROOT, MiB, Tab, chromium, make_study  # noqa: F401, F811 - chromium is a fixture
 
 from canarykit.report.report import LONG_TABLE, TABLE_NAMES, TOP_ROWS, write_report
 
@@ -28,7 +28,7 @@ WIDTH, MAX_HEIGHT, MAX_BYTES = 1400, 15_000, 5 * MiB
 
 
 @pytest.mark.slow
-def test_the_default_study_report_scrolls_in_chromium(tmp_path: Path, chromium: Callable[..., Tab]) -> None:
+def test_the_default_study_report_scrolls_in_chromium(tmp_path: Path, chromium: Callable[..., Tab]) -> None:  # noqa: F811
     models = [m["name"] for m in yaml.safe_load((ROOT / "params.yaml").read_text())["models"]]
     study = make_study(tmp_path / "study", models=models, per_difficulty=4, seeds=(0, 1))
     report = write_report(study.out / "report.html", **study.inputs())
