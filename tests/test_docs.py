@@ -34,7 +34,7 @@ def test_every_link_of_the_readme_into_docs_names_a_page_and_its_heading() -> No
     for target, anchor in links:
         path = ROOT / target
         if target.endswith(".png"):
-            continue  # the screenshot: written by the slow tests/test_report.py
+            continue  # the screenshot: written by the slow tests/test_report_scroll.py
         assert path.is_file(), f"README links to {target}, which does not exist"
         if anchor:
             heads = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", path.read_text(encoding="utf-8"), re.M)}

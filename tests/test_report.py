@@ -57,8 +57,6 @@ from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The report's first screen, for the README and the docs (written by the slow Chromium test).
-SCREENSHOT = ROOT / "docs/img/report-first-screen.png"
 MODELS = ("oracle", "lexical", "planted:capability_mirage", "planted:surface")
 MiB = 1024 * 1024
 
@@ -714,8 +712,7 @@ def chromium(tmp_path: Path) -> Iterator[Callable[..., Tab]]:
 @pytest.mark.slow
 def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable[..., Tab]) -> None:
     """The workflow's report rule on a small study of instruments, read in headless Chromium at
-    1400 x 900: the first screen leads with what the instrument recovered (its screenshot is
-    docs/img/report-first-screen.png), the key tables fit the width. Then the same study with a
+    1400 x 900: the first screen leads with what the instrument recovered, the key tables fit the width. Then the same study with a
     turn limit that cuts the oracle off (an explicit override): the oracle banner, the tables,
     sorting, the figures drawn by vega-embed, the PNGs without JavaScript, a trace opened by a click."""
     from fakes.workflow import copy_workflow, run, set_param
@@ -741,8 +738,6 @@ def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable
     assert not tab.visible("#tbl-table_controls tbody tr td")
     tab.click("details.full-table:has(#tbl-table_controls) > summary")
     assert tab.visible("#tbl-table_controls tbody tr td")
-    tab.js("window.scrollTo(0, 0)")
-    tab.screenshot(SCREENSHOT)
 
     # the same study, its turn limit below the longest plan: the oracle is cut off
     set_param(repo, ["agent", "max_turns"], 4)

@@ -63,6 +63,11 @@ def test_the_default_study_report_scrolls_in_chromium(tmp_path: Path, chromium: 
         assert len(tab.js(f"document.querySelector('#tbl-{name} caption').textContent")) > 40, name
     assert long >= 1, "table_items is a long table in this study"
 
+    # the first screen: what the instrument recovered, every agent's row
+    first = tab.js("document.getElementById('findings').innerText")
+    assert re.search(r"\d+ of \d+ planted answers found", first), first
+    assert tab.js("document.querySelectorAll('#tbl-findings-instruments tbody tr').length") == len(models)
+
     # no reference a reader cannot resolve
     text = tab.js("document.body.innerText")
     assert not re.search(r"\bissues? \d+", text, re.I)
