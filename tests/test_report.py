@@ -10,6 +10,7 @@ import base64
 import contextlib
 import copy
 import dataclasses
+import fcntl
 import json
 import os
 import re
@@ -595,8 +596,11 @@ class Chromium:
         self._resp_r, resp_w = os.pipe()
 
         def fds() -> None:
-            os.dup2(cmd_r, 3)
-            os.dup2(resp_w, 4)
+            # first above 9, so that neither pipe is already 3 or 4: dup2 onto itself would keep
+            # close-on-exec (Chromium would start without its pipe), and one could overwrite the other
+            r, w = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10), fcntl.fcntl(resp_w, fcntl.F_DUPFD, 10)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
 
         args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -95,14 +95,18 @@ _TABLE_TITLES: dict[str, str] = {
     "table_judge_sensitivity": "Task success under each judge",
 }
 
+#: A figure wider than this (px) takes a row of its own; narrower ones go two to a row.
+WIDE_FIGURE_PX = 1000
+
 #: A table with more rows than this shows only its top rows (:data:`TOP_ROWS`) on the page, the
 #: whole table a link away (its CSV beside the report): a page a reader can scroll.
 LONG_TABLE = 24
 TOP_ROWS = 12
 #: The top rows of a long table: ``(column, descending, in words)``; other tables keep their CSV's order.
 TOP_ORDER: dict[str, tuple[str, bool, str]] = {
-    "table_items": ("rate", True, "the wordings with the highest trap rate"),
+    "table_items": ("trapped", True, "the wordings that trapped the most runs"),
     "table_controls": ("delta", True, "the largest first-pick differences (canary minus twin)"),
+    "table_judge_sensitivity": ("tsr_delta", True, "the largest drops in task success against baseline"),
 }
 
 
@@ -352,6 +356,8 @@ def figure_views(result: Mapping[str, Any], captions: Mapping[str, str], *, png_
         text = title.get("text") if isinstance(title, Mapping) else title
         views.append({
             "id": name, "title": str(text or name), "caption": captions.get(name, ""),
+            # wider than half the page at 1400 px (PNG header: width at bytes 16-20): a row of its own
+            "wide": int.from_bytes(png[16:20], "big") > WIDE_FIGURE_PX,
             "spec": json_for_script(spec), "png": base64.b64encode(png).decode("ascii"),
         })
     return views
