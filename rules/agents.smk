@@ -3,10 +3,10 @@
 # start-up) and for every model of a stateful MCP environment (environment.stateful, the
 # default: one server history per model, runs one at a time). Inside a job, a run is executed only when its
 # identity (what it sends: model and decoding, tool list, task, loop version) has no finished
-# record, so an invalidated input re-executes exactly the runs it changes (README, "Reruns");
+# record, so an invalidated input re-executes exactly the runs it changes (docs/failures.md, "Reruns: never paying twice");
 # runs of one identity in two cells are executed once (claims in the run store). The retry
 # gate keeps a cell out of date while its index records failed runs, so a plain `snakemake`
-# (or `dvc repro`) retries exactly those (README, "Failures").
+# (or `dvc repro`) retries exactly those (docs/failures.md, "Failures, resuming and concurrent invocations").
 rule run_agents:
     input:
         unpack(job_inputs),

@@ -34,7 +34,7 @@ def test_every_link_of_the_readme_into_docs_names_a_page_and_its_heading() -> No
     for target, anchor in links:
         path = ROOT / target
         if target.endswith(".png"):
-            continue  # the screenshot: written by the slow tests/test_report.py
+            continue  # the screenshot: written by the slow tests/test_report_scroll.py
         assert path.is_file(), f"README links to {target}, which does not exist"
         if anchor:
             heads = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", path.read_text(encoding="utf-8"), re.M)}
@@ -64,3 +64,40 @@ def test_mkdocs_builds_the_site_strictly(tmp_path: Path) -> None:
     index = (tmp_path / "site/index.html").read_text(encoding="utf-8")
     assert "fonts.googleapis.com" not in index and "Metrics and units" in index
     assert (tmp_path / "site/metrics.html").exists()  # use_directory_urls: false, so the pages open from disk
+
+
+#: The files a user reads that point into the docs by section: the README, the docs, the study's
+#: parameters and the profiles a user copies.
+QUOTING = (README, *sorted(DOCS.glob("*.md")), ROOT / "params.yaml", *sorted((ROOT / "profiles").glob("*/config.yaml")),
+           *sorted((ROOT / "src/canarykit/resources/profiles").glob("*.yaml")), *sorted((ROOT / "rules").glob("*.smk")))
+#: ``README, "Section"`` or ``docs/page.md, "Section"``: a section quoted by its heading.
+SECTION = re.compile(r'\b(README|docs/[a-z-]+\.md),\s+"([^"]+)"')
+
+
+def _headings(page: Path) -> set[str]:
+    """A page's headings as a reader reads them (code marks and line breaks dropped)."""
+    return {" ".join(h.replace("`", "").split()) for h in re.findall(r"^#{1,6} (.+)$", page.read_text(encoding="utf-8"), re.M)}
+
+
+def test_every_quoted_section_and_anchor_still_exists() -> None:
+    """A section quoted by name (params.yaml: `README, "Reading control_effect"`) or linked by
+    anchor (`statistics.md#size-and-coverage-measured`) names a heading that exists: a moved or
+    renamed section fails here, not in a reader's hands."""
+    quoted = 0
+    for f in QUOTING:
+        text = f.read_text(encoding="utf-8")
+        for page, section in SECTION.findall(text):
+            target = README if page == "README" else ROOT / page
+            assert target.is_file(), f"{f.relative_to(ROOT)} quotes {page}, which does not exist"
+            assert " ".join(section.replace("`", "").split()) in _headings(target), (
+                f'{f.relative_to(ROOT)} quotes {page}, "{section}": no such heading')
+            quoted += 1
+        if f.parent != DOCS:
+            continue
+        for target, anchor in re.findall(r"\]\(([a-z-]+\.md)?#([^)\s]+)\)", text):
+            page = DOCS / target if target else f
+            assert page.is_file(), f"{f.relative_to(ROOT)} links to {target}, which does not exist"
+            assert anchor in {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", page.read_text(encoding="utf-8"), re.M)}, (
+                f"{f.relative_to(ROOT)} links to {target or f.name}#{anchor}: no such heading")
+            quoted += 1
+    assert quoted >= 10

@@ -10,6 +10,7 @@ import base64
 import contextlib
 import copy
 import dataclasses
+import fcntl
 import json
 import os
 import re
@@ -37,7 +38,10 @@ from canarykit.agents.known import known_diagnoses
 from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.report.report import (
     FIGURE_NAMES,
+    LONG_TABLE,
     TABLE_NAMES,
+    TOP_ORDER,
+    TOP_ROWS,
     TYPE_PLURALS,
     TraceSampling,
     build_report,
@@ -54,8 +58,6 @@ from canarykit.testing.synthetic import synthetic_runs
 from canarykit.types import CANARY_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The report's first screen, for the README and the docs (written by the slow Chromium test).
-SCREENSHOT = ROOT / "docs/img/report-first-screen.png"
 MODELS = ("oracle", "lexical", "planted:capability_mirage", "planted:surface")
 MiB = 1024 * 1024
 
@@ -225,13 +227,31 @@ def short_study(tmp_path_factory: pytest.TempPathFactory) -> Study:
 # --------------------------------------------------------------------------- unit tests
 
 
-def test_every_table_is_inline_with_every_row_and_column_of_its_csv(study: Study, doc: Node) -> None:
+def test_every_table_is_inline_a_long_one_as_its_top_rows_with_its_csv_linked(study: Study, doc: Node) -> None:
+    """Each table of the statistics under a reader's title with a caption; a short one with every
+    row and column of its CSV, a long one (table_items here) with its top rows in the order the
+    page names and a link to its CSV beside the report, which holds every row."""
+    long = 0
     for name in TABLE_NAMES:
         csv = pl.read_csv(study.out / f"{name}.csv", infer_schema_length=None)
         table = doc.by_id(f"tbl-{name}")
         assert "sortable" in table.classes
+        title = doc.by_id(f"table-{name}").text()
+        assert title and name not in title and "_" not in title, (name, title)
+        assert len(table.all("caption")[0].text()) > 40, name  # what the table holds, in words
         head, body = table_rows(table)
         assert head == csv.columns, name
+        (link,) = [a for a in doc.all("a", "csv") if a.attrs["href"] == f"{name}.csv"]
+        assert (study.out / link.attrs["href"]).is_file()
+        if csv.height > LONG_TABLE:
+            long += 1
+            assert len(body) == TOP_ROWS, name
+            order, descending, _ = TOP_ORDER.get(name, (None, False, ""))
+            if order:
+                csv = csv.sort(order, descending=descending, nulls_last=True, maintain_order=True)
+            csv = csv.head(TOP_ROWS)
+            note = " ".join(link.parent.text().split())  # type: ignore[union-attr]
+            assert note.startswith(f"The top {TOP_ROWS} of {pl.read_csv(study.out / f'{name}.csv').height:,} rows (")
         assert len(body) == csv.height, name
         for row, values in zip(body, csv.iter_rows(), strict=True):
             for text, v in zip(row, values, strict=True):
@@ -241,6 +261,7 @@ def test_every_table_is_inline_with_every_row_and_column_of_its_csv(study: Study
                     assert text == "n/a"
                 else:
                     assert text == (str(v).lower() if isinstance(v, bool) else str(v)), (name, text, v)
+    assert long, "the study has a long table (table_items)"
     # a numeric column carries its exact value for sorting
     cell = doc.by_id("tbl-table1").all("tbody")[0].all("td")[2]
     assert "num" in cell.classes and float(cell.attrs["data-sort"]) == pytest.approx(float(cell.text()), abs=5e-4)
@@ -575,8 +596,11 @@ class Chromium:
         self._resp_r, resp_w = os.pipe()
 
         def fds() -> None:
-            os.dup2(cmd_r, 3)
-            os.dup2(resp_w, 4)
+            # first above 9, so that neither pipe is already 3 or 4: dup2 onto itself would keep
+            # close-on-exec (Chromium would start without its pipe), and one could overwrite the other
+            r, w = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10), fcntl.fcntl(resp_w, fcntl.F_DUPFD, 10)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
 
         args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -692,8 +716,7 @@ def chromium(tmp_path: Path) -> Iterator[Callable[..., Tab]]:
 @pytest.mark.slow
 def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable[..., Tab]) -> None:
     """The workflow's report rule on a small study of instruments, read in headless Chromium at
-    1400 x 900: the first screen leads with what the instrument recovered (its screenshot is
-    docs/img/report-first-screen.png), the key tables fit the width. Then the same study with a
+    1400 x 900: the first screen leads with what the instrument recovered, the key tables fit the width. Then the same study with a
     turn limit that cuts the oracle off (an explicit override): the oracle banner, the tables,
     sorting, the figures drawn by vega-embed, the PNGs without JavaScript, a trace opened by a click."""
     from fakes.workflow import copy_workflow, run, set_param
@@ -719,8 +742,6 @@ def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable
     assert not tab.visible("#tbl-table_controls tbody tr td")
     tab.click("details.full-table:has(#tbl-table_controls) > summary")
     assert tab.visible("#tbl-table_controls tbody tr td")
-    tab.js("window.scrollTo(0, 0)")
-    tab.screenshot(SCREENSHOT)
 
     # the same study, its turn limit below the longest plan: the oracle is cut off
     set_param(repo, ["agent", "max_turns"], 4)
@@ -765,7 +786,9 @@ def test_a_reader_sees_the_report_in_chromium(tmp_path: Path, chromium: Callable
 
     # the trace viewer: closed until clicked, then the conversation with a sprung trap
     first = tab.js("document.querySelector('details.trace').id")
-    assert not tab.visible(f"#{first} ol.steps")
+    assert not tab.visible(f"#{first} ol.steps") and not tab.visible(f"#{first} > summary")
+    tab.click("details.trace-model > summary")  # the model's sampled runs, then one of them
+    assert tab.visible(f"#{first} > summary") and not tab.visible(f"#{first} ol.steps")
     tab.click(f"#{first} > summary")
     assert tab.js(f"document.getElementById('{first}').open") and tab.visible(f"#{first} ol.steps")
     text = tab.js(f"document.getElementById('{first}').innerText")

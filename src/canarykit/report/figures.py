@@ -27,6 +27,7 @@ from .. import stats
 from ..errors import InputError
 from ..store.jsonio import atomic_write_bytes, atomic_write_text
 from ..types import CANARY_TYPES, DIFFICULTIES
+from .text import TYPE_LABELS, json_for_script
 
 __all__ = ["FIGURES", "OKABE_ITO", "build_charts", "make_figures", "render"]
 
@@ -35,7 +36,6 @@ OKABE_ITO: tuple[str, ...] = (
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
 )
 FORMATS: tuple[str, ...] = ("svg", "png", "html")
-TYPE_LABELS: dict[str, str] = {t: t.replace("_", " ") for t in CANARY_TYPES}
 _FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 _WIDTH = 460
 _ROW = 24
@@ -445,7 +445,7 @@ _SPEC_AT = "const spec = "
 
 def safe_html(page: str) -> str:
     """vl-convert's figure page with its embedded spec re-written as JSON safe in a script
-    (:func:`canarykit.report.report.json_for_script`, as the report embeds its figures: no ``<``,
+    (:func:`canarykit.report.text.json_for_script`, as the report embeds its figures: no ``<``,
     ``>`` or ``&`` left, the same value to JavaScript).
 
     vl-convert writes the spec's JSON raw into a ``<script>``, so a model or group label
@@ -461,8 +461,6 @@ def safe_html(page: str) -> str:
         spec, end = json.JSONDecoder().raw_decode(page, start)
     except ValueError as exc:
         raise RuntimeError(f"vl-convert's HTML page: the embedded spec is not JSON ({exc})") from None
-    from .report import json_for_script
-
     return page[:start] + json_for_script(spec) + page[end:]
 
 

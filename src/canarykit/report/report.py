@@ -8,9 +8,9 @@ runs from the run store, and renders ``resources/report.html.j2`` with Jinja2. T
 - the oracle instrument check (issue 16) at the top: a failing oracle run is flagged as a
   configuration or task-suite problem, never read as a result;
 - what was run (conditions, seeds, pools, judges) and the run counts per model;
-- the diagnosis per model in words from ``stats.json`` (type trap rates with their
-  intervals, the control-effect reading, csr and tsr), reference and planted agents labelled
-  as instruments (their ``group``), never as models;
+- the first screen (:mod:`.firstscreen`) and the diagnosis per model in words
+  (:mod:`.diagnosis`) from ``stats.json``, reference and planted agents labelled as
+  instruments (their ``group``), never as models;
 - the tables, inline and sortable (a small inline script);
 - each figure once: its Vega-Lite spec embedded and drawn by vega-embed (Vega, Vega-Lite and
   vega-embed inlined from vl-convert's bundle: it works offline), over a PNG of the same spec
@@ -28,9 +28,9 @@ through the key scrubber again).
 from __future__ import annotations
 
 import base64
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,23 +38,19 @@ from typing import Any
 import polars as pl
 import yaml
 
-from ..agents.known import known_diagnoses
 from ..errors import InputError
-from ..stats import (
-    DIAGNOSES,
-    DIAGNOSIS_READINGS,
-    INSTRUMENT_GROUPS,
-    TABLE_FILES,
-    dose_table,
-    table_captions,
-)
+from ..stats import TABLE_FILES, dose_table, table_captions
 from ..store.jsonio import atomic_write_text, read_json_input
 from ..types import CANARY_TYPES
+from .diagnosis import CONTROL_READINGS, TYPE_PLURALS, diagnoses
+from .firstscreen import findings, instrument_groups
+from .text import TYPE_LABELS, ci_text, finite, json_for_script, num, script_safe, value_text
 from .traceview import DEFAULT_SAMPLING, TraceSampling, sample_traces, traces
 
 __all__ = [
     "FIGURE_NAMES",
     "TABLE_NAMES",
+    "TYPE_PLURALS",
     "TraceSampling",
     "build_report",
     "ci_text",
@@ -69,22 +65,9 @@ TABLE_NAMES: tuple[str, ...] = TABLE_FILES
 FIGURE_NAMES: tuple[str, ...] = ("fig2", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10")
 TEMPLATE = "report.html.j2"
 
-#: Readable names of the canary types, plural (what an agent "falls for").
-TYPE_PLURALS: dict[str, str] = {
-    "semantic_decoy": "semantic decoys", "parameter_trap": "parameter traps", "capability_mirage": "capability mirages",
-    "prerequisite_blindness": "prerequisite-blindness canaries", "temporal_decoy": "temporal decoys",
-    "granularity_trap": "granularity traps",
-}
-
-#: The control-effect diagnoses in reading order, with what each says (docs/canaries.md, "Reading control_effect").
-CONTROL_READINGS: tuple[tuple[str, str], ...] = tuple((w, DIAGNOSIS_READINGS[w]) for w in DIAGNOSES)
-
 #: The intervals of each ``stats.bootstrap_unit``, as the report names them.
 INTERVALS = {"task_x_item": "cluster-robust t intervals, tasks and canary items as crossed random factors",
              "task": "BCa bootstrap intervals resampling whole tasks", "run": "percentile bootstrap intervals resampling runs"}
-
-#: Short column labels of the canary types (the findings table).
-TYPE_LABELS: dict[str, str] = {t: t.replace("_", " ") for t in CANARY_TYPES}
 
 #: Per table, the key columns the page shows first, in order (the full table is a click away):
 #: ``(label, column)``, or ``(label, estimate, lo, hi)`` for an estimate with its interval.
@@ -101,57 +84,31 @@ KEY_COLUMNS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 KEY_COLUMNS["table3"] = KEY_COLUMNS["table1"]
 
+#: Every table's title: a reader's name for it, never its file name.
 _TABLE_TITLES: dict[str, str] = {
     "table1": "Table 1: declared condition",
     "table2": "Table 2: type-specific trap rates (declared)",
     "table3": "Table 3: full condition",
     "table_controls": "Control effect per model and canary type",
     "table_stability": "Per-seed stability of the headline findings",
+    "table_items": "Trap rate per canary wording",
+    "table_judge_sensitivity": "Task success under each judge",
 }
 
+#: A figure wider than this (px) takes a row of its own; narrower ones go two to a row.
+WIDE_FIGURE_PX = 1000
 
-# --------------------------------------------------------------------------- formatting
+#: A table with more rows than this shows only its top rows (:data:`TOP_ROWS`) on the page, the
+#: whole table a link away (its CSV beside the report): a page a reader can scroll.
+LONG_TABLE = 24
+TOP_ROWS = 12
+#: The top rows of a long table: ``(column, descending, in words)``; other tables keep their CSV's order.
+TOP_ORDER: dict[str, tuple[str, bool, str]] = {
+    "table_items": ("trapped", True, "the wordings that trapped the most runs"),
+    "table_controls": ("delta", True, "the largest first-pick differences (canary minus twin)"),
+    "table_judge_sensitivity": ("tsr_delta", True, "the largest drops in task success against baseline"),
+}
 
-
-def _finite(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
-
-
-def num(x: Any, digits: int = 2, *, signed: bool = False) -> str:
-    """``x`` with ``digits`` decimals (``n/a`` when undefined); ``signed``: always a sign."""
-    v = _finite(x)
-    if v is None:
-        return "n/a"
-    text = f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
-    return text.replace("-", "\u2212")
-
-
-def ci_text(x: Any, lo: Any, hi: Any, digits: int = 2, *, signed: bool = False) -> str:
-    """``0.58 [0.49, 0.66]``: an estimate with its interval (``n/a`` without an estimate)."""
-    if _finite(x) is None:
-        return "n/a"
-    if _finite(lo) is None or _finite(hi) is None:
-        return f"{num(x, digits, signed=signed)} (no interval)"
-    return f"{num(x, digits, signed=signed)} [{num(lo, digits, signed=signed)}, {num(hi, digits, signed=signed)}]"
-
-
-def value_text(v: Any) -> str:
-    """A parameter value as a reader writes it (YAML spelling, never a Python repr)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return v if v else '""'
-    if isinstance(v, int | float):
-        return str(v)
-    if isinstance(v, Sequence):
-        return ", ".join(value_text(x) for x in v) if v else "[]"
-    if isinstance(v, Mapping):
-        return ", ".join(f"{k}: {value_text(x)}" for k, x in v.items()) if v else "{}"
-    return str(v)
 
 
 def flatten_params(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -261,7 +218,7 @@ def key_table(frame: pl.DataFrame, table_id: str) -> dict[str, Any] | None:
             if len(names) == 3:
                 x = row[names[0]]
                 cells.append({"text": ci_text(x, row[names[1]], row[names[2]], 3, signed=names[0] == "delta"),
-                              "key": repr(float(x)) if _finite(x) is not None else ""})
+                              "key": repr(float(x)) if finite(x) is not None else ""})
             else:
                 cells.append(_cell(row[names[0]], dtype))
         rows.append(cells)
@@ -277,164 +234,29 @@ def _read_csv(path: str | Path, name: str) -> pl.DataFrame:
         raise InputError(str(path), "<file>", f"cannot read table {name}: {exc}") from exc
 
 
-# --------------------------------------------------------------------------- models and words
 
 
-def _instrument_groups(params: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, str]:
-    """Model -> its group, for the instruments: reference agents (backend ``reference``) and
-    the groups the statistics never test (``reference``, ``planted``)."""
-    groups = dict(result.get("model_groups") or {})
-    out: dict[str, str] = {}
-    for m in params.get("models") or []:
-        if isinstance(m, Mapping) and (m.get("backend") == "reference" or m.get("group") in INSTRUMENT_GROUPS):
-            out[str(m["name"])] = str(m.get("group") or m.get("backend"))
-    for name, g in groups.items():
-        if g in INSTRUMENT_GROUPS:
-            out.setdefault(name, str(g))
-    return out
+def table_view(frame: pl.DataFrame, name: str, caption: str, csv_href: str | None) -> dict[str, Any]:
+    """A table of the statistics for the page: its title and caption, its key columns first
+    (:func:`key_table`) and the whole table a click away. A long table (over :data:`LONG_TABLE`
+    rows) shows its top :data:`TOP_ROWS` rows (:data:`TOP_ORDER`); every table links its CSV."""
+    top = None
+    if frame.height > LONG_TABLE:
+        column, descending, words = TOP_ORDER.get(name, ("", False, "the first rows of the CSV"))
+        if column in frame.columns:
+            frame = frame.sort(column, descending=descending, nulls_last=True, maintain_order=True)
+        top = {"shown": TOP_ROWS, "all": frame.height, "order": words}
+        frame = frame.head(TOP_ROWS)
+    view = html_table(frame, name, _TABLE_TITLES.get(name, name.replace("_", " ")), caption)
+    view.update(key=key_table(frame, name), top=top, csv=csv_href, file=f"{name}.csv")
+    return view
 
 
-def _trap_items(rates: Mapping[str, Any]) -> list[str]:
-    """The sentences of one model's type trap rates (declared), most-fallen-for first."""
-    fell, some, never, absent = [], [], [], []
-    for t in CANARY_TYPES:
-        e = rates.get(t) or {}
-        rate, n = _finite(e.get("rate")), int(e.get("n") or 0)
-        label = TYPE_PLURALS[t]
-        if rate is None or n == 0:
-            absent.append(label)
-        elif rate == 0:
-            never.append(label)
-        elif (_finite(e.get("lo")) or 0.0) > 0:
-            fell.append((rate, f"falls for {label}: {ci_text(rate, e.get('lo'), e.get('hi'))} ({e.get('trapped', 0)} of {n} runs)"))
-        else:
-            some.append((rate, f"calls {label} now and then: {ci_text(rate, e.get('lo'), e.get('hi'))} "
-                               f"({e.get('trapped', 0)} of {n} runs; the interval reaches 0)"))
-    items = [s for _, s in sorted(fell, key=lambda x: -x[0])] + [s for _, s in sorted(some, key=lambda x: -x[0])]
-    if never:
-        items.append("never fell for " + ", ".join(never))
-    if absent:
-        items.append("not measured (never offered, or no run with a tool call): " + ", ".join(absent))
-    return items
-
-
-def _control_items(effects: Mapping[str, Any]) -> list[dict[str, str]]:
-    by: dict[str, list[str]] = {}
-    for t in CANARY_TYPES:
-        e = effects.get(t)
-        if not e:
-            continue
-        d = str(e.get("diagnosis") or "n/a")
-        detail = TYPE_PLURALS[t]
-        if e.get("outcome") == "recovery_after_call" and e.get("delta") is not None:
-            detail += (f" (invisible at selection; recovery after a call: canary {num(e.get('canary'))}, twin "
-                       f"{num(e.get('control'))}, \u0394 {ci_text(e.get('delta'), e.get('lo'), e.get('hi'), signed=True)})")
-        elif d in ("lured", "sensitive", "blind", "inconclusive") and e.get("delta") is not None:
-            detail += (f" (first pick: canary {num(e.get('canary'))}, twin {num(e.get('control'))}, "
-                       f"\u0394 {ci_text(e.get('delta'), e.get('lo'), e.get('hi'), signed=True)}, Holm p {num(e.get('p_holm'), 3)}, "
-                       f"{e.get('clusters', 0)} tasks)")
-        by.setdefault(d, []).append(detail)
-    return [{"diagnosis": d, "reading": reading, "types": "; ".join(by[d])} for d, reading in CONTROL_READINGS if d in by]
-
-
-def _headline(result: Mapping[str, Any], model: str) -> list[str]:
-    out = []
-    for cond in ("declared", "full"):
-        c = (result.get("csr_ci") or {}).get(cond, {}).get(model)
-        if not c:
-            continue
-        t = (result.get("tsr_ci") or {}).get(cond, {}).get(model) or {}
-        line = (f"{cond}: csr {ci_text(c.get('csr'), c.get('lo'), c.get('hi'))} over {c.get('n', 0)} runs with a tool call; "
-                f"tsr {ci_text(t.get('tsr'), t.get('lo'), t.get('hi'))} over {t.get('n', 0)} judged runs")
-        if t.get("n_truncated"):
-            line += f" ({t['n_truncated']} truncated runs left out; counted as failures: {num(t.get('tsr_truncated_as_failure'))})"
-        d = (result.get("tsr_delta") or {}).get(cond, {}).get(model)
-        if d and _finite(d.get("delta")) is not None:
-            line += f"; tsr drop against baseline (baseline \u2212 {cond}): {ci_text(d.get('delta'), d.get('lo'), d.get('hi'), signed=True)}"
-        out.append(line)
-    base = (result.get("tsr_ci") or {}).get("baseline", {}).get(model)
-    if base:
-        out.append(f"baseline: tsr {ci_text(base.get('tsr'), base.get('lo'), base.get('hi'))} over {base.get('n', 0)} judged runs")
-    return out
-
-
-def diagnoses(result: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One entry per model of ``stats.json`` (models under test first, then the instruments):
-    ``name, group, instrument, headline[], traps[], controls[], recovery``, all in words."""
-    params = params or {}
-    meta = result.get("meta") or {}
-    groups = result.get("model_groups") or {}
-    instruments = _instrument_groups(params, result)
-    trap_ci = (result.get("trap_rate_ci") or {}).get("declared", {})
-    effects = result.get("control_effect") or {}
-    recovery = (result.get("recovery") or {}).get("declared", {})
-    models = list(meta.get("models") or sorted(groups))
-    order = {g: i for i, g in enumerate(INSTRUMENT_GROUPS)}
-    models.sort(key=lambda m: (m in instruments, order.get(instruments.get(m, ""), len(order)), m))
-    out = []
-    for m in models:
-        rec = recovery.get(m) or {}
-        rec_text = None
-        if int(rec.get("n") or 0) > 0:
-            rec_text = (f"recovers (calls the real tool after the canary) in {ci_text(rec.get('rate'), rec.get('lo'), rec.get('hi'))} "
-                        f"of its {rec['n']} trapped runs (declared)")
-        out.append({
-            "name": m,
-            "group": groups.get(m) or instruments.get(m) or "",
-            "instrument": m in instruments,
-            "headline": _headline(result, m),
-            "traps": _trap_items(trap_ci.get(m) or {}),
-            "controls": _control_items(effects.get(m) or {}),
-            "has_controls": bool(effects),
-            "recovery": rec_text,
-        })
-    return out
-
-
-def _type_cells(effects: Mapping[str, Any], expected: Mapping[str, str] | None) -> list[dict[str, Any]]:
-    """One cell per canary type: the diagnosis word, and against a known answer whether it
-    was found (``found``), the study had too little data (``open``) or said otherwise (``missed``)."""
-    cells = []
-    for t in CANARY_TYPES:
-        e = effects.get(t) or {}
-        word = str(e.get("diagnosis") or "n/a") if e else "n/a"
-        want = (expected or {}).get(t)
-        status = None if want is None else ("found" if word == want else "open" if word in ("inconclusive", "n/a") else "missed")
-        cells.append({"type": t, "word": word, "expected": want, "status": status})
-    return cells
-
-
-def findings(result: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The report's first screen: per model under test its csr and tsr (declared) with their
-    intervals and its diagnosis word per canary type; per instrument the same, held against
-    its known answer (:func:`canarykit.agents.known.known_diagnoses`), and how many known
-    answers the study recovered."""
-    params = params or {}
-    meta = result.get("meta") or {}
-    instruments = _instrument_groups(params, result)
-    configs = {str(m.get("name")): m for m in params.get("models") or [] if isinstance(m, Mapping)}
-    effects = result.get("control_effect") or {}
-    csr = (result.get("csr_ci") or {}).get("declared", {})
-    tsr = (result.get("tsr_ci") or {}).get("declared", {})
-    models = list(meta.get("models") or sorted(result.get("model_groups") or {}))
-    tested: list[dict[str, Any]] = []
-    checked: list[dict[str, Any]] = []
-    for m in models:
-        c, s = csr.get(m) or {}, tsr.get(m) or {}
-        expected = known_diagnoses(configs[m]) if m in instruments and m in configs else None
-        row = {"name": m, "group": (result.get("model_groups") or {}).get(m) or instruments.get(m, ""),
-               "csr": ci_text(c.get("csr"), c.get("lo"), c.get("hi")), "tsr": ci_text(s.get("tsr"), s.get("lo"), s.get("hi")),
-               "types": _type_cells(effects.get(m) or {}, expected), "known": expected is not None}
-        (checked if m in instruments else tested).append(row)
-    statuses = [cell["status"] for row in checked for cell in row["types"] if cell["status"]]
-    return {
-        "tested": tested,
-        "instruments": checked,
-        "known": {"total": len(statuses), "found": statuses.count("found"), "open": statuses.count("open"),
-                  "missed": statuses.count("missed"), "agents": sum(r["known"] for r in checked)},
-        "has_controls": bool(effects),
-        "type_labels": [TYPE_LABELS[t] for t in CANARY_TYPES],
-    }
+def _href(path: str | Path, links_from: str | Path | None) -> str | None:
+    """The link from the report to a file beside it (relative, so the results directory can move)."""
+    if links_from is None:
+        return None
+    return Path(os.path.relpath(Path(path).resolve(), Path(links_from).resolve())).as_posix()
 
 
 # --------------------------------------------------------------------------- the study
@@ -463,7 +285,7 @@ def study_summary(params: Mapping[str, Any], result: Mapping[str, Any], runs: pl
     else:
         abl = "not run"
     names = list(meta.get("models") or [str(m.get("name")) for m in params.get("models") or [] if isinstance(m, Mapping)])
-    instruments = _instrument_groups(params, result)
+    instruments = instrument_groups(params, result)
     n_runs = runs.height if runs is not None else int(meta.get("n_runs") or 0)
     facts = [
         ("Task suite", f"{meta.get('n_tasks', '?')} tasks from {study.get('tasks', '?')}"
@@ -517,15 +339,6 @@ def _vl_version() -> str | None:
     return want if want in {s.lstrip("v") for s in vlc.get_vegalite_versions()} else None
 
 
-def script_safe(text: str) -> str:
-    """``text`` safe inside an HTML ``<script>`` element."""
-    return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
-
-
-def json_for_script(obj: Any) -> str:
-    """JSON safe inside ``<script type="application/json">`` (no ``<``, ``>``, ``&`` left)."""
-    return json.dumps(obj, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
 
 def figure_views(result: Mapping[str, Any], captions: Mapping[str, str], *, png_scale: float = 1.0) -> list[dict[str, Any]]:
     """Each figure once: its Vega-Lite spec (JSON for the page) and its PNG (base64) rendered
@@ -543,6 +356,8 @@ def figure_views(result: Mapping[str, Any], captions: Mapping[str, str], *, png_
         text = title.get("text") if isinstance(title, Mapping) else title
         views.append({
             "id": name, "title": str(text or name), "caption": captions.get(name, ""),
+            # wider than half the page at 1400 px (PNG header: width at bytes 16-20): a row of its own
+            "wide": int.from_bytes(png[16:20], "big") > WIDE_FIGURE_PX,
             "spec": json_for_script(spec), "png": base64.b64encode(png).decode("ascii"),
         })
     return views
@@ -582,7 +397,7 @@ def _read_runs(runs: str | Path | pl.DataFrame | None) -> pl.DataFrame | None:
 
 def _model_rows(cfg: Mapping[str, Any], result: Mapping[str, Any]) -> list[dict[str, str]]:
     """One row per configured model: its name, group, backend, other settings and role."""
-    instruments = _instrument_groups(cfg, result)
+    instruments = instrument_groups(cfg, result)
     rows = []
     for m in cfg.get("models") or []:
         if not isinstance(m, Mapping):
@@ -609,6 +424,7 @@ def build_report(
     title: str | None = None,
     png_scale: float = 1.0,
     javascript: bool = True,
+    links_from: str | Path | None = None,
 ) -> str:
     """The report's HTML text.
 
@@ -617,7 +433,9 @@ def build_report(
     ``params``: ``params.resolved.yaml`` (path or mapping); ``runs``: ``runs.parquet``;
     ``store``: the run store (records of the sampled traces); ``captions``: ``name ->``
     caption of a table or figure (:func:`load_captions`); ``javascript``: False leaves the
-    Vega bundle out (the figures show their PNGs; for tests that never run a browser).
+    Vega bundle out (the figures show their PNGs; for tests that never run a browser);
+    ``links_from``: the directory the report is written to (each table links its CSV relative to
+    it; None: no links).
     """
     result = _read_json(stats, "stats.json")
     if not isinstance(result, Mapping):
@@ -626,6 +444,8 @@ def build_report(
         if not isinstance(stats, str | Path):
             raise InputError("report", "tables", "give the table paths when stats is not a file")
         tables = {t: Path(stats).parent / f"{t}.csv" for t in TABLE_NAMES}
+    if links_from is None and isinstance(stats, str | Path):
+        links_from = Path(stats).parent  # the pipeline writes the report beside stats.json
     val = _read_json(validation, "judge validation")
     cfg = _read_params(params)
     runs_df = _read_runs(runs)
@@ -635,10 +455,9 @@ def build_report(
     for name in TABLE_NAMES:
         if name not in tables:
             continue
-        frame = _read_csv(tables[name], name)
-        view = html_table(frame, name, _TABLE_TITLES.get(name, name), caps.get(name) or stat_caps.get(name, ""))
-        view["key"] = key_table(frame, name)
-        table_views.append(view)
+        # the caption the statistics write from the study's own settings (level, interval, margin) first
+        caption = stat_caps.get(name) or caps.get(name, "")
+        table_views.append(table_view(_read_csv(tables[name], name), name, caption, _href(tables[name], links_from)))
     counts = html_table(run_counts(runs_df), "run_counts", "Runs per model") if runs_df is not None else None
     param_rows = flatten_params({k: v for k, v in cfg.items() if k != "models"})
     models_cfg = _model_rows(cfg, result)
@@ -697,7 +516,7 @@ def _package_version() -> str:
 
 
 def write_report(path: str | Path, **kwargs: Any) -> Path:
-    """Render :func:`build_report` into ``path`` (atomically); returns the path."""
-    html = build_report(**kwargs)
+    """Render :func:`build_report` into ``path`` (atomically), its tables linked from there; returns the path."""
+    html = build_report(**{"links_from": Path(path).parent, **kwargs})
     atomic_write_text(path, html)
     return Path(path)
