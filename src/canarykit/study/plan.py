@@ -64,6 +64,8 @@ from ..types import CANARY_TYPES
 #: answer, a judge's verdict; characters per token of the measured texts.
 CALL_TOKENS, RESULT_TOKENS, ANSWER_TOKENS, VERDICT_TOKENS, CHARS_PER_TOKEN = 40, 200, 150, 200, 4
 SIMULATIONS = 300
+#: Swap patterns of the randomisation test per simulated study (p resolution 1/2001).
+SWAP_DRAWS = 2000
 POWER = 0.8
 DEFAULTS = {"base_rate": 0.2, "icc": 0.3, "effect": 0.15}
 LOCAL_PROVIDERS = ("ollama", "ollama_chat")
@@ -155,6 +157,7 @@ def study_design(cfg: Mapping[str, Any]) -> Design:
             continue
         doc = study_pool(tools, tasks, pool, fit=can["fit"], suffixes=can["suffixes"][pool],
                          control_suffixes=can["control_suffixes"][pool], special_cases=can["special_cases"],
+                         variants=int(can.get("variants") or 1), wording_seed=can.get("wording_seed"),
                          generator="offline", source="plan", tasks_source=cfg["study"]["tasks"])
         rest = [c for c in conditions if c != DOSE_CONDITION]
         lists = build_assemblies(tasks, tools.tools, doc.canaries, pool, rest, seeds, doc.controls, log=quiet) if rest else []
@@ -315,48 +318,123 @@ def task_sd(rate: float, icc: float) -> float:
     return float(optimize.brentq(gap, 1e-4, 30.0))
 
 
+@dataclass(frozen=True)
+class Effects:
+    """The random effects a simulated study draws, as outcome-scale intra-class correlations
+    at the base rate (two runs sharing the level correlate ``icc_*``): tasks, tools (the real
+    tool a canary shadows, shared by its tasks) and wordings (a bank entry, shared by every
+    tool of the type). Each becomes a logit-scale sd (:func:`level_sds`)."""
+
+    task: float = 0.3
+    tool: float = 0.0
+    wording: float = 0.0
+
+
+def level_sds(rate: float, eff: Effects) -> tuple[float, float, float]:
+    """Logit-scale sds of the task, tool and wording effects: the total sd makes two runs
+    sharing every level correlate ``task + tool + wording`` at ``rate`` (:func:`task_sd`), split
+    between the levels in proportion to their ICCs (variances add on the logit scale)."""
+    total = eff.task + eff.tool + eff.wording
+    if total <= 0.0:
+        return 0.0, 0.0, 0.0
+    sd = task_sd(rate, min(total, 0.99))
+    return tuple(float(sd * np.sqrt(x / total)) for x in (eff.task, eff.tool, eff.wording))  # type: ignore[return-value]
+
+
 @dataclass
 class _Sim:
-    """Common random numbers of one type's simulated studies: a uniform per (study, task)
-    for its propensity and per (study, run) for each side's outcome."""
+    """Common random numbers of one type's simulated studies: per study a normal per task,
+    per tool and per wording, and per (study, run) a uniform for each side's outcome (the
+    canary and its twin draw independently, as two sampled runs do)."""
 
     tasks: np.ndarray
-    codes: np.ndarray
+    pairs: np.ndarray
     items: np.ndarray
-    task_z: np.ndarray
+    codes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    z: tuple[np.ndarray, np.ndarray, np.ndarray]
     run_u: np.ndarray
     twin_u: np.ndarray
 
-    def logit(self, rate: float, sd: float) -> np.ndarray:
-        """``(studies, runs)``: each run's task propensity on the logit scale (task effects
-        ``N(0, sd²)``, centred so that the propensities average ``rate``)."""
-        return (logit_mean(rate, sd) + sd * self.task_z)[:, self.codes]
+    def logit(self, rate: float, sds: tuple[float, float, float]) -> np.ndarray:
+        """``(studies, runs)``: each run's propensity on the logit scale (task, tool and wording
+        effects ``N(0, sd²)``), centred so that the propensities average ``rate``."""
+        total = float(np.sqrt(sum(x * x for x in sds)))
+        out = np.full(self.run_u.shape, logit_mean(rate, total))
+        for sd, z, code in zip(sds, self.z, self.codes, strict=True):
+            if sd > 0.0:
+                out += sd * z[:, code]
+        return out
 
 
 def _sim(rows: Sequence[tuple[str, int, str]], sims: int, rng: np.random.Generator) -> _Sim:
-    from ..stats import item_key
+    from ..stats import item_key, tool_of, wording_of
 
     tasks = np.array([g for g, _, _ in rows], dtype=str)
-    codes = np.unique(tasks, return_inverse=True)[1]
-    return _Sim(tasks, codes, item_key([i for *_, i in rows]), rng.standard_normal((sims, int(codes.max()) + 1)),
+    items = item_key([i for *_, i in rows])
+    codes = tuple(np.unique(x, return_inverse=True)[1] for x in (tasks, tool_of(items), wording_of(items)))
+    z = tuple(rng.standard_normal((sims, int(c.max()) + 1)) for c in codes)
+    return _Sim(tasks, np.array([f"{g}|{s}" for g, s, _ in rows], dtype=str), items, codes, z,  # type: ignore[arg-type]
                 rng.random((sims, len(rows))), rng.random((sims, len(rows))))
 
 
-def _delta_power(boot: Any, sim: _Sim, base: float, sd: float, effect: float, alpha: float, m: int) -> float:
-    from ..stats import Sample, paired_deltas
+@dataclass(frozen=True)
+class _Rule:
+    """How a simulated study reads: the study's resampler, alpha per test (Holm's first step
+    with the other members of the family null), the margin, the fewest tasks and the swap
+    test's draws."""
 
-    twin = (sim.twin_u < special.expit(sim.logit(base, sd))).astype(float)
-    canary = (sim.run_u < special.expit(sim.logit(base + effect, sd))).astype(float)
-    specs = [(("plan",), Sample(canary[k], sim.tasks, None, sim.items), Sample(twin[k], sim.tasks, None, sim.items))
-             for k in range(canary.shape[0])]
-    rows = paired_deltas(boot, specs, alpha=alpha)
-    return float(np.mean([r["p"] is not None and r["p"] < alpha / m and r["lo"] is not None and r["lo"] > 0 for r in rows]))
+    boot: Any
+    alpha: float
+    margin: float
+    min_clusters: int
+    draws: int
+    seed: int
 
 
-def _rate_power(boot: Any, sim: _Sim, margin: float, sd: float, effect: float, alpha: float, m: int) -> float:
+def _words(rule: _Rule, sim: _Sim, canary: np.ndarray, twin: np.ndarray) -> dict[str, np.ndarray]:
+    """Per simulated study, whether the study would say ``lured`` (delta > 0, the
+    randomisation test of sides and the t test both below alpha) and ``blind`` (TOST within
+    the margin and the twin's rate above it, intersection-union): the tests of
+    :mod:`canarykit.stats._equivalence`, on the study's design."""
+    from ..stats import Sample, cluster_robust_rate, paired_deltas, rate_above_p, swap_p_values, tost_p
+
+    n = canary.shape[0]
+    specs = [((f"plan{k}",), Sample(canary[k], sim.tasks, sim.pairs, sim.items), Sample(twin[k], sim.tasks, sim.pairs, sim.items))
+             for k in range(n)]
+    rows = paired_deltas(rule.boot, specs, alpha=rule.alpha)
+    swaps = swap_p_values(specs, rule.draws, rule.seed)
+    few = np.unique(sim.tasks).size < rule.min_clusters
+    lured, blind = np.zeros(n, bool), np.zeros(n, bool)
+    for k, (r, p_swap, (_, _, b)) in enumerate(zip(rows, swaps, specs, strict=True)):
+        if few or r["delta"] is None or r["se"] is None:
+            continue
+        lured[k] = (r["delta"] > 0 and p_swap is not None and p_swap < rule.alpha and r["p"] is not None and r["p"] < rule.alpha)
+        ctl = cluster_robust_rate(rule.boot, b)
+        above = rate_above_p(ctl.get("estimate"), ctl.get("se"), ctl.get("df"), rule.margin)
+        t = float(tost_p(r["delta"], r["se"], r["df"], rule.margin)) if r.get("df") is not None else None
+        blind[k] = t is not None and above is not None and max(t, above) < rule.alpha
+    return {"lured": lured, "blind": blind}
+
+
+def _delta_power(rule: _Rule, sim: _Sim, base: float, sds: tuple[float, float, float], effect: float) -> float:
+    """Power of ``lured`` at a mean difference ``effect`` over a twin rate ``base``."""
+    twin = (sim.twin_u < special.expit(sim.logit(base, sds))).astype(float)
+    canary = (sim.run_u < special.expit(sim.logit(base + effect, sds))).astype(float)
+    return float(np.mean(_words(rule, sim, canary, twin)["lured"]))
+
+
+def blind_power(rule: _Rule, sim: _Sim, rate: float, sds: tuple[float, float, float]) -> float:
+    """Power of ``blind``: canary and twin taken at the same ``rate`` (delta = 0), drawn
+    independently (no shared random numbers), tested within the margin."""
+    twin = (sim.twin_u < special.expit(sim.logit(rate, sds))).astype(float)
+    canary = (sim.run_u < special.expit(sim.logit(rate, sds))).astype(float)
+    return float(np.mean(_words(rule, sim, canary, twin)["blind"]))
+
+
+def _rate_power(boot: Any, sim: _Sim, margin: float, sds: tuple[float, float, float], effect: float, alpha: float, m: int) -> float:
     from ..stats import Sample, rate_tests
 
-    y = (sim.run_u < special.expit(sim.logit(margin + effect, sd))).astype(float)
+    y = (sim.run_u < special.expit(sim.logit(margin + effect, sds))).astype(float)
     p = rate_tests(boot, [Sample(y[k], sim.tasks, None, sim.items) for k in range(y.shape[0])], margin, "greater")
     return float(np.mean(np.nan_to_num(p, nan=1.0) < alpha / m))
 
@@ -375,13 +453,25 @@ def _mde(power_at: Any, hi: float) -> float | None:
     return hi
 
 
+def _rule(st: Any, tasks: np.ndarray, alpha: float, min_clusters: int) -> _Rule:
+    from ..stats import make_resampler
+
+    return _Rule(make_resampler(st.bootstrap_unit, np.unique(tasks), min(st.resamples, 1000), st.seed), alpha,
+                 st.equivalence_margin, min_clusters, min(st.resamples, SWAP_DRAWS), st.seed)
+
+
 def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float, effect: float,
-                sims: int = SIMULATIONS, seed: int = 0) -> dict[str, Any]:
-    """Per primary family and canary type: the MDE at 80% power and the power at ``effect``."""
-    from ..stats import StatsConfig, make_resampler
+                sims: int = SIMULATIONS, seed: int = 0, *, icc_tool: float = 0.0, icc_wording: float = 0.0,
+                blind_rate: float | None = None) -> dict[str, Any]:
+    """Per primary family and canary type: the MDE at 80% power and the power at ``effect``;
+    for ``control_effect`` also the power of ``blind`` at ``blind_rate`` (default: the base
+    rate) on both sides. Task, tool and wording effects at the ICCs given (:class:`Effects`)."""
+    from ..stats import StatsConfig
 
     st = StatsConfig.from_mapping(cfg["stats"])
-    sd = task_sd(base_rate, icc)
+    sds = level_sds(base_rate, Effects(icc, icc_tool, icc_wording))
+    b_rate = base_rate if blind_rate is None else blind_rate
+    b_sds = level_sds(b_rate, Effects(icc, icc_tool, icc_wording))
     min_clusters = int(cfg["stats"].get("min_clusters", 10))  # fewer tasks: the diagnosis is inconclusive
     tested = [m["name"] for m in cfg["models"] if st.tested(str(m.get("group")))]
     out: dict[str, Any] = {}
@@ -399,14 +489,14 @@ def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float,
         for t, rows in offered.items():
             rng = np.random.default_rng([seed, CANARY_TYPES.index(t), len(family)])
             sim = _sim(rows, sims, rng)
-            boot = make_resampler(st.bootstrap_unit, np.unique(sim.tasks), min(st.resamples, 1000), st.seed)
+            rule = _rule(st, sim.tasks, st.alpha / m, min_clusters)
             cache: dict[float, float] = {}
 
-            def power_at(x: float, sim: _Sim = sim, boot: Any = boot, cache: dict[float, float] = cache,
+            def power_at(x: float, sim: _Sim = sim, rule: _Rule = rule, cache: dict[float, float] = cache,
                          m: int = m, delta: bool = family == "control_effect") -> float:
                 if x not in cache:
-                    cache[x] = (_delta_power(boot, sim, base_rate, sd, x, st.alpha, m) if delta
-                                else _rate_power(boot, sim, st.equivalence_margin, sd, x, st.alpha, m))
+                    cache[x] = (_delta_power(rule, sim, base_rate, sds, x) if delta
+                                else _rate_power(rule.boot, sim, st.equivalence_margin, sds, x, st.alpha, m))
                 return cache[x]
 
             top = (1.0 - base_rate if family == "control_effect" else 1.0 - st.equivalence_margin) - 1e-3
@@ -416,13 +506,76 @@ def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float,
                 mde = None
             else:
                 mde = _mde(power_at, top)
-            fam["types"][t] = {
+            entry: dict[str, Any] = {
                 "runs": len(rows), "tasks": n_tasks, "items": int(np.unique(sim.items).size),
+                "wordings": int(np.unique(sim.codes[2]).size), "tools": int(np.unique(sim.codes[1]).size),
                 "mde": mde, "power_at_effect": power_at(min(effect, top)),
                 **({"mde_rate": None if mde is None else st.equivalence_margin + mde} if family == "trap_rate" else {}),
             }
+            if family == "control_effect":
+                entry["power_lured"] = entry["power_at_effect"]
+                entry["power_blind"] = blind_power(rule, sim, b_rate, b_sds)
+            fam["types"][t] = entry
         out[family] = fam
     return out
+
+
+# --------------------------------------------------------------------------- known answers
+
+
+def _bernoulli_words(rule: _Rule, sim: _Sim, p_canary: float, p_twin: float) -> dict[str, np.ndarray]:
+    """The words of simulated studies whose canary and twin are taken at fixed rates, drawn
+    independently per run (a reference agent: no task, tool or wording effect)."""
+    return _words(rule, sim, (sim.run_u < p_canary).astype(float), (sim.twin_u < p_twin).astype(float))
+
+
+def known_answer_power(cfg: Mapping[str, Any], d: Design | None = None, sims: int = SIMULATIONS,
+                       seed: int = 0) -> dict[str, Any]:
+    """Per reference agent with a known answer (:func:`canarykit.agents.known.known_diagnoses`)
+    and canary type offered with its twin: the word expected and the probability that the
+    study, as designed, says it (simulated with the study's own tests, each instrument a Holm
+    family of its own across its types, Holm's first step). The agents' draws are independent
+    Bernoulli runs at their ``take_prob`` (the canary and the twin each taken where the agent
+    accepts it: ``blind``: both at ``take_prob``; ``lured``: the canary at ``take_prob``, the
+    twin never; ``sensitive``: the reverse; ``not drawn``: neither, whose exact bound over
+    ``C`` tasks decides it: ``(1 - margin)^C`` below alpha / m). ``min``: the weakest known
+    word's power, what the report states beside "N of N found"."""
+    from ..agents.known import known_diagnoses
+    from ..stats import StatsConfig
+
+    d = d or study_design(cfg)
+    st = StatsConfig.from_mapping(cfg["stats"])
+    min_clusters = int(cfg["stats"].get("min_clusters", 10))
+    offered = {t: td.pairs for t, td in d.types.items() if td.pairs}
+    m = max(len(offered), 1)
+    sims_of = {t: _sim(rows, sims, np.random.default_rng([seed, CANARY_TYPES.index(t), 7])) for t, rows in offered.items()}
+    rules = {t: _rule(st, sim.tasks, st.alpha / m, min_clusters) for t, sim in sims_of.items()}
+    cache: dict[tuple[str, str, float], float] = {}
+
+    def power(t: str, word: str, take: float) -> float:
+        k = (t, word, take)
+        if k not in cache:
+            sim, rule = sims_of[t], rules[t]
+            if word == "not drawn":
+                tasks = int(np.unique(sim.tasks).size)
+                cache[k] = float(tasks >= min_clusters and (1.0 - st.equivalence_margin) ** tasks < rule.alpha)
+            else:
+                # sensitive is the mirror image of lured (the same tests, sides swapped)
+                pc, pt = (take, take) if word == "blind" else (take, 0.0)
+                words = _bernoulli_words(rule, sim, pc, pt)
+                cache[k] = float(np.mean(words["blind" if word == "blind" else "lured"]))
+        return cache[k]
+
+    rows: list[dict[str, Any]] = []
+    for model in cfg["models"]:
+        want = known_diagnoses(model)
+        if not want:
+            continue
+        take = float(model.get("take_prob", 0.5))
+        for t in offered:
+            rows.append({"model": str(model["name"]), "type": t, "expected": want[t], "power": power(t, want[t], take)})
+    return {"answers": rows, "min": min((r["power"] for r in rows), default=None), "simulations": sims,
+            "family_size": m, "alpha_per_test": st.alpha / m}
 
 
 # --------------------------------------------------------------------------- the command
