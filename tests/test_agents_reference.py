@@ -297,9 +297,9 @@ def _rates(pairs: list[tuple[bool, bool]]) -> tuple[float, float]:
 
 
 def test_planted_agents_are_blind_to_their_type_and_sensitive_to_the_others(paired_picks: Any) -> None:
-    """Common random numbers: on its own type a planted agent takes the canary exactly when it
-    takes the twin (every pair agrees, the delta is 0); on every other type it never takes
-    the canary and does take the twin."""
+    """Independent draws: on its own type a planted agent takes the canary and the twin at its
+    rate, each drawn on its own (some pairs disagree: no shared random numbers between a list
+    and its twin list); on every other type it never takes the canary and does take the twin."""
     from canarykit.types import CANARY_TYPES
 
     for ctype in CANARY_TYPES:
@@ -309,15 +309,15 @@ def test_planted_agents_are_blind_to_their_type_and_sensitive_to_the_others(pair
             canary, twin = _rates(pairs)
             assert len(pairs) >= 10, (ctype, t)
             if t == ctype:
-                assert all(a == b for a, b in pairs) and 0.2 < twin < 0.8, (ctype, t, canary, twin)
+                assert any(a != b for a, b in pairs) and 0.2 < twin < 0.8 and 0.2 < canary < 0.8, (ctype, t, canary, twin)
             else:
                 assert canary == 0.0 and twin > 0.2, (ctype, t, canary, twin)
 
 
 def test_surface_uniform_and_random_are_blind_claims_lured_careful_sensitive(paired_picks: Any) -> None:
-    for name in ("surface", "uniform", "random"):
-        for t, pairs in paired_picks[name].items():
-            assert all(a == b for a, b in pairs), (name, t)
+    for name in ("surface", "uniform", "random"):  # text-blind: canary and twin alike, drawn independently
+        every = [pair for pairs in paired_picks[name].values() for pair in pairs]
+        assert any(a != b for a, b in every), name
     assert all(_rates(p)[1] > 0.1 for p in paired_picks["surface"].values())
     for t, pairs in paired_picks["claims"].items():
         canary, twin = _rates(pairs)

@@ -122,8 +122,6 @@ def test_a_planted_agent_is_blind_to_its_type_and_sensitive_to_the_others(study:
     for t, e in entries.items():
         want = "blind" if t == ctype else "sensitive"
         assert e["diagnosis"] == want, f"{pool} {ctype} {t} {e}"
-    if "blind" in {e["diagnosis"] for e in entries.values()}:
-        assert entries[ctype]["delta"] == 0.0  # common random numbers: the same draws on both sides
     runs = study["runs"].filter((pl.col("model") == f"planted:{ctype}") & (pl.col("pool") == pool)
                                 & (pl.col("condition") == "declared"))
     rates = {t: runs.filter(pl.col(f"present_{t}"))[f"trapped_{t}"].mean() or 0.0 for t in CANARY_TYPES}

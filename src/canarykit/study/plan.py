@@ -67,7 +67,7 @@ SIMULATIONS = 300
 #: Swap patterns of the randomisation test per simulated study (p resolution 1/2001).
 SWAP_DRAWS = 2000
 POWER = 0.8
-DEFAULTS = {"base_rate": 0.2, "icc": 0.3, "effect": 0.15}
+DEFAULTS = {"base_rate": 0.2, "icc": 0.3, "effect": 0.15, "icc_tool": 0.05, "icc_wording": 0.05}
 LOCAL_PROVIDERS = ("ollama", "ollama_chat")
 
 
@@ -582,11 +582,17 @@ def known_answer_power(cfg: Mapping[str, Any], d: Design | None = None, sims: in
 
 
 def plan(configfiles: Sequence[str] = (), *, base_rate: float = DEFAULTS["base_rate"], icc: float = DEFAULTS["icc"],
-         effect: float = DEFAULTS["effect"], params: str = "params.yaml", sims: int = SIMULATIONS) -> dict[str, Any]:
+         effect: float = DEFAULTS["effect"], params: str = "params.yaml", sims: int = SIMULATIONS,
+         icc_tool: float = DEFAULTS["icc_tool"], icc_wording: float = DEFAULTS["icc_wording"],
+         blind_rate: float | None = None) -> dict[str, Any]:
     """The plan of the study params.yaml (+ ``configfiles``) describes (module docstring)."""
     from .config import load_params
 
-    for name, value, lo, hi in (("--base-rate", base_rate, 0.0, 1.0), ("--icc", icc, 0.0, 1.0), ("--effect", effect, 0.0, 1.0)):
+    checks = [("--base-rate", base_rate, 0.0, 1.0), ("--icc", icc, 0.0, 1.0), ("--effect", effect, 0.0, 1.0),
+              ("--icc-tool", icc_tool, -1e-12, 1.0), ("--icc-wording", icc_wording, -1e-12, 1.0)]
+    if blind_rate is not None:
+        checks.append(("--blind-rate", blind_rate, 0.0, 1.0))
+    for name, value, lo, hi in checks:
         if not lo < value < hi:
             raise InputError("command line", name, f"must be strictly between {lo:g} and {hi:g}, got {value}")
     if not Path(params).is_file():
@@ -595,14 +601,22 @@ def plan(configfiles: Sequence[str] = (), *, base_rate: float = DEFAULTS["base_r
     cfg = load_params(params, list(configfiles))
     d = study_design(cfg)
     cost = cost_table(cfg, d)
-    power = power_table(cfg, d, base_rate, icc, effect, sims)
+    if icc + icc_tool + icc_wording >= 1.0:
+        raise InputError("command line", "--icc", f"the ICCs of tasks, tools and wordings add up to {icc + icc_tool + icc_wording:g}: "
+                         "they must add up to less than 1")
+    power = power_table(cfg, d, base_rate, icc, effect, sims, icc_tool=icc_tool, icc_wording=icc_wording, blind_rate=blind_rate)
+    known = known_answer_power(cfg, d, sims)
     return {
         "study": {"params": params, "configfiles": list(configfiles), "tasks": d.tasks, "seeds": d.seeds, "grid": d.grid,
                   "lists_per_model": d.lists, "models": len(cfg["models"]), "output_dir": cfg["study"]["output_dir"]},
-        "assumptions": {"base_rate": base_rate, "icc": icc, "effect": effect, "power": POWER, "simulations": sims,
-                        "outcome": "every run makes a call into the family (an opportunity); no item effect",
+        "assumptions": {"base_rate": base_rate, "icc": icc, "icc_tool": icc_tool, "icc_wording": icc_wording,
+                        "blind_rate": base_rate if blind_rate is None else blind_rate,
+                        "effect": effect, "power": POWER, "simulations": sims,
+                        "variants": int(cfg["canaries"].get("variants") or 1),
+                        "outcome": "every run makes a call into the family (an opportunity); canary and twin drawn "
+                                   "independently; task, tool and wording effects at the ICCs",
                         "notes": d.notes},
-        "cost": cost, "power": power, "seconds": round(time.perf_counter() - t0, 2),
+        "cost": cost, "power": power, "known_answers": known, "seconds": round(time.perf_counter() - t0, 2),
         "cpu_seconds": round(time.process_time() - c0, 2),
     }
 
@@ -626,8 +640,9 @@ def plan_lines(p: Mapping[str, Any]) -> list[str]:
     t = c["total"]
     lines.append(f"{'total':<32} {t['runs']:>7,} {t['model_calls']:>9,} {'':>13} {'':>11} {_money(t['usd']):>12}"
                  + (f"  (known part {_money(t['usd_known'])}; unknown: {', '.join(t['unknown_prices'])})" if t["usd"] is None else ""))
-    lines += ["", f"power: base rate {a['base_rate']:g}, icc {a['icc']:g}, effect {a['effect']:g}, {a['simulations']} simulated "
-                  "studies per point; MDE at 80% power"]
+    lines += ["", f"power: base rate {a['base_rate']:g}, ICC task {a['icc']:g} / tool {a['icc_tool']:g} / wording "
+                  f"{a['icc_wording']:g}, {a['variants']} wordings per type, effect {a['effect']:g}, {a['simulations']} simulated "
+                  f"studies per point; MDE (lured) at 80% power; blind at rate {a['blind_rate']:g} on both sides"]
     for family, fam in p["power"].items():
         if "types" not in fam:
             continue
@@ -637,18 +652,27 @@ def plan_lines(p: Mapping[str, Any]) -> list[str]:
             mde = "not reachable" if e["mde"] is None else f"{e['mde']:.3f}"
             if family == "trap_rate" and e.get("mde_rate") is not None:
                 mde += f" (rate {e['mde_rate']:.3f})"
+            blind = f"  power of blind: {e['power_blind']:.2f}" if "power_blind" in e else ""
             lines.append(f"    {t:<24} {e['runs']:>5} runs {e['tasks']:>4} tasks {e['items']:>4} items   MDE {mde:<20} "
-                         f"power at {a['effect']:g}: {e['power_at_effect']:.2f}")
+                         f"power at {a['effect']:g}: {e['power_at_effect']:.2f}{blind}")
+    k = p.get("known_answers") or {}
+    if k.get("answers"):
+        weak = sorted(k["answers"], key=lambda r: r["power"])[:3]
+        shown = ", ".join(f"{r['model']} {r['type']} {r['expected']} {r['power']:.2f}" for r in weak)
+        lines.append(f"  known answers: {len(k['answers'])}, each recovered with power >= {k['min']:.2f} (weakest: {shown})")
     lines += [f"  note: {n}" for n in a["notes"]]
     lines.append(f"planned in {p['seconds']:.1f} s ({p['cpu_seconds']:.1f} s CPU)")
     return lines
 
 
-def plan_command(configfiles: Sequence[str], base_rate: float, icc: float, effect: float, output: str | None) -> int:
+def plan_command(configfiles: Sequence[str], base_rate: float, icc: float, effect: float, output: str | None, *,
+                 icc_tool: float = DEFAULTS["icc_tool"], icc_wording: float = DEFAULTS["icc_wording"],
+                 blind_rate: float | None = None) -> int:
     """``canarykit plan``: print the plan; ``output``: write it as JSON too. Returns 0."""
     from ..store.jsonio import write_json
 
-    p = plan(configfiles, base_rate=base_rate, icc=icc, effect=effect)
+    p = plan(configfiles, base_rate=base_rate, icc=icc, effect=effect, icc_tool=icc_tool, icc_wording=icc_wording,
+             blind_rate=blind_rate)
     for line in plan_lines(p):
         print(line)
     if output:
