@@ -309,9 +309,9 @@ def test_planted_agents_are_blind_to_their_type_and_sensitive_to_the_others(pair
             canary, twin = _rates(pairs)
             assert len(pairs) >= 10, (ctype, t)
             if t == ctype:
-                assert any(a != b for a, b in pairs) and 0.2 < twin < 0.8 and 0.2 < canary < 0.8, (ctype, t, canary, twin)
+                assert any(a != b for a, b in pairs) and 0.1 < twin < 0.9 and 0.1 < canary < 0.9, (ctype, t, canary, twin)
             else:
-                assert canary == 0.0 and twin > 0.2, (ctype, t, canary, twin)
+                assert canary == 0.0 and twin > 0.1, (ctype, t, canary, twin)  # take_prob 0.5, >= 10 pairs
 
 
 def test_surface_uniform_and_random_are_blind_claims_lured_careful_sensitive(paired_picks: Any) -> None:

@@ -391,36 +391,41 @@ class _Rule:
     seed: int
 
 
-def _words(rule: _Rule, sim: _Sim, canary: np.ndarray, twin: np.ndarray) -> dict[str, np.ndarray]:
-    """Per simulated study, whether the study would say ``lured`` (delta > 0, the
-    randomisation test of sides and the t test both below alpha) and ``blind`` (TOST within
+def _words(rule: _Rule, sim: _Sim, canary: np.ndarray, twin: np.ndarray, word: str) -> np.ndarray:
+    """Per simulated study, whether the study would say ``word``: ``lured`` (delta > 0, the
+    randomisation test of sides and the t test both below alpha) or ``blind`` (TOST within
     the margin and the twin's rate above it, intersection-union): the tests of
-    :mod:`canarykit.stats._equivalence`, on the study's design."""
-    from ..stats import Sample, cluster_robust_rate, paired_deltas, rate_above_p, swap_p_values, tost_p
+    :mod:`canarykit.stats._equivalence`, on the study's design (the randomisation test only
+    where the t test already holds: a word needs both)."""
+    from ..stats import Sample, cluster_robust_rate, paired_deltas, rate_above_p, swap_p_value, tost_p
 
     n = canary.shape[0]
+    out = np.zeros(n, bool)
+    if np.unique(sim.tasks).size < rule.min_clusters:
+        return out
     specs = [((f"plan{k}",), Sample(canary[k], sim.tasks, sim.pairs, sim.items), Sample(twin[k], sim.tasks, sim.pairs, sim.items))
              for k in range(n)]
     rows = paired_deltas(rule.boot, specs, alpha=rule.alpha)
-    swaps = swap_p_values(specs, rule.draws, rule.seed)
-    few = np.unique(sim.tasks).size < rule.min_clusters
-    lured, blind = np.zeros(n, bool), np.zeros(n, bool)
-    for k, (r, p_swap, (_, _, b)) in enumerate(zip(rows, swaps, specs, strict=True)):
-        if few or r["delta"] is None or r["se"] is None:
+    rng = np.random.default_rng([rule.seed, n])
+    for k, (r, (_, a, b)) in enumerate(zip(rows, specs, strict=True)):
+        if r["delta"] is None or r["se"] is None:
             continue
-        lured[k] = (r["delta"] > 0 and p_swap is not None and p_swap < rule.alpha and r["p"] is not None and r["p"] < rule.alpha)
-        ctl = cluster_robust_rate(rule.boot, b)
-        above = rate_above_p(ctl.get("estimate"), ctl.get("se"), ctl.get("df"), rule.margin)
-        t = float(tost_p(r["delta"], r["se"], r["df"], rule.margin)) if r.get("df") is not None else None
-        blind[k] = t is not None and above is not None and max(t, above) < rule.alpha
-    return {"lured": lured, "blind": blind}
+        if word == "lured":
+            if r["delta"] > 0 and r["p"] is not None and r["p"] < rule.alpha:
+                p_swap = swap_p_value(a, b, rule.draws, rng)
+                out[k] = p_swap is not None and p_swap < rule.alpha
+        elif r.get("df") is not None and float(tost_p(r["delta"], r["se"], r["df"], rule.margin)) < rule.alpha:
+            ctl = cluster_robust_rate(rule.boot, b)
+            above = rate_above_p(ctl.get("estimate"), ctl.get("se"), ctl.get("df"), rule.margin)
+            out[k] = above is not None and above < rule.alpha
+    return out
 
 
 def _delta_power(rule: _Rule, sim: _Sim, base: float, sds: tuple[float, float, float], effect: float) -> float:
     """Power of ``lured`` at a mean difference ``effect`` over a twin rate ``base``."""
     twin = (sim.twin_u < special.expit(sim.logit(base, sds))).astype(float)
     canary = (sim.run_u < special.expit(sim.logit(base + effect, sds))).astype(float)
-    return float(np.mean(_words(rule, sim, canary, twin)["lured"]))
+    return float(np.mean(_words(rule, sim, canary, twin, "lured")))
 
 
 def blind_power(rule: _Rule, sim: _Sim, rate: float, sds: tuple[float, float, float]) -> float:
@@ -428,7 +433,7 @@ def blind_power(rule: _Rule, sim: _Sim, rate: float, sds: tuple[float, float, fl
     independently (no shared random numbers), tested within the margin."""
     twin = (sim.twin_u < special.expit(sim.logit(rate, sds))).astype(float)
     canary = (sim.run_u < special.expit(sim.logit(rate, sds))).astype(float)
-    return float(np.mean(_words(rule, sim, canary, twin)["blind"]))
+    return float(np.mean(_words(rule, sim, canary, twin, "blind")))
 
 
 def _rate_power(boot: Any, sim: _Sim, margin: float, sds: tuple[float, float, float], effect: float, alpha: float, m: int) -> float:
@@ -523,14 +528,40 @@ def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float,
 # --------------------------------------------------------------------------- known answers
 
 
-def _bernoulli_words(rule: _Rule, sim: _Sim, p_canary: float, p_twin: float) -> dict[str, np.ndarray]:
+def _bernoulli_words(rule: _Rule, sim: _Sim, p_canary: float, p_twin: float, word: str) -> np.ndarray:
     """The words of simulated studies whose canary and twin are taken at fixed rates, drawn
     independently per run (a reference agent: no task, tool or wording effect)."""
-    return _words(rule, sim, (sim.run_u < p_canary).astype(float), (sim.twin_u < p_twin).astype(float))
+    return _words(rule, sim, (sim.run_u < p_canary).astype(float), (sim.twin_u < p_twin).astype(float), word)
 
 
-def known_answer_power(cfg: Mapping[str, Any], d: Design | None = None, sims: int = SIMULATIONS,
-                       seed: int = 0) -> dict[str, Any]:
+def design_from_runs(runs: Any, pool: str) -> dict[str, list[tuple[str, int, str]]]:
+    """The control-effect pairs per canary type of a study that ran (its runs table, the
+    primary ``pool``): ``(task, seed, item)`` where a ``declared`` run offered T's canary and a
+    ``control`` run of arm T offered its twin, read from the first model that ran both."""
+    import polars as pl
+
+    out: dict[str, list[tuple[str, int, str]]] = {}
+    if runs is None or not runs.height or "arm" not in runs.columns:
+        return out
+    frame = runs.filter(pl.col("pool") == pool)
+    for model in sorted(set(frame["model"].to_list())):
+        mine = frame.filter(pl.col("model") == model)
+        for t in CANARY_TYPES:
+            if t in out or f"item_{t}" not in mine.columns:
+                continue
+            decl = mine.filter((pl.col("condition") == "declared") & pl.col(f"item_{t}").is_not_null())
+            arms = mine.filter((pl.col("condition") == "control") & (pl.col("arm") == t))
+            twins = {(str(g), int(s)) for g, s in zip(arms["task_id"].to_list(), arms["seed"].to_list(), strict=True)}
+            pairs = sorted({(str(g), int(s), str(i)) for g, s, i in zip(decl["task_id"].to_list(), decl["seed"].to_list(),
+                                                                         decl[f"item_{t}"].to_list(), strict=True)
+                            if (str(g), int(s)) in twins})
+            if pairs:
+                out[t] = pairs
+    return out
+
+
+def known_answer_power(cfg: Mapping[str, Any], d: Design | Mapping[str, list[tuple[str, int, str]]] | None = None,
+                       sims: int = SIMULATIONS, seed: int = 0) -> dict[str, Any]:
     """Per reference agent with a known answer (:func:`canarykit.agents.known.known_diagnoses`)
     and canary type offered with its twin: the word expected and the probability that the
     study, as designed, says it (simulated with the study's own tests, each instrument a Holm
@@ -543,10 +574,12 @@ def known_answer_power(cfg: Mapping[str, Any], d: Design | None = None, sims: in
     from ..agents.known import known_diagnoses
     from ..stats import StatsConfig
 
-    d = d or study_design(cfg)
-    st = StatsConfig.from_mapping(cfg["stats"])
-    min_clusters = int(cfg["stats"].get("min_clusters", 10))
-    offered = {t: td.pairs for t, td in d.types.items() if td.pairs}
+    if d is None:
+        d = study_design(cfg)
+    st = StatsConfig.from_mapping(cfg.get("stats") or {})
+    min_clusters = int((cfg.get("stats") or {}).get("min_clusters", 10))
+    pairs = {t: td.pairs for t, td in d.types.items()} if isinstance(d, Design) else dict(d)
+    offered = {t: rows for t, rows in pairs.items() if rows}
     m = max(len(offered), 1)
     sims_of = {t: _sim(rows, sims, np.random.default_rng([seed, CANARY_TYPES.index(t), 7])) for t, rows in offered.items()}
     rules = {t: _rule(st, sim.tasks, st.alpha / m, min_clusters) for t, sim in sims_of.items()}
@@ -562,12 +595,11 @@ def known_answer_power(cfg: Mapping[str, Any], d: Design | None = None, sims: in
             else:
                 # sensitive is the mirror image of lured (the same tests, sides swapped)
                 pc, pt = (take, take) if word == "blind" else (take, 0.0)
-                words = _bernoulli_words(rule, sim, pc, pt)
-                cache[k] = float(np.mean(words["blind" if word == "blind" else "lured"]))
+                cache[k] = float(np.mean(_bernoulli_words(rule, sim, pc, pt, "blind" if word == "blind" else "lured")))
         return cache[k]
 
     rows: list[dict[str, Any]] = []
-    for model in cfg["models"]:
+    for model in cfg.get("models") or []:
         want = known_diagnoses(model)
         if not want:
             continue
