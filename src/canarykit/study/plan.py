@@ -66,6 +66,8 @@ CALL_TOKENS, RESULT_TOKENS, ANSWER_TOKENS, VERDICT_TOKENS, CHARS_PER_TOKEN = 40,
 SIMULATIONS = 300
 #: Swap patterns of the randomisation test per simulated study (p resolution 1/2001).
 SWAP_DRAWS = 2000
+#: The power curve is also evaluated this far either side of the MDE (its slope there).
+CURVE_STEP = 0.03
 POWER = 0.8
 DEFAULTS = {"base_rate": 0.2, "icc": 0.3, "effect": 0.15, "icc_tool": 0.05, "icc_wording": 0.05}
 LOCAL_PROVIDERS = ("ollama", "ollama_chat")
@@ -517,6 +519,12 @@ def power_table(cfg: Mapping[str, Any], d: Design, base_rate: float, icc: float,
                 "mde": mde, "power_at_effect": power_at(min(effect, top)),
                 **({"mde_rate": None if mde is None else st.equivalence_margin + mde} if family == "trap_rate" else {}),
             }
+            if mde is not None:  # the curve's slope at the MDE: its power 0.03 either side
+                for x in (mde - CURVE_STEP, mde + CURVE_STEP):
+                    if 0.0 < x <= top:
+                        power_at(round(x, 6))
+            # the simulated power curve: every effect evaluated (the bisection's and the MDE -/+ 0.03)
+            entry["curve"] = [[round(x, 6), pw] for x, pw in sorted(cache.items())]
             if family == "control_effect":
                 entry["power_lured"] = entry["power_at_effect"]
                 entry["power_blind"] = blind_power(rule, sim, b_rate, b_sds)
