@@ -445,7 +445,7 @@ def _with_known_power(f: dict[str, Any], cfg: Mapping[str, Any], runs: pl.DataFr
 
     if f["known"]["total"] and runs is not None:
         pool = str((result.get("meta") or {}).get("primary_pool") or (cfg.get("canaries") or {}).get("pool") or "standard")
-        power = known_answer_power(cfg, design_from_runs(runs, pool), sims=200)
+        power = known_answer_power(cfg, design_from_runs(runs, pool), sims=200, rates=result.get("control_effect") or {})
         f["known"]["power"] = power["min"]
         f["known"]["underpowered"] = sum(r["power"] < 0.8 for r in power["answers"])
     return f

@@ -569,7 +569,8 @@ def design_from_runs(runs: Any, pool: str) -> dict[str, list[tuple[str, int, str
 
 
 def known_answer_power(cfg: Mapping[str, Any], d: Design | Mapping[str, list[tuple[str, int, str]]] | None = None,
-                       sims: int = SIMULATIONS, seed: int = 0) -> dict[str, Any]:
+                       sims: int = SIMULATIONS, seed: int = 0,
+                       rates: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Per reference agent with a known answer (:func:`canarykit.agents.known.known_diagnoses`)
     and canary type offered with its twin: the word expected and the probability that the
     study, as designed, says it (simulated with the study's own tests, each instrument a Holm
@@ -578,7 +579,15 @@ def known_answer_power(cfg: Mapping[str, Any], d: Design | Mapping[str, list[tup
     accepts it: ``blind``: both at ``take_prob``; ``lured``: the canary at ``take_prob``, the
     twin never; ``sensitive``: the reverse; ``not drawn``: neither, whose exact bound over
     ``C`` tasks decides it: ``(1 - margin)^C`` below alpha / m). ``min``: the weakest known
-    word's power, what the report states beside "N of N found"."""
+    word's power, what the report states beside "N of N found".
+
+    Before data (``canarykit plan``) the rate is ``take_prob``: exact where T's canary is the
+    only look-alike the agent accepts (a planted agent), an upper bound where it splits its
+    take among several (``surface`` picks uniformly among every look-alike of the tool, so
+    T's canary is its first pick less often). After a study, ``rates`` (``control_effect``
+    of stats.json: model -> type -> entry) gives each side's rate as observed: the known
+    answer fixes the effect (delta = 0 for ``blind``), the observed rates only the nuisance
+    (``blind`` at the mean of the two sides' rates)."""
     from ..agents.known import known_diagnoses
     from ..stats import StatsConfig
 
@@ -593,7 +602,10 @@ def known_answer_power(cfg: Mapping[str, Any], d: Design | Mapping[str, list[tup
     rules = {t: _rule(st, sim.tasks, st.alpha / m, min_clusters) for t, sim in sims_of.items()}
     cache: dict[tuple[str, str, float], float] = {}
 
-    def power(t: str, word: str, take: float) -> float:
+    def power(t: str, word: str, take: float, seen: Mapping[str, Any] | None) -> float:
+        if seen and seen.get("canary") is not None and seen.get("control") is not None:
+            c, w = float(seen["canary"]), float(seen["control"])
+            take = round((c + w) / 2.0 if word == "blind" else abs(c - w), 3)
         k = (t, word, take)
         if k not in cache:
             sim, rule = sims_of[t], rules[t]
@@ -613,7 +625,9 @@ def known_answer_power(cfg: Mapping[str, Any], d: Design | Mapping[str, list[tup
             continue
         take = float(model.get("take_prob", 0.5))
         for t in offered:
-            rows.append({"model": str(model["name"]), "type": t, "expected": want[t], "power": power(t, want[t], take)})
+            seen = ((rates or {}).get(str(model["name"])) or {}).get(t)
+            rows.append({"model": str(model["name"]), "type": t, "expected": want[t],
+                         "power": power(t, want[t], take, seen if isinstance(seen, Mapping) else None)})
     return {"answers": rows, "min": min((r["power"] for r in rows), default=None), "simulations": sims,
             "family_size": m, "alpha_per_test": st.alpha / m}
 
