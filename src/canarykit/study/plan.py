@@ -19,28 +19,38 @@ a model it does not list is priced ``unknown`` (never 0), and so is the total; O
 local models cost nothing; reference agents make no model call. LLM judges (``judge.primary``,
 ``judge.cross`` of kind ``llm``) cost one call per run judged.
 
-**Power, per primary estimand** (``stats.primary``). Simulated with the study's own
-estimator (:func:`canarykit.stats.paired_deltas` and the primary trap-rate test, with the
-study's ``stats.bootstrap_unit``, ``alpha`` and Holm family) on its real design: per canary
-type, the (task, seed) pairs and canary items the assembled lists offer. Outcomes: each
-task has a propensity with mean ``--base-rate`` and intra-task correlation ``--icc`` (two
-runs of one task are correlated ``icc``); the canary side shifts it on the logit scale so
-that the mean difference is the effect. Every run is
-assumed to make a call into the family (an opportunity); no item effect is simulated.
-Task propensities are logit-normal: ``logit p = mu + s Z``, ``s`` set so that two runs of
-one task correlate ``--icc`` at the base rate, ``mu`` so that they average the rate.
+**Power, per primary estimand** (``stats.primary``). Simulated with the study's own tests
+(:func:`canarykit.stats.paired_deltas`, the randomisation test of sides, the words' tests of
+:mod:`canarykit.stats._equivalence` and the primary trap-rate test, with the study's
+``stats.bootstrap_unit``, ``alpha`` and Holm family) on its real design: per canary type,
+the (task, seed) pairs and canary items the assembled lists offer, the pool built with its
+``canaries.variants`` wordings drawn with ``canaries.wording_seed`` (the wording factor has
+K levels, as in the study). Outcomes: each run's propensity is logit-normal with a task, a
+tool (the real tool a canary shadows) and a wording (the bank entry, shared by every tool)
+effect (:class:`Effects`: ``--icc``, ``--icc-tool``, ``--icc-wording``, the outcome-scale
+correlation of two runs sharing the level, at the base rate), centred so that propensities
+average ``--base-rate``; the canary side shifts it on the logit scale so that the mean
+difference is the effect. Canary and twin are drawn independently (two sampled runs). Every
+run is assumed to make a call into the family (an opportunity). ICCs from a pilot's
+stats.json are not read (stats.json holds no variance components): give them as flags.
 
 - ``control_effect`` (per type): the effect is ``delta`` = canary - twin first-pick rate
-  over the pairs offered both; detected when the study would call it ``lured``: ``p`` below
-  ``alpha / m`` (Holm's first step with the other ``m - 1`` members null, ``m`` = models
-  under test x types offered) and the interval above 0; never with fewer than
-  ``stats.min_clusters`` (default 10) tasks.
+  over the pairs offered both; detected when the study would say ``lured``: the
+  randomisation p and the t p both below ``alpha / m`` (Holm's first step with the other
+  ``m - 1`` members null, ``m`` = models under test x types offered) and delta > 0; never
+  with fewer than ``stats.min_clusters`` (default 10) tasks. ``power_blind``: the power of
+  ``blind`` (TOST within the margin and the twin's rate above it, both below ``alpha / m``)
+  when both sides are taken at ``--blind-rate``.
 - ``trap_rate`` (per type): the effect is the trap rate's excess over
   ``stats.equivalence_margin``; detected when its one-sided test rejects at ``alpha / m``.
 
 The MDE is the smallest effect detected with 80% power (common random numbers over the
-effect, bisection to 1/256 of the range); ``power`` is the share detected at ``--effect``.
-Each point is :data:`SIMULATIONS` simulated studies (Monte Carlo se about 0.02 at 0.8).
+effect, bisection to 1/256 of the range; ``curve``: every effect evaluated, with the MDE
+-/+ :data:`CURVE_STEP`); ``power`` is the share detected at ``--effect``. Each point is
+:data:`SIMULATIONS` simulated studies (Monte Carlo se about 0.02 at 0.8).
+
+**Known answers** (:func:`known_answer_power`): per reference agent with a known answer and
+type, the probability the design recovers it.
 """
 
 from __future__ import annotations
@@ -399,7 +409,14 @@ def _words(rule: _Rule, sim: _Sim, canary: np.ndarray, twin: np.ndarray, word: s
     the margin and the twin's rate above it, intersection-union): the tests of
     :mod:`canarykit.stats._equivalence`, on the study's design (the randomisation test only
     where the t test already holds: a word needs both)."""
-    from ..stats import Sample, cluster_robust_rate, paired_deltas, rate_above_p, swap_p_value, tost_p
+    from ..stats import (
+        Sample,
+        cluster_robust_rate,
+        paired_deltas,
+        rate_above_p,
+        swap_p_value,
+        tost_p,
+    )
 
     n = canary.shape[0]
     out = np.zeros(n, bool)
