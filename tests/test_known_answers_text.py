@@ -169,15 +169,17 @@ def test_the_careful_agent_is_sensitive_everywhere(study: dict[str, Any], pool: 
         _holds(study, pool, "careful", t, e, "sensitive")
 
 
-@pytest.mark.parametrize("pool", POOLS)
-def test_the_design_powers_the_planted_agents_answers(study: dict[str, Any], pool: str) -> None:
-    """The sizing itself: every known answer of the planted agents (blind on their type,
-    sensitive on the others) has power >= 0.8 on this design (two seeds, eight wordings a
-    type), at the rates the study observed. Not sized here: ``not drawn`` (its exact bound
+def test_the_design_powers_the_planted_agents_answers(study: dict[str, Any]) -> None:
+    """The sizing itself, on the default study's pool (the one it is sized for): every known
+    answer of the planted agents (blind on their type, sensitive on the others) has power
+    >= 0.8 on this design (two seeds, eight wordings a type), at the rates the study observed.
+    On the reworded pool a planted agent may decline a wording whose tell reads as another
+    defect (a lower rate, less power): there its answers are held to "found or inconclusive"
+    with their power, like the ones below. Not sized here: ``not drawn`` (its exact bound
     needs 46 tasks a type at alpha / 6; this suite offers each type 29 to 41) and
     ``planted:surface``'s ``blind`` where it splits its take among several look-alikes of a
     tool (a first-pick rate near 0.5 needs about 700 pairs a type): those are held to
     "found or inconclusive" above, their shortfall stated by the power."""
-    for (model, t), power in study["power"][pool].items():
+    for (model, t), power in study["power"]["standard"].items():
         if model.startswith("planted:") and model != "planted:surface" and model != "planted:claims":
-            assert power >= planning.POWER, (pool, model, t, power)
+            assert power >= planning.POWER, (model, t, power)
