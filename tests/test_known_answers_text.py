@@ -180,6 +180,10 @@ def test_the_design_powers_the_planted_agents_answers(study: dict[str, Any]) -> 
     ``planted:surface``'s ``blind`` where it splits its take among several look-alikes of a
     tool (a first-pick rate near 0.5 needs about 700 pairs a type): those are held to
     "found or inconclusive" above, their shortfall stated by the power."""
+    for pool in POOLS:  # the known-answer table (pytest -s shows it)
+        for (model, t), power in study["power"][pool].items():
+            e = study["effects"][pool][model][t]
+            print(f"{pool:<9} {model:<32} {t:<24} {e['diagnosis']:<13} power {power:.2f}")
     for (model, t), power in study["power"]["standard"].items():
         if model.startswith("planted:") and model != "planted:surface" and model != "planted:claims":
             assert power >= planning.POWER, (model, t, power)
