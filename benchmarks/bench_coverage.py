@@ -1,7 +1,8 @@
 """Benchmark: the size and coverage of the study's intervals, tests and words, by simulation.
 
 Simulated control contrasts (``canarykit.stats._simulate``): per type, ``T`` tasks x 3
-seeds; tasks share tools three to a tool; each study draws K = 3 wordings for the type, and
+seeds; tasks share tools three to a tool; each study draws K = 8 wordings for the type (the
+default study's ``canaries.variants``, sized by ``canarykit plan``), and
 each (task, seed) is offered one of them (balanced over seeds), **one wording across many
 tools**; per (task, seed) one run offered the canary and one its twin (which carries the
 canary's wording). Logit-normal effects: task (sd 1.0), tool (sd 0.5, shared by the tool's
@@ -22,7 +23,7 @@ Tables:
    rejection 0.035-0.065, family-wise error <= 0.06, coverage 0.93-0.97.
 2. **Other designs** at 30 tasks: a real delta (0.45 vs 0.15), the delta at the margin
    (0.40 vs 0.30: ``blind`` must stay below alpha), a tell that varies by wording (sd 0.5,
-   0 on average), K = 6 and 8 wordings, first picks missing in 30% of runs.
+   0 on average), K = 3 and 6 wordings, first picks missing in 30% of runs.
 3. ``--words N``: whole studies through ``compute_all`` (``canarykit stats`` itself,
    :mod:`canarykit.stats._simstudy`), six types of 35 of 120 tasks, one model under test:
    with no canary-twin difference, the share of studies where some type reads
@@ -54,6 +55,8 @@ from canarykit.stats._simulate import Calibration, CrossedDesign, calibration
 FIGURES = Path(__file__).parent / "figures"
 TASKS = (8, 12, 30, 120)
 NULLS = {"rare": 0.05, "moderate": 0.30}
+#: Wordings per type of the main designs: the default study's ``canaries.variants`` (params.yaml).
+K = 8
 BAND = {"reject": (0.035, 0.065), "coverage": (0.93, 0.97), "family": (0.0, 0.06)}
 
 
@@ -116,7 +119,7 @@ def _figure(frame: pl.DataFrame) -> None:
                                                       color="wordings:N")
         panels.append(alt.layer(band, lines, bars).properties(width=260, height=200, title=name))
     chart = alt.hconcat(*panels).properties(
-        title="Tasks, tools and K = 3 wordings crossed, canary = twin = 0.30; band 0.93-0.97, bars +-2 Monte Carlo se")
+        title=f"Tasks, tools and K = {K} wordings crossed, canary = twin = 0.30; band 0.93-0.97, bars +-2 Monte Carlo se")
     spec = chart.to_json()
     FIGURES.mkdir(exist_ok=True)
     (FIGURES / "coverage.svg").write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
@@ -130,7 +133,7 @@ def _words(studies: int, seed: int) -> None:
     from canarykit.types import CANARY_TYPES
 
     for label, canary, twin in (("no canary-twin difference", 0.30, 0.30), ("a real delta of 0.30", 0.45, 0.15)):
-        designs = {t: CrossedDesign(tasks=35, canary=canary, twin=twin, canary_type=t) for t in CANARY_TYPES}
+        designs = {t: CrossedDesign(tasks=35, canary=canary, twin=twin, canary_type=t, wordings=K) for t in CANARY_TYPES}
         rng = np.random.default_rng([seed, int(canary * 100)])
         any_word = covered = lured = n = 0
         for _ in range(studies):
@@ -164,19 +167,19 @@ def main() -> None:
         for name, rate in NULLS.items():
             for wsd in (0.0, 0.5):
                 for n in TASKS:
-                    d = CrossedDesign(tasks=n, canary=rate, twin=rate, wording_sd=wsd)
+                    d = CrossedDesign(tasks=n, canary=rate, twin=rate, wording_sd=wsd, wordings=K)
                     rows.append(_row(name, calibration(d, args.studies, seed=1, swap_draws=args.swap_draws)))
                     print(f"  {name} wsd {wsd} {n} tasks done ({time.perf_counter() - t0:.0f} s, {_load()})", flush=True)
         table = pl.DataFrame(rows)
         print(f"\n1. nulls, {args.studies} studies per row (Monte Carlo se of 0.05: {table['mc_se'][0]:.4f}); * out of band")
         _print_nulls(table)
-        base = CrossedDesign(tasks=30)
+        base = CrossedDesign(tasks=30, wordings=K)
         others = {
             "real delta 0.45 vs 0.15": replace(base, canary=0.45, twin=0.15),
             "delta at the margin 0.40 vs 0.30": replace(base, canary=0.40, twin=0.30),
             "tell varies by wording (sd 0.5)": replace(base, tell_sd=0.5),
+            "K = 3 wordings": replace(base, wordings=3),
             "K = 6 wordings": replace(base, wordings=6),
-            "K = 8 wordings": replace(base, wordings=8),
             "K = 6, 120 tasks": replace(base, wordings=6, tasks=120),
             "first pick missing in 30%": replace(base, defined=0.7),
             "no wording effect, 120 tasks, K 6": replace(base, wordings=6, tasks=120, wording_sd=0.0),

@@ -143,25 +143,31 @@ def test_argument_helpers() -> None:
     assert adapt_arguments({"city": "Paris"}, {"inputSchema": {"type": "object", "properties": {}}}, real) == {}
 
 
-def test_description_blind_agents_act_identically_on_both_pools(tmp_path: Path) -> None:
-    """Only the subtle pool's descriptions differ: it gives every tool the same look-alikes and
-    its softened tells show the same defects, so every reference agent but lexical (whose
-    BM25 scores read the words) makes the same calls on both pools (its ablation delta is 0)."""
+def test_a_list_and_its_reworded_list_draw_independently_and_one_list_repeats_its_draws(tmp_path: Path) -> None:
+    """The subtle pool changes only descriptions: the lists differ, so a description-blind
+    agent (surface) draws independently on the two (it takes a look-alike at its rate on
+    both, not on the same tasks: no shared random numbers between a list and its twin list),
+    while the same list run again makes exactly the same calls."""
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["declared"], "subtle": ["declared"]})
-    models = [m for m in reference_models() if m["agent"] != "lexical"]
-    run_grid(models, tasks_path, pools, [0], {"max_turns": 12}, tmp_path / "store", tmp_path / "runs.parquet",
-             tmp_path / "summary.json", progress=False)
-    idx = pl.read_parquet(tmp_path / "runs.parquet")
-    calls: dict[tuple[str, str, str], list[str | None]] = {}
-    for row in idx.iter_rows(named=True):
-        rec = read_record(tmp_path / "store" / row["run_id"][:2] / f"{row['run_id']}.json")
-        calls[(row["model"], row["pool"], row["task_id"])] = [e.name for e in rec.events if e.kind == "tool_call"]
-    taken = 0
-    for (model, pool, task), names in calls.items():
-        if pool == "standard":
-            assert names == calls[(model, "subtle", task)], (model, task)
-            taken += model.startswith("planted") and any(n not in tool_names() for n in names)
-    assert taken > 0
+    models = [m for m in reference_models() if m["agent"] == "surface"]
+    assert models
+
+    def calls(store: str) -> dict[tuple[str, str], list[str]]:
+        run_grid(models, tasks_path, pools, [0], {"max_turns": 12}, tmp_path / store, tmp_path / f"{store}.parquet",
+                 tmp_path / f"{store}.json", progress=False)
+        out = {}
+        for row in pl.read_parquet(tmp_path / f"{store}.parquet").iter_rows(named=True):
+            rec = read_record(tmp_path / store / row["run_id"][:2] / f"{row['run_id']}.json")
+            out[(row["pool"], row["task_id"])] = [e.name for e in rec.events if e.kind == "tool_call"]
+        return out
+
+    first, again = calls("a"), calls("b")
+    assert first == again  # one list, one set of draws
+    real = set(tool_names())
+    took = {pool: {task for (p, task), names in first.items() if p == pool and any(n not in real for n in names)}
+            for pool in ("standard", "subtle")}
+    assert took["standard"] and took["subtle"]  # both take look-alikes ...
+    assert took["standard"] != took["subtle"]  # ... on other tasks: the draws are not shared
 
 
 def test_an_unknown_reference_agent_names_the_model_and_the_known_ones() -> None:
@@ -291,9 +297,9 @@ def _rates(pairs: list[tuple[bool, bool]]) -> tuple[float, float]:
 
 
 def test_planted_agents_are_blind_to_their_type_and_sensitive_to_the_others(paired_picks: Any) -> None:
-    """Common random numbers: on its own type a planted agent takes the canary exactly when it
-    takes the twin (every pair agrees, the delta is 0); on every other type it never takes
-    the canary and does take the twin."""
+    """Independent draws: on its own type a planted agent takes the canary and the twin at its
+    rate, each drawn on its own (some pairs disagree: no shared random numbers between a list
+    and its twin list); on every other type it never takes the canary and does take the twin."""
     from canarykit.types import CANARY_TYPES
 
     for ctype in CANARY_TYPES:
@@ -303,15 +309,15 @@ def test_planted_agents_are_blind_to_their_type_and_sensitive_to_the_others(pair
             canary, twin = _rates(pairs)
             assert len(pairs) >= 10, (ctype, t)
             if t == ctype:
-                assert all(a == b for a, b in pairs) and 0.2 < twin < 0.8, (ctype, t, canary, twin)
+                assert any(a != b for a, b in pairs) and 0.1 < twin < 0.9 and 0.1 < canary < 0.9, (ctype, t, canary, twin)
             else:
-                assert canary == 0.0 and twin > 0.2, (ctype, t, canary, twin)
+                assert canary == 0.0 and twin > 0.1, (ctype, t, canary, twin)  # take_prob 0.5, >= 10 pairs
 
 
 def test_surface_uniform_and_random_are_blind_claims_lured_careful_sensitive(paired_picks: Any) -> None:
-    for name in ("surface", "uniform", "random"):
-        for t, pairs in paired_picks[name].items():
-            assert all(a == b for a, b in pairs), (name, t)
+    for name in ("surface", "uniform", "random"):  # text-blind: canary and twin alike, drawn independently
+        every = [pair for pairs in paired_picks[name].values() for pair in pairs]
+        assert any(a != b for a, b in every), name
     assert all(_rates(p)[1] > 0.1 for p in paired_picks["surface"].values())
     for t, pairs in paired_picks["claims"].items():
         canary, twin = _rates(pairs)

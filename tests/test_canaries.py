@@ -500,7 +500,7 @@ def test_generate_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert generate_command(str(tools_json), str(tmp_path / "std.json")) == 0
     fitted = json.loads((tmp_path / "std.json").read_text())
     assert fitted["fit"] == "fitted" and fitted["skipped"], "the default is fitted, with its skip list"
-    assert fitted["variants"] == 3 and {c["variant"] for c in fitted["canaries"]} == {1, 2, 3}, "3 variants by default"
+    assert fitted["variants"] == 8 and {c["variant"] for c in fitted["canaries"]} == set(range(1, 9)), "8 variants by default"
     tools_json.write_text('[{"name": "x"}]')
     with pytest.raises(InputError) as exc:
         generate_command(str(tools_json), str(out))

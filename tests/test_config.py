@@ -29,7 +29,8 @@ def test_shipped_params_are_valid_and_complete():
     planted = {m["canary_type"] for m in cfg["models"] if m.get("agent") == "planted"}
     assert len(planted) == 6
     surface = [m for m in cfg["models"] if m.get("agent") == "surface"]
-    assert [(m["name"], m["take_prob"], m["group"]) for m in surface] == [("planted:surface", 0.5, "planted")]
+    # take_prob sized with canarykit plan: blind shown through independent draws (docs/canaries.md)
+    assert [(m["name"], m["take_prob"], m["group"]) for m in surface] == [("planted:surface", 0.995, "planted")]
 
 
 def test_every_schema_key_has_a_description_and_a_default():
@@ -52,7 +53,7 @@ def test_empty_config_gets_defaults():
     assert cfg["study"]["seeds"] == [0, 1, 2]
     assert cfg["agent"]["retries"]["max_attempts"] == 5
     assert cfg["canaries"]["suffixes"]["standard"]["capability_mirage"] is None  # the drawn bank entries' phrasings
-    assert cfg["canaries"]["variants"] == 3 and cfg["canaries"]["wording_seed"] == 20261130
+    assert cfg["canaries"]["variants"] == 8 and cfg["canaries"]["wording_seed"] == 20261130
 
 
 @pytest.mark.parametrize(

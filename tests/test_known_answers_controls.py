@@ -31,7 +31,9 @@ from canarykit.judging import JudgingJob, detect_and_judge
 from canarykit.tasks.tasks import load_tasks
 from canarykit.types import CANARY_TYPES
 
-TAKE = 0.5
+#: The default study's take_prob for the planted and surface agents (params.yaml): their draws for a
+#: list and its twin list are independent, and `blind` is shown through that noise at this rate.
+TAKE = 0.995
 CONDITIONS = ["declared", "control", "mirrored"]
 SEEDS = [0]
 PLANTED = [f"planted:{t}" for t in CANARY_TYPES]

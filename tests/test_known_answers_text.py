@@ -31,21 +31,27 @@ from fakes.wordings import REWORDED_CASES, REWORDED_VARIANTS
 from canarykit import stats
 from canarykit.agents import run_grid
 from canarykit.judging import JudgingJob, detect_and_judge
+from canarykit.study import plan as planning
 from canarykit.types import CANARY_TYPES
 
 #: The whole suite on two pools, nine agents: a minute or more on a loaded machine.
 pytestmark = pytest.mark.slow
 
+#: The planted and surface agents' take_prob: the default study's (params.yaml), sized with
+#: `canarykit plan` so that `blind` is shown through independent draws; claims and careful
+#: take at 0.8. Two seeds: the plan gives every blind answer power >= 0.9 on this design.
 TAKE = 0.8
+BLIND_TAKE = 0.995
 CONDITIONS = ["declared", "control"]
-SEEDS = [0]
+SEEDS = [0, 1]
 AGENTS = [f"planted:{t}" for t in CANARY_TYPES] + ["planted:surface", "planted:claims", "careful"]
 
 
 def models() -> list[dict[str, Any]]:
     out = [{"name": f"planted:{t}", "backend": "reference", "agent": "planted", "canary_type": t,
-            "take_prob": TAKE, "backoff_prob": 0.5, "group": "planted"} for t in CANARY_TYPES]
-    out.append({"name": "planted:surface", "backend": "reference", "agent": "surface", "take_prob": TAKE, "backoff_prob": 0.5, "group": "planted"})
+            "take_prob": BLIND_TAKE, "backoff_prob": 0.5, "group": "planted"} for t in CANARY_TYPES]
+    out.append({"name": "planted:surface", "backend": "reference", "agent": "surface", "take_prob": BLIND_TAKE, "backoff_prob": 0.5,
+                "group": "planted"})
     out.append({"name": "planted:claims", "backend": "reference", "agent": "claims", "take_prob": TAKE, "backoff_prob": 0.5, "group": "planted"})
     out.append({"name": "careful", "backend": "reference", "agent": "careful", "take_prob": TAKE, "backoff_prob": 0.5, "group": "reference"})
     return out
@@ -89,7 +95,23 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runs = stats.load_runs(root / "runs.parquet")
     effects = {pool: stats.compute_all(runs, stats.StatsConfig(resamples=2000, primary_pool=pool), validate=False)["control_effect"]
                for pool in pools}
-    return {"runs": runs, "effects": effects}
+    # the power the design gives each known answer (the plan's, on these runs' pairs)
+    cfg = {"stats": {"resamples": 2000}, "models": models()}
+    power = {pool: {(r["model"], r["type"]): r["power"]
+                    for r in planning.known_answer_power(cfg, planning.design_from_runs(runs, pool), sims=200,
+                                                         rates=effects[pool])["answers"]}
+             for pool in pools}
+    return {"runs": runs, "effects": effects, "power": power}
+
+
+def _holds(study: dict[str, Any], pool: str, model: str, t: str, e: dict[str, Any], want: str) -> None:
+    """A known answer the design powers (>= 0.8) is found; one it cannot power (``not drawn``
+    needs 46 tasks a type at alpha / 6) is found or inconclusive, never another word."""
+    power = study["power"][pool][(model, t)]
+    if power >= planning.POWER:
+        assert e["diagnosis"] == want, f"{pool} {model} {t} power {power:.2f}: {e}"
+    else:
+        assert e["diagnosis"] in (want, "inconclusive"), f"{pool} {model} {t} power {power:.2f}: {e}"
 
 
 POOLS = ["standard", "subtle"]
@@ -120,10 +142,7 @@ def test_a_planted_agent_is_blind_to_its_type_and_sensitive_to_the_others(study:
     entries = _opportunities(study["effects"][pool], f"planted:{ctype}")
     assert ctype in entries
     for t, e in entries.items():
-        want = "blind" if t == ctype else "sensitive"
-        assert e["diagnosis"] == want, f"{pool} {ctype} {t} {e}"
-    if "blind" in {e["diagnosis"] for e in entries.values()}:
-        assert entries[ctype]["delta"] == 0.0  # common random numbers: the same draws on both sides
+        _holds(study, pool, f"planted:{ctype}", t, e, "blind" if t == ctype else "sensitive")
     runs = study["runs"].filter((pl.col("model") == f"planted:{ctype}") & (pl.col("pool") == pool)
                                 & (pl.col("condition") == "declared"))
     rates = {t: runs.filter(pl.col(f"present_{t}"))[f"trapped_{t}"].mean() or 0.0 for t in CANARY_TYPES}
@@ -133,7 +152,7 @@ def test_a_planted_agent_is_blind_to_its_type_and_sensitive_to_the_others(study:
 @pytest.mark.parametrize("pool", POOLS)
 def test_the_surface_agent_is_blind_everywhere(study: dict[str, Any], pool: str) -> None:
     for t, e in _opportunities(study["effects"][pool], "planted:surface").items():
-        assert e["diagnosis"] == "blind", f"{pool} {t} {e}"
+        _holds(study, pool, "planted:surface", t, e, "blind")
 
 
 @pytest.mark.parametrize("pool", POOLS)
@@ -141,10 +160,30 @@ def test_the_claims_agent_is_lured_by_mirages_and_drawn_by_nothing_else(study: d
     entries = _opportunities(study["effects"][pool], "planted:claims")
     assert "capability_mirage" in entries
     for t, e in entries.items():
-        assert e["diagnosis"] == ("lured" if t == "capability_mirage" else "not drawn"), f"{pool} {t} {e}"
+        _holds(study, pool, "planted:claims", t, e, "lured" if t == "capability_mirage" else "not drawn")
 
 
 @pytest.mark.parametrize("pool", POOLS)
 def test_the_careful_agent_is_sensitive_everywhere(study: dict[str, Any], pool: str) -> None:
     for t, e in _opportunities(study["effects"][pool], "careful").items():
-        assert e["diagnosis"] == "sensitive", f"{pool} {t} {e}"
+        _holds(study, pool, "careful", t, e, "sensitive")
+
+
+def test_the_design_powers_the_planted_agents_answers(study: dict[str, Any]) -> None:
+    """The sizing itself, on the default study's pool (the one it is sized for): every known
+    answer of the planted agents (blind on their type, sensitive on the others) has power
+    >= 0.8 on this design (two seeds, eight wordings a type), at the rates the study observed.
+    On the reworded pool a planted agent may decline a wording whose tell reads as another
+    defect (a lower rate, less power): there its answers are held to "found or inconclusive"
+    with their power, like the ones below. Not sized here: ``not drawn`` (its exact bound
+    needs 46 tasks a type at alpha / 6; this suite offers each type 29 to 41) and
+    ``planted:surface``'s ``blind`` where it splits its take among several look-alikes of a
+    tool (a first-pick rate near 0.5 needs about 700 pairs a type): those are held to
+    "found or inconclusive" above, their shortfall stated by the power."""
+    for pool in POOLS:  # the known-answer table (pytest -s shows it)
+        for (model, t), power in study["power"][pool].items():
+            e = study["effects"][pool][model][t]
+            print(f"{pool:<9} {model:<32} {t:<24} {e['diagnosis']:<13} power {power:.2f}")
+    for (model, t), power in study["power"]["standard"].items():
+        if model.startswith("planted:") and model != "planted:surface" and model != "planted:claims":
+            assert power >= planning.POWER, (model, t, power)

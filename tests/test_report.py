@@ -401,6 +401,13 @@ def test_the_first_screen_says_what_the_instrument_recovered_when_no_model_is_un
                 assert ("known-found" in cell.classes) == (word == expected[t])
     assert total == 18  # oracle and the two planted agents: six types each; lexical has no known answer
     assert f"{found} of {total} planted answers found" in findings.text()
+    # beside it, the power the design gives the weakest known answer (the plan's simulation on the study's pairs)
+    from canarykit.study.plan import design_from_runs, known_answer_power
+
+    runs = pl.read_parquet(study.out / "runs.parquet")
+    power = known_answer_power(study.params, design_from_runs(runs, "standard"), sims=200,
+                               rates=study.result["control_effect"])
+    assert power["answers"] and f"the design's power for each: at least {power['min']:.2f}" in " ".join(findings.text().split())
 
 
 def test_the_first_screen_leads_with_each_model_under_test() -> None:

@@ -66,7 +66,8 @@ def _stats(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from .study.plan import plan_command
 
-    return plan_command(args.configfile, args.base_rate, args.icc, args.effect, args.output)
+    return plan_command(args.configfile, args.base_rate, args.icc, args.effect, args.output, icc_tool=args.icc_tool,
+                        icc_wording=args.icc_wording, blind_rate=args.blind_rate)
 
 
 def _human_sheet(args: argparse.Namespace) -> int:
@@ -288,6 +289,12 @@ def _add_plan(sub: _Subcommands) -> None:
                    help=f"intra-task correlation of two runs of one task (default {DEFAULTS['icc']})")
     p.add_argument("--effect", type=float, default=DEFAULTS["effect"], metavar="D",
                    help=f"the effect whose power is reported (default {DEFAULTS['effect']})")
+    p.add_argument("--icc-tool", type=float, default=DEFAULTS["icc_tool"], metavar="RHO",
+                   help=f"correlation of two runs on one real tool's look-alikes (default {DEFAULTS['icc_tool']})")
+    p.add_argument("--icc-wording", type=float, default=DEFAULTS["icc_wording"], metavar="RHO",
+                   help=f"correlation of two runs offered one wording (bank entry) (default {DEFAULTS['icc_wording']})")
+    p.add_argument("--blind-rate", type=float, default=None, metavar="R",
+                   help="both sides' rate at which the power of blind is reported (default: --base-rate)")
     p.add_argument("-o", "--output", default=None, metavar="plan.json", help="write the plan as JSON too")
     p.set_defaults(func=_plan)
 

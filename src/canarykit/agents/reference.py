@@ -44,15 +44,17 @@ params.yaml's key read by :mod:`canarykit.agents.refparams`):
 - ``uniform``: uniformly among ``f`` and its ``k`` look-alikes: a first-pick rate of
   ``k / (k + 1)`` whatever their texts.
 
-**Common random numbers.** A step's draws (take, which one, back off; always all of them, in
-that order) are seeded by the agent, its params, the task, the plan step, the real tool's
-name and the number of its look-alikes (:func:`draw_seed`), never by the look-alikes' texts.
-A declared list and its control arm (one canary swapped for its twin, in the same slot) make
-the same draws, so an agent blind to a property takes the canary exactly when it would take
-the twin: its paired delta is exactly 0. The standard and subtle pools differ only in
-descriptions and give every tool the same look-alikes, so description-blind agents (oracle,
-random, surface, uniform) make the same calls on both, and the text readers too wherever
-the subtle wording shows the same defects (it does on the built-in pool: tested).
+**Independent draws for a list and its twin list.** A step's draws (take, which one, back
+off; always all of them, in that order) are seeded by the agent, its params, the task, the
+plan step, the real tool's name and **the offered list as the model receives it** (every
+tool's name, description and schema, in order: :func:`list_digest`), so two lists that differ
+anywhere (a canary and its twin in one slot, the standard and subtle wordings, another seed's
+order) make independent draws, as a sampled model does on two prompts. A declared list and
+its control arm therefore meet the sampling noise a model meets: an agent blind to a
+property takes the canary and the twin at the same rate, not in the same runs, and its known
+answer is recovered (or not) by the same tests a model's diagnosis rests on. The draws never
+read canary metadata (which tool is a canary, of which type): only the text of the list. The
+same list (every turn of a run, a run repeated, the HTTP fake) makes the same draws.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..registry import Registry
-from ..store.jsonio import canonical_json, safe_json_loads
+from ..store.jsonio import canonical_json, content_hash, safe_json_loads
 from .protocol import BackendError, ChatRequest, ChatResponse, ToolCall, register_backend
 from .reference_cues import credential_arguments, defects, result_defective
 from .reference_text import ToolText, lookalike_indices, tokenize
@@ -147,20 +149,27 @@ class StepView:
     avoid: frozenset[str]
 
 
-#: A policy: the name of the tool a step's first call goes to. It must make the same number
-#: of draws whatever the look-alikes' texts (common random numbers, see the module doc).
+#: A policy: the name of the tool a step's first call goes to, from the step's view and its
+#: random draws (seeded per list, see the module doc).
 Policy = Callable[[StepView, random.Random, Mapping[str, Any]], str]
 #: The reference agents' policies, by the name a model's ``agent:`` key gives.
 AGENTS: Registry[Policy] = Registry("reference agent")
 agent = AGENTS.register
 
 
+def list_digest(tools: Sequence[Mapping[str, Any]]) -> str:
+    """Digest of an offered list as the model receives it (MCP form: names, descriptions,
+    schemas, in order): two lists that differ anywhere have different digests."""
+    return content_hash([mcp_form(t) for t in tools], length=32)
+
+
 def draw_seed(agent_name: str, params: Mapping[str, Any], task_id: str, number: int, tool: str,
-              args: Mapping[str, Any], n_lookalikes: int) -> str:
+              args: Mapping[str, Any], offered: str) -> str:
     """Seed of one plan step's draws: the agent, its params, the task, the plan step, the
-    real tool's name and the number of its look-alikes; never the look-alikes' texts."""
+    real tool's name and the offered list's digest (:func:`list_digest`): a list and its twin
+    list draw independently (module docstring)."""
     return canonical_json({"agent": agent_name, "params": dict(params), "task": task_id, "step": number,
-                           "tool": tool, "args": dict(args), "lookalikes": n_lookalikes})
+                           "tool": tool, "args": dict(args), "list": offered})
 
 
 # --------------------------------------------------------------------------- arguments
@@ -337,6 +346,7 @@ class Catalog:
         self.tools = tuple(mcp_form(t) for t in tools)
         self.texts = tuple(ToolText.of(t) for t in self.tools)
         self.by_name = {str(t["name"]): t for t in self.tools}
+        self.digest = list_digest(self.tools)
         self._family: dict[str, tuple[tuple[int, ...], tuple[frozenset[str], ...]]] = {}
 
     def family(self, real_name: str) -> tuple[tuple[int, ...], tuple[frozenset[str], ...]]:
@@ -398,7 +408,7 @@ def next_call(agent_name: str, params: Mapping[str, Any], view: View) -> tuple[s
             break
         real = by_name.get(step.tool)
         idx, shown = cat.family(step.tool)
-        rng = random.Random(draw_seed(agent_name, params, str(view.task.id), number, step.tool, step.args, len(idx)))
+        rng = random.Random(draw_seed(agent_name, params, str(view.task.id), number, step.tool, step.args, cat.digest))
         sv = StepView(str(prompts[turn]), step.tool, step.args, real, tools, tuple(tools[i] for i in idx),
                       shown, frozenset(avoid))
         name = policy(sv, rng, params)

@@ -53,7 +53,7 @@ PARTS: Final = ("development", "heldback")
 #: The part a study draws from unless told otherwise.
 DEFAULT_PART: Final = "heldback"
 #: ``canaries.variants`` when not configured.
-DEFAULT_VARIANTS: Final = 3
+DEFAULT_VARIANTS: Final = 8  # every held-back entry (params.yaml, sized with canarykit plan)
 #: ``canaries.wording_seed`` when not configured.
 DEFAULT_WORDING_SEED: Final = 20261130
 

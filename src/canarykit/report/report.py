@@ -259,6 +259,20 @@ def _href(path: str | Path, links_from: str | Path | None) -> str | None:
     return Path(os.path.relpath(Path(path).resolve(), Path(links_from).resolve())).as_posix()
 
 
+def _with_known_power(f: dict[str, Any], cfg: Mapping[str, Any], runs: pl.DataFrame | None,
+                      result: Mapping[str, Any]) -> dict[str, Any]:
+    """The first screen's "N of N found" with the power the design gives the weakest known
+    answer (:func:`canarykit.study.plan.known_answer_power`, on the study's own pairs)."""
+    from ..study.plan import design_from_runs, known_answer_power
+
+    if f["known"]["total"] and runs is not None:
+        pool = str((result.get("meta") or {}).get("primary_pool") or (cfg.get("canaries") or {}).get("pool") or "standard")
+        power = known_answer_power(cfg, design_from_runs(runs, pool), sims=200, rates=result.get("control_effect") or {})
+        f["known"]["power"] = power["min"]
+        f["known"]["underpowered"] = sum(r["power"] < 0.8 for r in power["answers"])
+    return f
+
+
 # --------------------------------------------------------------------------- the study
 
 
@@ -476,7 +490,7 @@ def build_report(
         "study": summary,
         "counts": counts,
         "diagnoses": diagnoses(result, cfg),
-        "findings": findings(result, cfg),
+        "findings": _with_known_power(findings(result, cfg), cfg, runs_df, result),
         "tested": list(meta.get("tested_models") or []),
         "unit": INTERVALS.get(meta.get("bootstrap_unit", "task"), INTERVALS["run"]),
         "alpha": meta.get("alpha", 0.05),
