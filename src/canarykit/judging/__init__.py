@@ -66,6 +66,7 @@ from ._report import (
     oracle_lines,
     oracle_names,
     stability_sample,
+    tracked_counts,
     validation_report,
 )
 from ._run import (
@@ -126,6 +127,7 @@ __all__ = [
     "stability_draw",
     "stability_sample",
     "stratified_sample",
+    "tracked_counts",
     "validation_report",
     "verdict_failure_lines",
     "write_verdict_tables",
