@@ -75,7 +75,7 @@ def run_job(
         cfg["concurrency"] = max(1, int(concurrency))
         limits = dict(cfg.get("provider_concurrency") or {})
         cfg["provider_concurrency"] = {p: min(int(n), cfg["concurrency"]) for p, n in limits.items()}
-    # Both directories are DVC outputs that persist between reproductions: they must exist
+    # The shared run store and response cache (no DVC outputs: caches of every study) exist
     # even when no model response is cached (reference agents).
     Path(cfg.get("cache_dir") or Path(store_dir).parent / "cache" / "responses").mkdir(parents=True, exist_ok=True)
     Path(store_dir).mkdir(parents=True, exist_ok=True)
