@@ -364,8 +364,11 @@ def open_invocation_log(out: Path, now: float | None = None) -> Any:
     if link.is_file() and not link.is_symlink():  # an older, single log: keep it with the others
         old = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(link.stat().st_mtime))
         os.replace(link, logs / f"{old}-0.log")
-    path = logs / f"{stamp}-{os.getpid()}.log"
-    fh = path.open("w", encoding="utf-8")
+    path, n = logs / f"{stamp}-{os.getpid()}.log", 1
+    while path.exists():  # two invocations in one second from one process (a test, a notebook)
+        n += 1
+        path = logs / f"{stamp}-{os.getpid()}-{n}.log"
+    fh = path.open("x", encoding="utf-8")
     tmp = link.with_name(f".{link.name}.{os.getpid()}")
     try:
         tmp.unlink(missing_ok=True)
@@ -373,7 +376,7 @@ def open_invocation_log(out: Path, now: float | None = None) -> Any:
         os.replace(tmp, link)
     except OSError:  # a filesystem without symlinks: the latest log is still in the directory
         tmp.unlink(missing_ok=True)
-    for stale in sorted(logs.glob("*.log"))[:-KEEP_LOGS]:
+    for stale in sorted(logs.glob("*.log"), key=lambda f: (f.stat().st_mtime_ns, f.name))[:-KEEP_LOGS]:
         stale.unlink(missing_ok=True)
     return fh
 
