@@ -4,7 +4,7 @@ says up to date, `dvc repro` runs nothing and `git status` is clean.
 The test does exactly that, from a clone, with the Makefile's own `run` recipe (`make -o install
 run`: the recipe as printed, without reinstalling into the test's environment), on a small
 study through the same code path as the default one: the same Snakefile, rules, dvc.yaml and
-`canarykit.study.lockfile record`, with params.yaml cut to two reference agents, one seed and
+`canarykit.study.lockfile record`, with params.yaml cut to the oracle agent, one seed and
 one task per difficulty (the default study's ~29,000 runs take ~10 minutes; this takes two
 runs of ~1 minute each on an idle 2-core machine). The origin's committed lock is written the
 way `make lock` writes it: by a run of the study and its DVC record, in another directory.
@@ -32,7 +32,7 @@ def make_run(repo: Path) -> str:
 
 
 def test_make_run_on_a_fresh_clone_leaves_dvc_up_to_date_and_git_clean(tmp_path: Path) -> None:
-    origin = copy_workflow(tmp_path / "origin", per_difficulty=1, models=("oracle", "lexical"))
+    origin = copy_workflow(tmp_path / "origin", per_difficulty=1, models=("oracle",))
     (origin / "Makefile").write_text((ROOT / "Makefile").read_text())
     run(origin, "git", "init", "-q")
     run(origin, "dvc", "init", "-q")
