@@ -207,8 +207,10 @@ def record(root: str | Path = ".") -> int:
     date for ``dvc repro`` and a plain ``make run``): a lock must not call a study with
     failures finished. Returns the exit status."""
     root = Path(root)
-    if not (root / ".dvc").is_dir() or not (root / "dvc.yaml").is_file():
-        print("canarykit: not a DVC project here (no .dvc/ or dvc.yaml): nothing recorded", file=sys.stderr)
+    in_git = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True).returncode == 0
+    if not (root / ".dvc").is_dir() or not (root / "dvc.yaml").is_file() or not in_git:
+        print("canarykit: not a git and DVC project here (a copy without .git/ or .dvc/): dvc.lock not updated",
+              file=sys.stderr)
         return 0
     pending = pending_retries(root, _out_dir(root))
     if pending:
