@@ -66,9 +66,12 @@ install-bfcl: install
 # it (plain `snakemake ...`) you get Snakemake's own, long console.
 CONSOLE := --logger=canarykit
 
-# The main job: the default study (reference agents, offline) from canaries to figures.
+# The main job: the default study (reference agents, offline) from canaries to figures, then
+# its DVC record (`dvc commit`: canarykit.study.lockfile.record), so that afterwards `dvc status`
+# is up to date, `dvc repro` runs nothing and, on a fresh clone, dvc.lock is the committed one.
 run: install
 	$(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
+	@$(BIN)/python -m canarykit.study.lockfile record
 
 # Refresh the committed dvc.lock to exactly what `make run` gives on a fresh clone (outputs are
 # byte-identical across machines but for the run stage's timings: docs/console-and-errors.md,

@@ -112,7 +112,11 @@ METRICS = [out(f"metrics/{s}/{cell}.json") for s in SLUGS.values() for cell in m
 #: an agent job's outputs; {cell}: <pool>-<condition>-<seed>, or `all` for a job that runs
 #: all the model's cells
 JOB_INDEX = out("runs/jobs/{model}/{cell}.parquet")
-JOB_SUMMARY = out("runs/jobs/{model}/{cell}.json")
+#: the job's counts and timings (executed / reused / elapsed: history and the clock): a log,
+#: never in a DVC-tracked output (issue 29)
+JOB_SUMMARY = out("logs/runs/{model}/{cell}.json")
+#: the study's own retry gates, out/runs/retry (one per agent job: canarykit.agents.store.retry_gate_path):
+#: another study's failures never touch them
 
 ALL_TARGETS = [
     *[out(f"{t}.csv") for t in TABLES],
@@ -143,18 +147,19 @@ def code(rule):
 def retry_gate(index):
     """Input function of a run rule whose run index is ``index`` (a pattern: wildcards allowed).
 
-    Returns the index's retry gate, a small file in the run store (created, dated to the
+    Returns the index's retry gate, a small file in the study's runs/retry (created, dated to the
     epoch, when missing; a dry run creates nothing). When the rule's last run left failed runs
     to retry in the index (agent.retries.rerun_failed), the gate was marked after the index was
     written (by the run script, and again by every job that reads the index): it is newer than
     the index, so the rule is out of date and a plain `snakemake` re-executes exactly the
-    failed runs; for `dvc repro` the marked gate is a change of the run stage's store. A run
+    failed runs; for `dvc repro` the marked gate is a change of the run stage's output
+    <out>/runs/retry (the study's own: another study's failures never change it). A run
     that leaves nothing to retry settles it (dated before the index). Any run rule takes it as
     an input: ``retry=retry_gate(JOB_INDEX)``.
     """
 
     def gate(wildcards):
-        return retry_gate_input(RUN_STORE, index.format(**wildcards), dry_run=workflow.dryrun)
+        return retry_gate_input(index.format(**wildcards), dry_run=workflow.dryrun)
 
     return gate
 

@@ -28,7 +28,8 @@ rule judge_primary:
         code=code("judge_primary"),
     output:
         verdicts=out("judge/primary/{model}.parquet"),
-        counts=out("judge/primary/{model}.json"),
+        # judged / reused / model calls: which job reached the shared verdict cache first, so a log
+        counts=out("logs/judge_primary/{model}.json"),
     params:
         role="primary",
         judge=config["judge"],
@@ -54,7 +55,8 @@ rule judge_cross:
         code=code("judge_cross"),
     output:
         verdicts=out("judge/cross/{model}.parquet"),
-        counts=out("judge/cross/{model}.json"),
+        # judged / reused / model calls: which job reached the shared verdict cache first, so a log
+        counts=out("logs/judge_cross/{model}.json"),
     params:
         role="cross",
         judge=config["judge"],
@@ -119,7 +121,9 @@ rule judge_report:
         code=code("judge_report"),
     output:
         validation=out("judge/validation.json"),
-        counts=out("judge/verdicts/counts.json"),
+        # every judging job's counts (judged / reused / model calls depend on history and on
+        # which parallel job reached the shared verdict cache first): a log, not a tracked output
+        counts=out("logs/judge-counts.json"),
     params:
         judge=config["judge"],
         models=config["models"],

@@ -42,7 +42,7 @@ def test_faults_are_contained_reported_and_retried_exactly(tmp_path: Path, capsy
     by_id = {t.id: t.prompt for t in tasks}
     agent = OracleAgent(tasks_path, misbehave={by_id["easy-001"]: "malformed", by_id["easy-002"]: "unknown"})
     faults = Faults(agent, rate=0.3, seed=3, always={by_id["easy-003"]})
-    store, index, gate = tmp_path / "store", tmp_path / "index.parquet", tmp_path / "store/.retry/gate.json"
+    store, index, gate = tmp_path / "store", tmp_path / "index.parquet", tmp_path / "retry/gate.json"
 
     def grid(url: str) -> Any:
         model = {"name": "fake-gw", "backend": "litellm", "model": "openai/fake-model", "api_base": url, "api_key_env": KEY_ENV}
@@ -61,8 +61,6 @@ def test_faults_are_contained_reported_and_retried_exactly(tmp_path: Path, capsy
         # marked, yet never dated after the job's outputs (Snakemake refuses outputs older than an input)
         assert json.loads(gate.read_text())["retry"] == first.failed and gate.stat().st_mtime <= index.stat().st_mtime
         for path in store.rglob("*.json"):
-            if path.parent.name == ".retry":
-                continue
             rec = read_record(path)
             calls = [e for e in rec.events if e.kind == "tool_call"]
             assert not any(c.cls == "canary" for c in classify_calls(rec))  # a fault is never a trap
@@ -82,29 +80,29 @@ def test_faults_are_contained_reported_and_retried_exactly(tmp_path: Path, capsy
 
 
 def test_retry_gate_is_newer_than_the_index_only_while_failures_remain(tmp_path: Path) -> None:
-    store, index = tmp_path / "store", tmp_path / "results/runs/index.parquet"
-    gate = ensure_retry_gate(retry_gate_path(store, index))
-    assert gate.parent.name == ".retry" and gate.stat().st_mtime == 0  # never triggers a rerun by itself
-    index.parent.mkdir(parents=True)
+    index = tmp_path / "results/runs/index.parquet"
+    gate = ensure_retry_gate(retry_gate_path(index))
+    assert gate.parent == index.parent / "retry" and gate.stat().st_mtime == 0  # never triggers a rerun by itself
+    index.parent.mkdir(parents=True, exist_ok=True)
     pl.DataFrame({"run_id": ["a", "b"], "error": [False, False]}).write_parquet(index)
-    assert mark_failed_runs_for_retry(index, store) == 0 and gate.stat().st_mtime == 0
+    assert mark_failed_runs_for_retry(index) == 0 and gate.stat().st_mtime == 0
     pl.DataFrame({"run_id": ["a", "b"], "error": [True, False]}).write_parquet(index)
     mark_retry_gate(gate, index, 1)  # the run job
     assert gate.stat().st_mtime <= index.stat().st_mtime  # not after the job's own outputs
-    assert retry_gate_input(store, index, dry_run=True) == str(gate)  # the next invocation's DAG
+    assert retry_gate_input(index, dry_run=True) == str(gate)  # the next invocation's DAG
     assert gate.stat().st_mtime > index.stat().st_mtime  # Snakemake: the run rule is out of date
     before = gate.read_bytes()
-    assert mark_failed_runs_for_retry(index, store) == 1  # a job reading the index after it
+    assert mark_failed_runs_for_retry(index) == 1  # a job reading the index after it
     assert gate.stat().st_mtime > index.stat().st_mtime  # Snakemake: the run rule is out of date
     after = gate.read_bytes()
-    assert after != before  # DVC: the store changed
-    assert mark_failed_runs_for_retry(index, store) == 1 and gate.read_bytes() != after  # every time
+    assert after != before  # DVC: the run stage's runs/retry changed
+    assert mark_failed_runs_for_retry(index) == 1 and gate.read_bytes() != after  # every time
 
 
 def test_a_rerun_that_fixes_the_failures_settles_the_gate_however_quickly_it_ends(tmp_path: Path) -> None:
-    store, index = tmp_path / "store", tmp_path / "runs/index.parquet"
-    gate = ensure_retry_gate(retry_gate_path(store, index))
-    index.parent.mkdir(parents=True)
+    index = tmp_path / "runs/index.parquet"
+    gate = ensure_retry_gate(retry_gate_path(index))
+    index.parent.mkdir(parents=True, exist_ok=True)
     pl.DataFrame({"run_id": ["a", "b"], "error": [True, False]}).write_parquet(index)
     mark_retry_gate(gate, index, 1)
     written = index.stat().st_mtime
@@ -113,30 +111,30 @@ def test_a_rerun_that_fixes_the_failures_settles_the_gate_however_quickly_it_end
     os.utime(index, (written, written))
     mark_retry_gate(gate, index, 0)  # what the run job does at its end
     assert gate.stat().st_mtime < index.stat().st_mtime  # Snakemake: nothing to do
-    assert mark_failed_runs_for_retry(index, store) == 0 and gate.stat().st_mtime < index.stat().st_mtime
+    assert mark_failed_runs_for_retry(index) == 0 and gate.stat().st_mtime < index.stat().st_mtime
     settled = gate.read_bytes()
     mark_retry_gate(gate, index, 0)
     assert gate.read_bytes() == settled == b'{\n  "failed": 0,\n  "retry": 0\n}\n'  # DVC: unchanged from run to run
 
 
 def test_failures_accepted_by_the_policy_do_not_keep_the_job_out_of_date(tmp_path: Path) -> None:
-    store, index = tmp_path / "store", tmp_path / "runs/index.parquet"
-    gate = retry_gate_path(store, index)
-    index.parent.mkdir(parents=True)
+    index = tmp_path / "runs/index.parquet"
+    gate = retry_gate_path(index)
+    index.parent.mkdir(parents=True, exist_ok=True)
     pl.DataFrame({"run_id": ["a", "b", "c"], "error": [True, True, False]}).write_parquet(index)
     # agent.retries.rerun_failed: transient, one 401 (accepted) and one 503 (retried)
     mark_retry_gate(gate, index, 2, retry=1, accepted={"AuthenticationError (401)": 1}, policy="transient")
-    retry_gate_input(store, index)
+    retry_gate_input(index)
     assert gate.stat().st_mtime > index.stat().st_mtime
-    assert mark_failed_runs_for_retry(index, store) == 1 and json.loads(gate.read_text())["retry"] == 1
+    assert mark_failed_runs_for_retry(index) == 1 and json.loads(gate.read_text())["retry"] == 1
     # the rerun: the 503 run succeeded, the 401 failed again and is accepted
     pl.DataFrame({"run_id": ["a", "b", "c"], "error": [True, False, False]}).write_parquet(index)
     mark_retry_gate(gate, index, 1, retry=0, accepted={"AuthenticationError (401)": 1}, policy="transient")
     assert gate.stat().st_mtime < index.stat().st_mtime
-    retry_gate_input(store, index)  # a settled gate keeps its date
+    retry_gate_input(index)  # a settled gate keeps its date
     assert gate.stat().st_mtime < index.stat().st_mtime
     settled = gate.read_bytes()
-    assert mark_failed_runs_for_retry(index, store) == 0 and gate.read_bytes() == settled
+    assert mark_failed_runs_for_retry(index) == 0 and gate.read_bytes() == settled
     state = json.loads(settled)
     assert state["failed"] == 1 and state["retry"] == 0 and state["accepted"] == {"AuthenticationError (401)": 1}
 
@@ -160,7 +158,7 @@ def test_runs_that_keep_failing_are_named_each_time_and_the_policy_can_accept_th
         return agent(body, headers, n)
 
     store, index = tmp_path / "store", tmp_path / "index.parquet"
-    gate = retry_gate_path(store, index)
+    gate = retry_gate_path(index)
 
     def grid(url: str, rerun_failed: str) -> Any:
         model = {"name": "fake-gw", "backend": "litellm", "model": "openai/fake-model", "api_base": url, "api_key_env": KEY_ENV}
@@ -176,7 +174,7 @@ def test_runs_that_keep_failing_are_named_each_time_and_the_policy_can_accept_th
         assert "not transient: AuthenticationError (401)" in err and "accepted as failed" in err
         state_doc = json.loads(gate.read_text())
         assert state_doc["retry"] == 1 and state_doc["accepted"] == {"AuthenticationError (401)": 1}
-        retry_gate_input(store, index)  # the next invocation's DAG
+        retry_gate_input(index)  # the next invocation's DAG
         assert gate.stat().st_mtime > index.stat().st_mtime  # the 503 keeps the job out of date
 
         state["healthy"] = True
@@ -191,7 +189,24 @@ def test_runs_that_keep_failing_are_named_each_time_and_the_policy_can_accept_th
         err = capsys.readouterr().err
         assert third.failed == 1 and third.failed_again == 1 and third.retry_pending == 1
         assert "set agent.retries.rerun_failed: transient" in err and "1 of them failed in an earlier invocation too" in err
-        retry_gate_input(store, index)
+        retry_gate_input(index)
         assert gate.stat().st_mtime > index.stat().st_mtime
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["per_model"]["fake-gw"]["failed_again"] == 1 and summary["rerun_failed"] == "all"
+
+
+def test_a_study_keeps_its_retry_gates_in_its_own_state_never_in_the_shared_store(tmp_path: Path) -> None:
+    # issue 29: a failed run of another study (results/mine) wrote .retry markers into the
+    # shared results/runs/store, and the default study's `dvc status` then reported
+    # "run_agents: changed outs: modified: results/runs/store"
+    mine = tmp_path / "results/mine/runs/jobs/gw/standard-declared-0.parquet"
+    main = tmp_path / "results/runs/jobs/gw/standard-declared-0.parquet"
+    for index in (mine, main):
+        index.parent.mkdir(parents=True, exist_ok=True)
+        pl.DataFrame({"run_id": ["a"], "error": [index == mine]}).write_parquet(index)
+    assert mark_failed_runs_for_retry(mine) == 1
+    gate = retry_gate_path(mine)
+    assert gate == tmp_path / "results/mine/runs/retry/gw_standard-declared-0.parquet.json"
+    assert json.loads(gate.read_text())["retry"] == 1
+    assert retry_gate_path(main).parent == tmp_path / "results/runs/retry"
+    assert not (tmp_path / "results/runs/retry").exists() and not (tmp_path / "results/runs/store").exists()

@@ -52,12 +52,15 @@ def test_gateway_grid_is_resumable_and_key_never_written(tmp_path: Path) -> None
         assert s1.total == n_runs and s1.executed + s1.deduplicated == n_runs and s1.failed == 0
         assert summ["backend_calls"] == len(server.requests) > 0 and summ["executed"] == s1.executed
         assert set(idx.columns) >= {"model", "group", "backend", "provider", "condition", "pool", "seed", "task_id",
-                                    "difficulty", "run_id", "status", "error", "executed"}
+                                    "difficulty", "run_id", "status", "error"}
+        # the index says what each run is, never whether this invocation executed it (history: the summary's)
+        assert "executed" not in idx.columns and set(summ["executed_runs"]) <= set(idx["run_id"])
+        assert len(summ["executed_runs"]) == s1.executed
         assert idx.height == n_runs and idx["provider"].unique().to_list() == ["openai"]
         before = len(server.requests)
         s2, idx2, summ2 = grid(tmp_path, [gateway_model(server.url)], tasks_path, pools)
         assert s2.executed == 0 and s2.reused == n_runs and summ2["backend_calls"] == 0 and len(server.requests) == before
-        assert not idx2["executed"].any()
+        assert summ2["executed_runs"] == [] and idx2.equals(idx)  # the tracked index: byte for byte the same
         assert all(h["authorization"] == f"Bearer {SECRET}" for _, h in server.requests)
     for p in [*tmp_path.rglob("*.json"), *tmp_path.rglob("*.parquet")]:
         assert SECRET.encode() not in p.read_bytes(), p
@@ -173,7 +176,7 @@ def test_sigkill_mid_study_leaves_no_partial_record_and_repeats_no_finished_call
 
 
 def _index_by_run(idx: pl.DataFrame) -> dict[str, tuple[Any, ...]]:
-    return {r["run_id"]: (r["status"], r["error"], r["executed"]) for r in idx.iter_rows(named=True)}
+    return {r["run_id"]: (r["status"], r["error"]) for r in idx.iter_rows(named=True)}
 
 
 def test_sharded_grid_matches_one_process_and_holds_provider_limit(tmp_path: Path) -> None:
@@ -205,7 +208,7 @@ def test_sharded_grid_matches_one_process_and_holds_provider_limit(tmp_path: Pat
     keys = ("total", "executed", "reused", "deduplicated", "failed", "skipped", "backend_calls", "cached_calls", "budget_exhausted")
     assert {k: summ2[k] for k in keys} == {k: summ1[k] for k in keys}
     assert s2.failed == 0 and s2.executed > 0 and summ2["per_model"]["gw"]["backend_calls"] == summ2["backend_calls"]
-    assert _index_by_run(idx2) == _index_by_run(idx1)
+    assert _index_by_run(idx2) == _index_by_run(idx1) and set(summ2["executed_runs"]) == set(summ1["executed_runs"])
     assert len(list((tmp_path / "two" / "store").rglob("*.json"))) == idx2.height == s2.total
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -29,7 +30,8 @@ def test_capability_mirage_suffix_change_reruns_only_affected_runs(tmp_path: Pat
         def go() -> tuple[object, pl.DataFrame]:
             s = run_grid(models, tasks_path, pools, [0, 1], agent, tmp_path / "store", tmp_path / "runs.parquet",
                          tmp_path / "summary.json", progress=False)
-            return s, pl.read_parquet(tmp_path / "runs.parquet")
+            executed = set(json.loads((tmp_path / "summary.json").read_text())["executed_runs"])  # a log, not the index
+            return s, pl.read_parquet(tmp_path / "runs.parquet").with_columns(pl.col("run_id").is_in(executed).alias("executed"))
 
         first, _ = go()
         records = write_pool(pools["standard"]["canaries"], "standard", {"capability_mirage": "Enhanced precision variant."})

@@ -182,3 +182,25 @@ def test_a_misspelt_value_of_a_choice_gets_a_did_you_mean() -> None:
     with pytest.raises(ConfigError) as err:
         validate_params(cfg, "params.yaml")
     assert "canaries.pool" in str(err.value) and "(did you mean 'subtle'?)" in str(err.value)
+
+
+def test_a_failed_call_keeps_the_log_of_the_study_it_failed_next_to(tmp_path: Path) -> None:
+    # issue 29: "Each failed call overwrites results/logs/snakemake.log (after one typo the main
+    # study's log was 26 lines)"
+    from canarykit.study.console import FULL_LOG, FULL_LOG_DIR, FullLog
+
+    out = tmp_path / "results"
+
+    def invocation(text: str, event: str) -> None:
+        view = ConsoleView(str(out))
+        view.started = event != "error"
+        log = FullLog(view, lambda r: str(r.msg))
+        log.write(record(text, logging.ERROR if event == "error" else logging.INFO, event=event))
+        log.close()
+
+    invocation("Job stats: the main study, 67 jobs", "run_info")
+    invocation("canarykit: error: mine.yaml: model: unexpected (did you mean 'models'?)", "error")
+    logs = {f.read_text(): f for f in (out / FULL_LOG_DIR).glob("*.log")}
+    assert len(logs) == 2 and any("the main study, 67 jobs" in t for t in logs)  # the study's log is kept
+    latest = out / FULL_LOG
+    assert latest.is_symlink() and "did you mean" in latest.read_text() and "67 jobs" not in latest.read_text()

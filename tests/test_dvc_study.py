@@ -94,7 +94,9 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
     assert summary["reused"] == summary["total"] - summary["executed"] and summary["failed"] == 0
     # The backend call counter agrees: every call made belongs to a re-executed run.
     index = pl.read_parquet(repo / "results/runs/index.parquet")
-    executed = index.filter(pl.col("executed"))
+    # which runs this invocation executed: history, in the agent jobs' summaries (logs), not the index
+    ran = [r for f in sorted((repo / "results/logs/runs").rglob("*.json")) for r in json.loads(f.read_text())["executed_runs"]]
+    executed = index.filter(pl.col("run_id").is_in(ran))
     assert executed.height == summary["executed"]
     assert (executed["pool"] == "standard").all()
     calls = sum(read_record(repo / "results/runs/store" / r[:2] / f"{r}.json").n_model_calls for r in executed["run_id"])

@@ -51,17 +51,11 @@ HASH = re.compile(rb"(?<![0-9a-f])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{1
 TEXT = {".json", ".csv", ".md", ".html", ".yaml", ".svg", ".txt"}
 
 
-#: Per-model judge counts (``judge/<role>/<model>.json``): which of two runs with one verdict
-#: key is "judged" and which "reused from the cache" depends on which model's judge job reached
-#: the shared verdict cache first (they run in parallel), so only their sum is a result.
-JUDGE_COUNTS = re.compile(r"^judge/(primary|cross)/[^/]+\.json$")
+# (The judging counts, judged vs reused from the shared verdict cache, depend on which parallel
+# judge job reached a verdict first: they are logs under logs/, not results; issue 29.)
 
 
 def _digest(path: Path, rel: str = "") -> str:
-    if JUDGE_COUNTS.match(rel):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["judged_or_reused"] = doc.pop("judged") + doc.pop("reused")
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode("utf-8")).hexdigest()
     if path.suffix == ".parquet":
         df = pl.read_parquet(path)
         df = df.drop([c for c in ID_COLUMNS if c in df.columns])

@@ -561,3 +561,20 @@ def test_human_validation_marks_the_stricter_side(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         human_validation(grades, {"primary": {"r1": True}}, str(sheet))
     assert exc.value.field == "row 3: run_id"
+
+
+def test_validation_counts_keep_only_what_the_verdicts_say() -> None:
+    """issue 29: validation.json's `judged` / `reused` counts depended on which of 12 parallel
+    judge jobs reached the shared verdict cache first, so a tracked output changed from run to
+    run; it keeps the verdicts by status, the judging log keeps the rest."""
+    from canarykit.judging import tracked_counts
+
+    first = {"primary": {"judged": 12, "reused": 0, "skipped": 1, "ok": 11, "unparseable": 1, "error": 0},
+             "cross": {"judged": 5, "reused": 7, "skipped": 1, "ok": 12, "unparseable": 0, "error": 0},
+             "model_calls": {"primary": {"requests": 12, "cached": 0, "retries": 0, "cost_usd": 0.0}}}
+    again = {"primary": {**first["primary"], "judged": 0, "reused": 12},
+             "cross": {**first["cross"], "judged": 12, "reused": 0},
+             "model_calls": {"primary": {"requests": 0, "cached": 12, "retries": 0, "cost_usd": 0.0}}}
+    assert tracked_counts(first) == tracked_counts(again) == {
+        "primary": {"skipped": 1, "ok": 11, "unparseable": 1, "error": 0},
+        "cross": {"skipped": 1, "ok": 12, "unparseable": 0, "error": 0}}

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from canarykit.study.lockfile import dir_md5, expected_stages, file_md5, lock_mismatches
@@ -88,3 +89,24 @@ def test_an_edit_of_a_stages_code_or_params_is_named(tmp_path: Path) -> None:
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     proc = sh(tmp_path, command(".venv/bin/python -m canarykit.study.lockfile check").text, check=False, timeout=120)
     assert proc.returncode == 1 and problems[0] in proc.stderr and proc.stderr.rstrip().endswith("`make lock`")
+
+
+def test_make_run_does_not_record_a_study_whose_failed_runs_wait_for_a_retry(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`make run` ends with `dvc commit` (lockfile.record), but never while the study's retry
+    gates mark failed runs: the lock must not call a study with failures finished."""
+    import json
+    import subprocess
+
+    from canarykit.study.lockfile import record
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / "params.yaml").write_text("study: {output_dir: results/mine}\n")
+    gate = tmp_path / "results/mine/runs/retry/gw_standard-declared-0.parquet.json"
+    gate.parent.mkdir(parents=True)
+    gate.write_text(json.dumps({"failed": 6, "retry": 4}))
+    assert record(tmp_path) == 0
+    assert "4 failed runs wait for a retry: dvc.lock not updated" in capsys.readouterr().err
+    assert not (tmp_path / "dvc.lock").exists()

@@ -30,7 +30,7 @@ TESTS = Path(__file__).parent
 
 #: Commands no test can run as printed here, with what stands in for them.
 EXPLAINED = {
-    "make run": "the install, then `snakemake --cores 2 --scheduler greedy` (test_golden.py runs that on a small study)",
+    "make run": "the install, then `snakemake --cores 2 --scheduler greedy` and its DVC record (test_fresh_clone.py runs the recipe from a clone on a small study; test_golden.py the snakemake part)",
     "make test": "what CI runs (.ci/run)",
     "make lock": "the default study in a scratch copy, then `dvc commit` there (test_lockfile.py checks the committed lock against the code and params; the integrator runs it)",
     "make test-slow": "what CI runs (.ci/run)",

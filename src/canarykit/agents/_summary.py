@@ -22,8 +22,12 @@ INDEX_SCHEMA: dict[str, Any] = {
     "model": pl.String, "group": pl.String, "backend": pl.String, "provider": pl.String,
     "condition": pl.String, "pool": pl.String, "seed": pl.Int64, "task_id": pl.String, "arm": pl.String,
     "difficulty": pl.String, "run_id": pl.String, "identity_hash": pl.String, "status": pl.String,
-    "error": pl.Boolean, "executed": pl.Boolean,
+    "error": pl.Boolean,
 }
+# No ``executed`` column: whether this invocation executed a run or reused its record depends
+# on history (what the store held before), not on the run; the index is a tracked output, so
+# it says only what the run is. The runs an invocation executed are in its job summary, a log
+# (``RunSummary.executed_runs``).
 
 
 @dataclass
@@ -55,6 +59,8 @@ class RunSummary(ModelTally):
     retry_pending: int = 0
     elapsed_s: float = 0.0
     per_model: dict[str, ModelTally] = field(default_factory=dict)
+    #: run ids this invocation executed (in plan order): history, so never in the run index
+    executed_runs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -108,6 +114,7 @@ def tally_runs(summary: RunSummary, planned: Sequence[Planned], models: Sequence
                 count(summary, tally, "deduplicated")
         elif p.executed:
             count(summary, tally, "executed")
+            summary.executed_runs.append(p.spec.run_id)
         elif p.copied:  # a copy of a run executed in this invocation
             count(summary, tally, "reused")
             count(summary, tally, "deduplicated")
@@ -125,7 +132,7 @@ def tally_runs(summary: RunSummary, planned: Sequence[Planned], models: Sequence
             "model": name, "group": str(spec.get("group", "")), "backend": str(spec.get("backend", "")),
             "provider": p.provider, "condition": p.spec.condition, "pool": p.spec.pool, "seed": int(p.spec.seed),
             "task_id": str(p.spec.task.id), "arm": p.spec.arm, "difficulty": str(p.spec.task.difficulty), "run_id": p.spec.run_id,
-            "identity_hash": p.spec.identity_hash, "status": p.status, "error": bool(p.error), "executed": p.executed,
+            "identity_hash": p.spec.identity_hash, "status": p.status, "error": bool(p.error),
         })
     return rows
 

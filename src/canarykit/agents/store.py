@@ -33,8 +33,10 @@ claims only hold within a node. Records are written by atomic rename, which ever
 filesystem provides.
 
 **Retry gate.** A run index that records failed runs marks its *retry gate*
-(:func:`mark_retry_gate`), a small file in the store that the run rule takes as input: the
-store has changed for DVC, and the next Snakemake invocation, when it builds its DAG, dates a
+(:func:`mark_retry_gate`), a small file in the study's own ``runs/retry`` directory
+(:func:`retry_gate_path`; never in the shared store, so another study's failures never
+change this study's ``dvc status``) that the run rule takes as input: the run stage's
+``runs/retry`` output has changed for DVC, and the next Snakemake invocation, when it builds its DAG, dates a
 marked gate to that moment (:func:`retry_gate_input`), newer than the index, so the rule is out
 of date: a plain ``snakemake`` or ``dvc repro`` re-executes exactly the failed runs. (The job
 itself never dates its gate after its outputs: Snakemake refuses a finished job whose outputs
@@ -321,7 +323,8 @@ IDENTITY_DIR = ".identities"
 
 # --------------------------------------------------------------------------- retry gate
 
-RETRY_DIR = ".retry"
+#: The directory of a study's retry gates, beside its ``jobs`` directory of run indexes.
+RETRY_DIR = "retry"
 
 #: Seconds a marked gate is dated after the index (and after now): more than the coarsest
 #: common mtime granularity (2 s on FAT/exFAT, 1 s on HFS+ and some NFS servers), so the gate
@@ -333,10 +336,18 @@ MARK_AHEAD_S = 2.0
 RERUN_FAILED = ("all", "transient", "none")
 
 
-def retry_gate_path(store_dir: str | Path, index_path: str | Path) -> Path:
-    """The retry gate of the run index ``index_path`` (one per index: one per run job)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(Path(index_path)).strip("/")) or "index"
-    return Path(store_dir) / RETRY_DIR / f"{slug}.json"
+def retry_gate_path(index_path: str | Path) -> Path:
+    """The retry gate of the run index ``index_path`` (one per index: one per run job), in the
+    study's own state, never in the shared run store (another study's failures must not change
+    this study's outputs): an index ``<out>/runs/jobs/<model>/<cell>.parquet`` has its gate at
+    ``<out>/runs/retry/<model>_<cell>.parquet.json``; an index outside a ``jobs`` directory at
+    ``<its directory>/retry/<its name>.json``."""
+    p = Path(index_path)
+    parents = list(p.parents)
+    jobs = next((d for d in parents if d.name == "jobs"), None)
+    base, rel = (jobs.parent, p.relative_to(jobs)) if jobs is not None else (p.parent, Path(p.name))
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", rel.as_posix().strip("/")) or "index"
+    return base / RETRY_DIR / f"{slug}.json"
 
 
 def ensure_retry_gate(gate: str | Path) -> Path:
@@ -348,7 +359,7 @@ def ensure_retry_gate(gate: str | Path) -> Path:
     return p
 
 
-def retry_gate_input(store_dir: str | Path, index_path: str | Path, *, dry_run: bool = False) -> str | list[str]:
+def retry_gate_input(index_path: str | Path, *, dry_run: bool = False) -> str | list[str]:
     """What the run rule takes as its ``retry`` input (``rules/common.smk``): the index's gate,
     created (epoch-dated) when missing, except in a dry run (``snakemake -n``), which creates
     nothing: a missing gate is then no input (it would not have triggered a rerun anyway).
@@ -357,7 +368,7 @@ def retry_gate_input(store_dir: str | Path, index_path: str | Path, *, dry_run: 
     written by an earlier invocation, so the rule is out of date, and older than the outputs
     the job is about to write, so Snakemake accepts them (a dry run dates it too: it then shows
     the job that a real run would execute)."""
-    gate = retry_gate_path(store_dir, index_path)
+    gate = retry_gate_path(index_path)
     if gate.exists():
         state = read_retry_gate(gate) or {}
         if isinstance(state.get("retry"), int) and state["retry"] > 0:
@@ -410,7 +421,7 @@ def mark_retry_gate(gate: str | Path, index_path: str | Path, failed: int, *, re
     were accepted as failed by ``agent.retries.rerun_failed``.
 
     With runs to retry the gate is *marked*: its content changes every time (a nonce: DVC sees
-    the run stage's store modified). ``ahead``: date it :data:`MARK_AHEAD_S` after the index and
+    the run stage's ``runs/retry`` output modified). ``ahead``: date it :data:`MARK_AHEAD_S` after the index and
     after now (a job that reads the index, not the gate, may); otherwise (the run job itself,
     whose input the gate is) it is dated at the index, and the next invocation brings it
     forward (:func:`retry_gate_input`). Without runs to retry it is *settled*
@@ -447,13 +458,13 @@ def settle_retry_gate(gate: str | Path, index_path: str | Path, failed: int = 0,
     os.utime(p, (stamp, stamp))
 
 
-def mark_failed_runs_for_retry(index_path: str | Path, store_dir: str | Path) -> int:
+def mark_failed_runs_for_retry(index_path: str | Path) -> int:
     """Mark the retry gate of ``index_path`` again (for DVC: every job that reads the index
     after the run stage) if the run job left runs to retry; return their number.
 
     The gate's ``retry`` (what the run job decided under ``agent.retries.rerun_failed``) is
     authoritative; a gate without it (missing, unreadable, or older) retries every failed run."""
-    gate = retry_gate_path(store_dir, index_path)
+    gate = retry_gate_path(index_path)
     failed = failed_runs_in_index(index_path)
     if not failed:
         return 0

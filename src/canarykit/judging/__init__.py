@@ -31,5 +31,6 @@ from ._offline import RubricJudge, ToolCoverageJudge
 from ._orchestrate import (
     JudgingJob, detect_and_judge, judge_lines, verdict_failure_lines, write_verdict_tables)
 from ._panel import ROLES, StudyJudges
-from ._report import oracle_check, oracle_lines, oracle_names, stability_sample, validation_report
+from ._report import (
+    oracle_check, oracle_lines, oracle_names, stability_sample, tracked_counts, validation_report)
 from ._run import VERDICT_COLUMNS, VerdictCache, judge_all, judge_inputs, judge_options, judge_runs

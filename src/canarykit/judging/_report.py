@@ -27,6 +27,20 @@ from ._run import judge_all
 InputsFor = Callable[[set[str]], list[JudgeInput]]
 
 
+#: Judging counts that depend on history, not on the verdicts: how many verdicts this
+#: invocation judged and how many it reused from the shared verdict cache (which of several
+#: parallel judging jobs reaches a shared verdict first decides it), and the model calls.
+HISTORY_COUNTS = ("judged", "reused", "model_calls")
+
+
+def tracked_counts(counts: Mapping[str, Any]) -> dict[str, Any]:
+    """``counts`` without :data:`HISTORY_COUNTS`: per role, the verdicts by status (``ok``,
+    ``unparseable``, ``error``, ``skipped``), the same on every run of the same inputs. What a
+    tracked output (``validation.json``) holds; the rest goes to the judging log."""
+    return {role: {k: v for k, v in c.items() if k not in HISTORY_COUNTS}
+            for role, c in counts.items() if role not in HISTORY_COUNTS and isinstance(c, Mapping)}
+
+
 def validation_report(
     judges: StudyJudges,
     runs: pl.DataFrame,

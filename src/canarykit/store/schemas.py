@@ -212,7 +212,7 @@ class RunIndexTable(pa.DataFrameModel):
     # and the names earlier versions gave (turn_limit: truncated, read as truncated)
     status: str = pa.Field(isin=[*RUN_STATUSES, *LEGACY_STATUSES])
     error: bool
-    executed: bool
+    # (indexes written before issue 29 also have ``executed``: history, now in the job summary log)
 
     class Config:
         strict = False

@@ -41,8 +41,13 @@ CONSOLE_ENV = "CANARYKIT_CONSOLE"
 #: Set by the workflow (rules/common.smk) to study.output_dir: where the console finds the
 #: study's outputs and writes the full log.
 OUT_ENV = "CANARYKIT_OUT"
-#: The full log of a run with the console, under the study's output directory.
+#: The full log of a run with the console, under the study's output directory: a link to the
+#: latest invocation's own file under :data:`FULL_LOG_DIR` (a failed call never overwrites
+#: the log of an earlier one).
 FULL_LOG = "logs/snakemake.log"
+#: One file per invocation, ``<UTC time>-<pid>.log``; the oldest beyond :data:`KEEP_LOGS` are removed.
+FULL_LOG_DIR = "logs/snakemake"
+KEEP_LOGS = 50
 #: The tables the closing block names (all of them are listed under ``outputs.tables``).
 MAIN_TABLES = ("table1", "table2", "table3")
 #: Lines of an error message the console prints at most (the full text is in the log).
@@ -344,10 +349,43 @@ def brace_paths(paths: Sequence[str]) -> list[str]:
             for (parent, stems), suffixes in merged.items()]
 
 
+def open_invocation_log(out: Path, now: float | None = None) -> Any:
+    """Open this invocation's own full log, ``<out>/logs/snakemake/<UTC time>-<pid>.log``, and
+    point ``<out>/logs/snakemake.log`` at it (a relative symlink, replaced atomically).
+
+    Each call of Snakemake keeps its log: a failed call (a typo in a profile) no longer
+    overwrites the log of the study it failed next to. A ``snakemake.log`` that is a plain
+    file (written before logs were per invocation) is moved into the directory first, and only
+    the newest :data:`KEEP_LOGS` files are kept."""
+    logs = out / FULL_LOG_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    link = out / FULL_LOG
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    if link.is_file() and not link.is_symlink():  # an older, single log: keep it with the others
+        old = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(link.stat().st_mtime))
+        os.replace(link, logs / f"{old}-0.log")
+    path, n = logs / f"{stamp}-{os.getpid()}.log", 1
+    while path.exists():  # two invocations in one second from one process (a test, a notebook)
+        n += 1
+        path = logs / f"{stamp}-{os.getpid()}-{n}.log"
+    fh = path.open("x", encoding="utf-8")
+    tmp = link.with_name(f".{link.name}.{os.getpid()}")
+    try:
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(Path(FULL_LOG_DIR).name + "/" + path.name)
+        os.replace(tmp, link)
+    except OSError:  # a filesystem without symlinks: the latest log is still in the directory
+        tmp.unlink(missing_ok=True)
+    for stale in sorted(logs.glob("*.log"), key=lambda f: (f.stat().st_mtime_ns, f.name))[:-KEEP_LOGS]:
+        stale.unlink(missing_ok=True)
+    return fh
+
+
 class FullLog:
     """The full Snakemake log of a run with the console: every record, formatted as Snakemake's
     own stream would be without the console, buffered until the study's output directory is
-    known (the workflow has been parsed), then written to ``<out>/logs/snakemake.log``."""
+    known (the workflow has been parsed), then written to this invocation's own file
+    (:func:`open_invocation_log`; ``<out>/logs/snakemake.log`` links to the latest)."""
 
     def __init__(self, view: ConsoleView, format_record: Callable[[logging.LogRecord], str]) -> None:
         self.view = view
@@ -363,9 +401,7 @@ class FullLog:
         if not text:
             return
         if self.fh is None and (os.environ.get(OUT_ENV) or self.view.started or _event(record) == "error"):
-            path = Path(self.view.full_log)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.fh = path.open("w", encoding="utf-8")
+            self.fh = open_invocation_log(Path(self.view.out))
             self.fh.writelines(self.buffer)
             self.buffer = []
         if self.fh is None:

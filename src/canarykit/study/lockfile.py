@@ -1,7 +1,9 @@
 """``dvc.lock`` as part of the result: the committed lock is what ``make run`` gives on a fresh
-clone, so no stage of a fresh clone is out of date because of its code, data or params. (Its
-outputs hash as in the lock, but for three timing-bearing outputs of the run stage: the run
-store's records, the job summaries and the run summary; docs/console-and-errors.md.)
+clone. Every DVC-tracked output is a function of its stage's code, data and params (timings,
+executed / reused counts and judging counts are logs under ``<out>/logs/``; the shared run store
+and caches are not outputs of a study), so ``make run`` ends with :func:`record` (``dvc commit``)
+and a fresh clone's ``dvc status`` is up to date, ``dvc repro`` runs nothing and ``git status``
+is clean (tests/test_fresh_clone.py).
 
 - :func:`lock_mismatches` compares the committed lock with the files on disk, without DVC and
   without any output (seconds): each stage of ``dvc.yaml`` must have its entry, and each entry's
@@ -139,6 +141,11 @@ def lock_mismatches(root: str | Path = ".") -> list[str]:
     return problems
 
 
+def _out_dir(root: Path) -> str:
+    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8")) or {}
+    return os.path.normpath(str(_lookup(params, "study.output_dir")))
+
+
 def workflow_files(root: Path) -> list[str]:
     """The workflow's files as a fresh clone would have them: what git tracks (as on disk) and
     the new files it does not ignore."""
@@ -166,7 +173,8 @@ def refresh(root: str | Path = ".", cores: int = 2, keep: bool = False) -> Path:
         print(f"make lock: running the default study in {scratch} ({cores} cores; a few minutes)", flush=True)
         subprocess.run([str(bindir / "snakemake"), "--cores", str(cores), "--scheduler", "greedy", "--logger=canarykit"],
                        cwd=scratch, env=env, check=True)
-        subprocess.run([str(bindir / "dvc"), "commit", "--force", "--quiet"], cwd=scratch, env=env, check=True)
+        if record(scratch) != 0 or pending_retries(scratch, _out_dir(scratch)):
+            raise SystemExit("make lock: the default study did not finish cleanly: dvc.lock not refreshed")
         shutil.copy2(scratch / LOCK, root / LOCK)
         print(f"make lock: wrote {root / LOCK} in {time.monotonic() - t0:.0f} s; commit it with the code it records",
               flush=True)
@@ -174,6 +182,50 @@ def refresh(root: str | Path = ".", cores: int = 2, keep: bool = False) -> Path:
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
     return root / LOCK
+
+
+def pending_retries(root: Path, out_dir: str) -> int:
+    """Failed runs the study's retry gates (``<out>/runs/retry``) still mark for a retry."""
+    from ..agents.store import RETRY_DIR, read_retry_gate
+
+    total = 0
+    for gate in sorted((root / out_dir / "runs" / RETRY_DIR).glob("*.json")):
+        retry = (read_retry_gate(gate) or {}).get("retry")
+        total += retry if isinstance(retry, int) and retry > 0 else 0
+    return total
+
+
+def record(root: str | Path = ".") -> int:
+    """The last step of ``make run``: record what the run made in ``dvc.lock`` (``dvc commit``
+    of every stage of ``dvc.yaml``, the default study's), so that ``dvc status`` says it is up
+    to date and ``dvc repro`` runs nothing. Every tracked output is a function of the stage's
+    code, data and params (history, timings and the shared run store and caches are logs or
+    untracked), so on a fresh clone the lock it writes is the committed one: ``git status``
+    stays clean.
+
+    Not recorded while failed runs wait for a retry (the retry gates keep the run stage out of
+    date for ``dvc repro`` and a plain ``make run``): a lock must not call a study with
+    failures finished. Returns the exit status."""
+    root = Path(root)
+    in_git = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True).returncode == 0
+    if not (root / ".dvc").is_dir() or not (root / "dvc.yaml").is_file() or not in_git:
+        print("canarykit: not a git and DVC project here (a copy without .git/ or .dvc/): dvc.lock not updated",
+              file=sys.stderr)
+        return 0
+    pending = pending_retries(root, _out_dir(root))
+    if pending:
+        print(f"canarykit: {pending} failed runs wait for a retry: dvc.lock not updated (`make run` again retries them)",
+              file=sys.stderr)
+        return 0
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), "commit", "--force", "--quiet"], cwd=root, env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no message)"]
+        print(f"canarykit: error: dvc commit failed: {tail[0]}", file=sys.stderr)
+        return proc.returncode
+    print("canarykit: recorded in dvc.lock (dvc status: up to date)", file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problems:
             print(f"{len(problems)} difference(s): refresh the lock with `make lock`", file=sys.stderr)
         return 1 if problems else 0
+    if args[:1] == ["record"]:
+        return record(".")
     if args[:1] == ["refresh"]:
         cores = 2
         if "--cores" in args:
@@ -195,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
         refresh(".", cores=cores, keep="--keep" in args)
         return 0
-    print("usage: python -m canarykit.study.lockfile check | refresh [--cores N] [--keep]", file=sys.stderr)
+    print("usage: python -m canarykit.study.lockfile check | record | refresh [--cores N] [--keep]", file=sys.stderr)
     return 2
 
 

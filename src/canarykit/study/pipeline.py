@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def run_job(
         cfg["concurrency"] = max(1, int(concurrency))
         limits = dict(cfg.get("provider_concurrency") or {})
         cfg["provider_concurrency"] = {p: min(int(n), cfg["concurrency"]) for p, n in limits.items()}
-    # Both directories are DVC outputs that persist between reproductions: they must exist
+    # The shared run store and response cache (no DVC outputs: caches of every study) exist
     # even when no model response is cached (reference agents).
     Path(cfg.get("cache_dir") or Path(store_dir).parent / "cache" / "responses").mkdir(parents=True, exist_ok=True)
     Path(store_dir).mkdir(parents=True, exist_ok=True)
@@ -108,7 +109,10 @@ def gather_runs(
     The summary sums the agent jobs' summaries. A job that did not run in this invocation (its
     inputs did not change) counts its runs as reused: this invocation executed none of them.
     ``elapsed_s`` is summed over the jobs that ran (job-seconds, not wall clock); ``jobs`` and
-    ``jobs_run`` say how many agent jobs the study has and how many of them ran now.
+    ``jobs_run`` say how many agent jobs the study has and how many of them ran now. Both the
+    summaries and the run summary are logs (``<out>/logs/``, never DVC-tracked: they say what
+    this invocation did and how long it took); an invocation that ran agent jobs also keeps its
+    own copy, ``<out>/logs/run-summary/<UTC time>-<invocation>.json``.
     Failed runs are printed grouped by model and reason, and their cells' retry gates marked.
     """
     from ..agents.runner import INDEX_SCHEMA, ModelTally, RunSummary, failure_lines
@@ -118,6 +122,8 @@ def gather_runs(
     # an index written before arms has none: every run of it has the arm ""
     frames = [f if "arm" in f.columns else f.with_columns(pl.lit("", dtype=pl.String).alias("arm")).select(
         [c for c in INDEX_SCHEMA if c in f.columns or c == "arm"]) for f in frames]
+    # an index written before issue 29 has ``executed`` (history: now in the job summaries, logs)
+    frames = [f.drop("executed", strict=False) for f in frames]
     index = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=INDEX_SCHEMA)
     index = validate(index, RunIndexTable, str(index_out))
     Path(index_out).parent.mkdir(parents=True, exist_ok=True)
@@ -148,11 +154,16 @@ def gather_runs(
             total.budget_exhausted = total.budget_exhausted or bool(doc.get("budget_exhausted"))
             total.budget_usd = doc.get("budget_usd")
     doc_out = total.to_dict()
+    doc_out.pop("executed_runs", None)  # per job, in the job summaries
     doc_out["jobs"] = len(summary_paths)
     doc_out["jobs_run"] = jobs
     write_json(summary_out, doc_out)
+    # this invocation's own copy: run-summary.json is the latest; earlier ones stay readable
+    if jobs:
+        write_json(Path(summary_out).parent / "run-summary" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{me or 'local'}.json",
+                   doc_out)
     for p in index_paths:
-        mark_failed_runs_for_retry(p, store_dir)
+        mark_failed_runs_for_retry(p)
     if jobs:
         print(f"[canarykit runs] study: {total.total} runs in {len(summary_paths)} agent jobs ({jobs} ran now): "
               f"{total.executed} executed, {total.reused} reused, {total.failed} failed, {total.skipped} not started; "
@@ -193,7 +204,7 @@ def detect_model(index_paths: Sequence[str], store_dir: str, metrics_out: str, c
     Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
     validate(calls, CallsTable, calls_out).write_parquet(calls_out)
     for p in index_paths:
-        mark_failed_runs_for_retry(p, store_dir)
+        mark_failed_runs_for_retry(p)
 
 
 def judge_model(
@@ -289,11 +300,13 @@ def judge_report(
     log: Any = None,
 ) -> dict[str, Any]:
     """``validation.json`` (oracle check, cross-judge agreement, stability re-grading, human
-    sheet) and ``counts.json`` (every judging job's counts, summed per role). Loads only the
+    sheet, the verdicts' counts) and ``counts_out`` (a log: every judging job's counts, summed
+    per role, with how many were judged now or reused and the model calls:
+    :func:`~canarykit.judging.tracked_counts`). Loads only the
     records it needs: the stability sample, and the oracle runs when no judge is the rubric."""
     from ..detection.detect import load_records
     from ..detection.runs_table import read_index
-    from ..judging import StudyJudges, judge_inputs, validation_report
+    from ..judging import StudyJudges, judge_inputs, tracked_counts, validation_report
     from ..tasks.suite import task_map
 
     runs = pl.read_parquet(runs_path)
@@ -328,7 +341,8 @@ def judge_report(
                                      ledger=ledger(store_dir, job), stats={"stability": CallStats()})
     report = validation_report(judges, runs, primary, cross, inputs_for, counts, log=log)
     write_json(counts_out, counts)
-    write_json(validation_out, report)
+    # validation.json is a tracked output: only the counts that follow from the verdicts
+    write_json(validation_out, {**report, "counts": tracked_counts(counts)})
     return report
 
 
