@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
@@ -36,21 +37,41 @@ class LogHandler(LogHandlerBase):
         self.full = FullLog(self.view, formatter.format)
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
         self.closed = False
+        self.printing = threading.Lock()
+        # a long stage (the agent runs, the judges) says where it is at least every 30 s
+        self.stop_heartbeat = threading.Event()
+        if not dryrun:
+            threading.Thread(target=self._heartbeat, name="canarykit-heartbeat", daemon=True).start()
+
+    def _heartbeat(self) -> None:
+        while not self.stop_heartbeat.wait(5.0):
+            try:
+                with self.printing:
+                    lines = self.view.heartbeat()
+                self._print(lines)
+            except Exception:  # the heartbeat never stops the run
+                pass
+
+    def _print(self, lines: list[str]) -> None:
+        with self.printing:
+            for line in lines:
+                print(line, file=self.stream, flush=True)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             if not self.view.dryrun and self.full_filter.filter(record):
                 self.full.write(record)
-            for line in self.view.lines(record):
-                print(line, file=self.stream, flush=True)
+            with self.printing:
+                lines = self.view.lines(record)
+            self._print(lines)
         except Exception:
             self.handleError(record)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            for line in self.view.closing():
-                print(line, file=self.stream, flush=True)
+            self.stop_heartbeat.set()
+            self._print(self.view.closing())
             self.full.close()
         super().close()
 
