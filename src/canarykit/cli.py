@@ -90,7 +90,20 @@ def _validate_config(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise blame(exc, [(str(f), read_yaml_config(f)) for f in (args.params, *overlays)]) from None
     shown = " + ".join([args.params, *map(str, overlays)])
-    print(f"{shown}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}")
+    from .study.config import key_source
+    from .study.preflight import missing_keys, unreachable_backends
+
+    layers = [(str(f), read_yaml_config(f)) for f in (args.params, *overlays)]
+    problems = missing_keys(cfg["models"])
+    if args.check_backends:
+        problems += unreachable_backends(cfg["models"], cfg["agent"])
+    if problems:
+        for line in problems:
+            field = line.split(" ", 1)[0]
+            print(f"canarykit: error: {key_source(field, layers) or args.params}: {line}", file=sys.stderr)
+        return 2
+    checked = f"; {sum(m['backend'] != 'reference' for m in cfg['models'])} backends answered" if args.check_backends else ""
+    print(f"{shown}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}{checked}")
     return 0
 
 
@@ -392,6 +405,8 @@ def _add_validate_config(sub: _Subcommands) -> None:
     v.add_argument("params", nargs="?", default="params.yaml", help="the params file to check (default params.yaml)")
     v.add_argument("--configfile", nargs="+", action="extend", metavar="PROFILE.yaml",
                    help="profiles merged over PARAMS the way snakemake --configfile merges them")
+    v.add_argument("--check-backends", action="store_true",
+                   help="also send each model's backend one cheap request (one attempt, 10 s) and name each that does not answer")
     v.set_defaults(func=_validate_config)
 
 
