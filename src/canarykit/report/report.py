@@ -619,6 +619,8 @@ def build_report(
     caption of a table or figure (:func:`load_captions`); ``javascript``: False leaves the
     Vega bundle out (the figures show their PNGs; for tests that never run a browser).
     """
+    from .failure_banner import failure_banner
+
     result = _read_json(stats, "stats.json")
     if not isinstance(result, Mapping):
         raise InputError(str(stats), "<root>", "stats.json must be a JSON object")
@@ -654,6 +656,8 @@ def build_report(
         "title": title or f"canarykit study report: {(cfg.get('study') or {}).get('output_dir', 'study')}",
         "version": _package_version(),
         "oracle": _oracle_view(val),
+        # failed runs lead the first screen (canarykit.report.failure_banner)
+        "failures": failure_banner(runs_df, store, cfg),
         "study": summary,
         "counts": counts,
         "diagnoses": diagnoses(result, cfg),
