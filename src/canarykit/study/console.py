@@ -314,7 +314,7 @@ class ConsoleView:
         """``runs 1,234/29,448, 41.2/s, ETA 11m40s, $0.00 spent`` over the agent jobs started
         so far, the jobs not yet started counted at the started jobs' mean size ("" when no
         agent job has reported yet)."""
-        if not self.first_start.get("run_agents") or self.done["run_agents"] >= self.planned.get("run_agents", 0):
+        if "run_agents" not in self.first_start or self.done["run_agents"] >= self.planned.get("run_agents", 0):
             return ""
         done = total = 0
         spend = 0.0

@@ -20,6 +20,24 @@ from typing import Any
 PROBE_TIMEOUT_S = 10.0
 
 
+#: The key variables of the most used hosted providers, as ``litellm.validate_environment``
+#: names them (written out by hand so that checking a profile of these does not pay
+#: LiteLLM's 10-30 s import; any other provider asks LiteLLM itself).
+KNOWN_PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY",),  # or GOOGLE_API_KEY (ALTERNATIVES)
+    "vertex_ai": ("VERTEXAI_PROJECT", "VERTEXAI_LOCATION"),
+    "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",),
+}
+#: A variable LiteLLM takes in place of another.
+ALTERNATIVES = {"GEMINI_API_KEY": "GOOGLE_API_KEY"}
+
+
 def key_variables(spec: Mapping[str, Any]) -> list[str]:
     """The environment variables a model's calls need (none for reference agents, Ollama and
     the embedded model)."""
@@ -27,6 +45,9 @@ def key_variables(spec: Mapping[str, Any]) -> list[str]:
         return [str(spec["api_key_env"])]
     if spec.get("backend") != "litellm" or spec.get("api_base") or not spec.get("model"):
         return []
+    provider = str(spec["model"]).split("/", 1)[0] if "/" in str(spec["model"]) else ""
+    if provider in KNOWN_PROVIDER_KEYS:
+        return [v for v in KNOWN_PROVIDER_KEYS[provider] if not (os.environ.get(v) or os.environ.get(ALTERNATIVES.get(v, "")))]
     from ..agents.backends import import_litellm
 
     try:
