@@ -28,6 +28,7 @@ from fakes.workflow import copy_workflow, env, set_param
 from canarykit.testing.synthetic import synthetic_runs
 
 TESTS = Path(__file__).parent
+ROOT = TESTS.parent
 
 #: Commands no test can run as printed here, with what stands in for them.
 EXPLAINED = {
@@ -192,3 +193,14 @@ def test_the_proxy_starts_as_printed(tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+def test_make_help_names_every_target_as_printed() -> None:
+    """`make help` (issue 29: "Missing: ... `make help`"): a line for every target the Makefile declares."""
+    proc = subprocess.run(command("make help").text.split(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    phony = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:"))
+    targets = set(phony.split(":", 1)[1].split()) - {"help"}
+    shown_targets = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("make ")}
+    assert targets <= shown_targets, targets - shown_targets
+    assert len(proc.stdout.splitlines()) <= 40
