@@ -38,22 +38,34 @@ class LogHandler(LogHandlerBase):
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
         self.closed = False
         self.printing = threading.Lock()
+        self.status_shown = False
         # a long stage (the agent runs, the judges) says where it is at least every 30 s
         self.stop_heartbeat = threading.Event()
         if not dryrun:
             threading.Thread(target=self._heartbeat, name="canarykit-heartbeat", daemon=True).start()
 
     def _heartbeat(self) -> None:
+        # On a terminal the heartbeat is one status line rewritten in place (a long study does
+        # not fill the screen with them); elsewhere (a log, CI) each is a line of its own.
+        live = bool(getattr(self.stream, "isatty", lambda: False)())
         while not self.stop_heartbeat.wait(5.0):
             try:
                 with self.printing:
                     lines = self.view.heartbeat()
+                    if lines and live:
+                        self.stream.write("\r\x1b[K" + lines[-1].strip())
+                        self.stream.flush()
+                        self.status_shown = True
+                        lines = []
                 self._print(lines)
             except Exception:  # the heartbeat never stops the run
                 pass
 
     def _print(self, lines: list[str]) -> None:
         with self.printing:
+            if lines and self.status_shown:  # the status line gives way to the next line
+                self.stream.write("\r\x1b[K")
+                self.status_shown = False
             for line in lines:
                 print(line, file=self.stream, flush=True)
 
