@@ -154,10 +154,9 @@ def test_profiles_merge_like_snakemake_and_errors_name_the_file_that_set_the_key
 # bfcl.yaml needs bfcl-eval (make install-bfcl): tests/test_bfcl.py validates it where it is installed
 @pytest.mark.parametrize("profile", sorted(p for p in (ROOT / "src/canarykit/resources/profiles").glob("*.yaml") if p.stem != "bfcl"))
 def test_validate_config_checks_params_merged_with_each_shipped_profile(profile) -> None:
+    import os
     import subprocess
     import sys
-
-    import os
 
     # validate-config checks each hosted model's key variable (issue 29): the paper profile's are set here
     keys = {k: "test-value" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VERTEXAI_PROJECT", "VERTEXAI_LOCATION")}

@@ -195,7 +195,13 @@ def test_failed_runs_close_with_the_first_failure_and_the_command_that_retries(t
     """Issue 29: "A profile whose Ollama is not running: runs: 6 (6 executed, 0 reused, 6 failed), then
     `canarykit: done in 1m11s`, exit 0". The workflow's final check raises; the console closes with the
     first failure's class, host and model and the user's own command, never "done"."""
-    from canarykit.study.failures import COMMAND_ENV, Failures, FirstFailure, failure_message, write_verdict
+    from canarykit.study.failures import (
+        COMMAND_ENV,
+        Failures,
+        FirstFailure,
+        failure_message,
+        write_verdict,
+    )
 
     monkeypatch.setenv(COMMAND_ENV, "canarykit run --configfile mine.yaml")
     first = FirstFailure("llama3", "ConnectionRefused", "127.0.0.1:11434",

@@ -158,7 +158,7 @@ async def _refuses(host: str, port: int) -> bool:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=2.0)
     except ConnectionRefusedError:
         return True
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         return False
     writer.close()
     return False
