@@ -86,8 +86,9 @@ install-bfcl: install
 CONSOLE := --logger=canarykit
 
 # The main job: the default study (reference agents, offline) from canaries to figures.
+# (CANARYKIT_COMMAND: the command the console's resume and retry lines repeat.)
 run: install
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
+	CANARYKIT_COMMAND="make run" $(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
 
 # Refresh the committed dvc.lock to exactly what `make run` gives on a fresh clone (outputs are
 # byte-identical across machines but for the run stage's timings: docs/console-and-errors.md,
@@ -111,7 +112,7 @@ dvc-yaml: install
 # target or profile through SMK_ARGS (e.g. SMK_ARGS="--configfile my.yaml results/table1.csv").
 resume: install
 	$(BIN)/snakemake --unlock
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(CONSOLE) $(SMK_ARGS)
+	CANARYKIT_COMMAND='make resume$(if $(SMK_ARGS), SMK_ARGS="$(SMK_ARGS)")' $(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(CONSOLE) $(SMK_ARGS)
 
 # The default suite over $(CORES) worker processes, a test module per worker (its module-scoped
 # fixtures, such as a small study, are computed once).

@@ -73,6 +73,8 @@ def test_the_retry_command_is_the_users_own_and_forces_the_agents_for_a_permanen
     assert retry_command(refused) == "canarykit run --configfile mine.yaml", "transient: the job is out of date already"
     missing = FirstFailure("gpt-4.1", "MissingAPIKey", "openai", "", "r")
     assert retry_command(missing) == "canarykit run --configfile mine.yaml --forcerun run_agents"
+    monkeypatch.setenv(COMMAND_ENV, "make run")
+    assert retry_command(missing) == "make resume 'SMK_ARGS=--forcerun run_agents'"
     monkeypatch.delenv(COMMAND_ENV)
     assert retry_command(refused, ["/v/bin/snakemake", "--cores", "2", "--configfile", "a b.yaml"]) == \
         "snakemake --cores 2 --configfile 'a b.yaml'"

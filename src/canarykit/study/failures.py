@@ -203,7 +203,11 @@ def retry_command(first: FirstFailure | None, argv: Sequence[str] | None = None)
     from ..agents.protocol import is_transient_reason
 
     cmd = invocation_command(argv)
-    if first is not None and not is_transient_reason(first.error_class) and "--forcerun" not in cmd:
-        head, sep, tail = cmd.partition(" -- ")
-        cmd = f"{head} --forcerun run_agents{sep}{tail}"
-    return cmd
+    if first is None or is_transient_reason(first.error_class) or "--forcerun" in cmd:
+        return cmd
+    words = shlex.split(cmd)
+    if words[:1] == ["make"]:  # make run / make resume: Snakemake's options go through SMK_ARGS
+        smk = next((w.split("=", 1)[1] for w in words if w.startswith("SMK_ARGS=")), "")
+        return shlex.join(["make", "resume", f"SMK_ARGS={(smk + ' --forcerun run_agents').strip()}"])
+    head, sep, tail = cmd.partition(" -- ")
+    return f"{head} --forcerun run_agents{sep}{tail}"
