@@ -243,10 +243,14 @@ def test_a_misspelt_configfile_is_one_line_without_the_traceback() -> None:
             '  File "/v/snakemake/common/configfile.py", line 12, in _load_configfile\n'
             "    obj = open(configpath_or_obj, encoding=\"utf-8\")\n"
             "FileNotFoundError: [Errno 2] No such file or directory: 'profiles/mine.yml'\n")
+    smoke = text.replace("profiles/mine.yml", str(ROOT / "src/canarykit/resources/profiles/smok.yaml"))
     view = ConsoleView("results")
     lines = view.lines(record(text, logging.ERROR, event="error", exception="FileNotFoundError"))
-    assert lines == ["error: --configfile: No such file or directory: 'profiles/mine.yml'"]
+    assert lines == ["canarykit: error: profiles/mine.yml: --configfile: file not found"]
     assert view.closing() == []
+    assert ConsoleView("results").lines(record(smoke, logging.ERROR, event="error")) == [
+        f"canarykit: error: {ROOT}/src/canarykit/resources/profiles/smok.yaml: --configfile: file not found "
+        "(did you mean 'smoke.yaml'?)"]
 
 
 def test_ctrl_c_is_one_line_with_the_exact_resume_command(monkeypatch) -> None:

@@ -396,8 +396,14 @@ def _exception_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = next((line for line in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b", line)),
                 lines[-1] if lines else "an unexpected error")
-    if last.startswith("FileNotFoundError") and "configfile" in text.lower():
-        return f"error: --configfile: {last.split('] ', 1)[-1]}"
+    missing = re.match(r"FileNotFoundError: .*No such file or directory: '(.+)'$", last)
+    if missing and "configfile" in text.lower():
+        path = Path(missing.group(1))
+        try:
+            near = [p.name for p in (path.parent if str(path.parent) else Path(".")).iterdir() if p.suffix in (".yaml", ".yml")]
+        except OSError:
+            near = []
+        return f"canarykit: error: {path}: --configfile: file not found{did_you_mean(path.name, near)}"
     return f"error: {last[:400]}"
 
 
