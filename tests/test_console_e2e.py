@@ -1,6 +1,5 @@
 """Issue 29 end to end, through `canarykit run` on a copy of the workflow: a study whose
-backend refuses fails loudly (exit status, closing block, report), within
-`study.allow_failed` it succeeds and still says so; Ctrl-C is one line with the resume
+backend refuses fails loudly (exit status, closing block, report); Ctrl-C is one line with the resume
 command; the documented study commands fit in 80 lines."""
 
 from __future__ import annotations
@@ -63,12 +62,8 @@ def test_a_study_whose_backend_refuses_exits_non_zero_and_names_the_first_failur
     banner = report[report.index('id="failed-runs"'):][:2000]
     assert report.index('id="failed-runs"') < report.index("</header>"), "the first screen leads with it"
     assert "ConnectionRefused" in banner and f"127.0.0.1:{port}" in banner and "llama3" in banner
-    # the same study, its failures accepted: success, and the closing block still names them
-    profile.write_text(profile.read_text().replace("limit_tasks: 2}", "limit_tasks: 2, allow_failed: 1}"))
-    proc = _run(repo, "--configfile", "mine.yaml")
-    text = "\n".join(_console(proc))
-    assert proc.returncode == 0, text
-    assert "done in" in text and "failed runs:" in text and "allowed" in text and "ConnectionRefused" in text
+    # within study.allow_failed the closing block still names them: test_console.py (a second study here would
+    # re-run every stage whose params changed: minutes)
 
 
 def test_ctrl_c_prints_one_line_with_the_resume_command(tmp_path: Path) -> None:
