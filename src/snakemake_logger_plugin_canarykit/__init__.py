@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
@@ -37,12 +38,43 @@ class LogHandler(LogHandlerBase):
         self.full = FullLog(self.view, formatter.format)
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
         self.closed = False
+        self.console_fd: int | None = None
+        self.jobs_stderr: str | None = None
+        if not dryrun and self.stream is sys.stderr:
+            self._route_jobs_stderr()
         self.printing = threading.Lock()
         self.status_shown = False
         # a long stage (the agent runs, the judges) says where it is at least every 30 s
         self.stop_heartbeat = threading.Event()
         if not dryrun:
             threading.Thread(target=self._heartbeat, name="canarykit-heartbeat", daemon=True).start()
+
+    def _route_jobs_stderr(self) -> None:
+        """The console keeps the terminal; file descriptor 2, which every job inherits, goes to
+        ``.snakemake/log/canarykit-stderr-<pid>.log``: what a job prints before its own log is
+        open (a KeyboardInterrupt traceback on Ctrl-C while it imports) stays off the screen."""
+        try:
+            path = Path(".snakemake/log") / f"canarykit-stderr-{os.getpid()}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            console_fd = os.dup(2)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError:  # no place for it: jobs keep the terminal
+            return
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+        os.close(fd)
+        self.console_fd = console_fd
+        self.stream = os.fdopen(os.dup(console_fd), "w", buffering=1, encoding="utf-8", errors="replace")
+        self.jobs_stderr = str(path)
+
+    def _restore_stderr(self) -> None:
+        if self.console_fd is not None:
+            sys.stderr.flush()
+            os.dup2(self.console_fd, 2)
+            os.close(self.console_fd)
+            self.console_fd = None
+            if self.jobs_stderr and Path(self.jobs_stderr).is_file() and not Path(self.jobs_stderr).stat().st_size:
+                Path(self.jobs_stderr).unlink(missing_ok=True)
 
     def _heartbeat(self) -> None:
         # On a terminal the heartbeat is one status line rewritten in place (a long study does
@@ -85,6 +117,7 @@ class LogHandler(LogHandlerBase):
             self.stop_heartbeat.set()
             self._print(self.view.closing())
             self.full.close()
+            self._restore_stderr()
         super().close()
 
     @property
