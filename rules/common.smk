@@ -297,3 +297,30 @@ def check_targets():
     message = unknown_target_error(requested, list(workflow.rules), named, target_rules)
     if message:
         raise WorkflowError(message)
+
+
+# ---------------------------------------------------------------------------- failed runs
+
+def check_failed_runs(log):
+    """After every job of an invocation that covers the run index has succeeded: a study
+    with more failed runs than study.allow_failed allows exits non-zero, naming the first
+    failure and the command that retries them (canarykit.study.failures); the verdict is
+    left in <out>/logs/failures.json for the console's closing block."""
+    if not workflow.is_main_process:
+        return
+    try:
+        covers_runs = any(j.rule.name == "run_index" for j in workflow.dag.jobs)
+    except AttributeError:  # no DAG (a Snakemake without it): check whatever index there is
+        covers_runs = True
+    if not covers_runs:
+        return
+    from canarykit.study.failures import failure_message, retry_command, study_failures, write_verdict
+
+    failures = study_failures(out("runs/index.parquet"), RUN_STORE, config["models"], config["study"]["allow_failed"])
+    write_verdict(OUT, failures)
+    if failures is not None and failures.exceeded:
+        raise WorkflowError("canarykit: error: " + failure_message(failures, retry_command(failures.first)))
+
+
+onsuccess:
+    check_failed_runs(log)

@@ -159,3 +159,98 @@ def test_every_command_and_option_has_a_plain_help_text() -> None:
             if isinstance(action, argparse._HelpAction) or action.dest == "command":
                 continue
             assert action.help and "``" not in action.help, f"{name} {action.option_strings or action.dest}: no help text"
+
+
+# ---------------------------------------------------------------- issue 29: canarykit run, --version, preflight
+
+
+def test_version_is_the_installed_packages(capsys) -> None:
+    from importlib.metadata import version
+
+    from canarykit.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"canarykit {version('canarykit')}"
+
+
+def test_run_with_a_misspelt_configfile_is_one_line(capsys, monkeypatch) -> None:
+    """Issue 29: "A misspelt `--configfile` prints 14 lines of traceback without the `FileNotFoundError` line"."""
+    from canarykit.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["run", "--configfile", "src/canarykit/resources/profiles/smoke.yml"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["canarykit: error: src/canarykit/resources/profiles/smoke.yml: --configfile: file not found "
+                   "(did you mean 'smoke.yaml'?)"]
+
+
+def test_run_starts_snakemake_with_the_console_and_the_users_study(monkeypatch, tmp_path: Path) -> None:
+    """`canarykit run [--configfile F ...]`: the quiet console, the user's profile and targets, Snakemake's own
+    options passed through in order, and the command line the console repeats in every next: line."""
+    import canarykit.cli as cli
+    from canarykit.study.failures import COMMAND_ENV
+
+    seen: dict[str, object] = {}
+
+    class Proc:
+        returncode = 1
+
+        def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+            seen["cmd"], seen["env"] = cmd, env
+
+        def wait(self) -> int:
+            return self.returncode
+
+    (tmp_path / "Snakefile").write_text("")
+    (tmp_path / "my study.yaml").write_text("study: {output_dir: results/mine}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("subprocess.Popen", Proc)
+    rc = cli.main(["run", "results/mine/table1.csv", "--configfile", "my study.yaml", "--forcerun", "run_agents",
+                   "--cores", "4"])
+    assert rc == 1, "Snakemake's exit status is the command's"
+    cmd = seen["cmd"]
+    assert isinstance(cmd, list) and Path(cmd[0]).name == "snakemake"
+    assert cmd[1:] == ["--cores", "4", "--scheduler", "greedy", "--logger", "canarykit", "results/mine/table1.csv",
+                       "--forcerun", "run_agents", "--configfile", "my study.yaml"]
+    env = seen["env"]
+    assert isinstance(env, dict) and env[COMMAND_ENV] == ("canarykit run results/mine/table1.csv --configfile "
+                                                          "'my study.yaml' --forcerun run_agents --cores 4")
+
+
+def test_validate_config_names_the_model_whose_key_variable_is_unset(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 29: "`canarykit validate-config` passes a profile whose `OPENAI_API_KEY` is unset; the run stops
+    17 s later"."""
+    from canarykit.cli import main
+
+    profile = tmp_path / "mine.yaml"
+    profile.write_text("models:\n  - {name: oracle, backend: reference, agent: oracle}\n"
+                       "  - {name: gpt-4.1, backend: litellm, model: openai/gpt-4.1, api_key_env: OPENAI_API_KEY}\n")
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["validate-config", "params.yaml", "--configfile", str(profile)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"canarykit: error: {profile}: models[1] (gpt-4.1): OPENAI_API_KEY is not set")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert main(["validate-config", "params.yaml", "--configfile", str(profile)]) == 0
+
+
+def test_check_backends_labels_a_refused_connection_with_host_and_port(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 29: Ollama not running failed every run with "`ConnectionError x 3`, no host named"; `--check-backends`
+    asks each backend once (10 s) and says which refused, where."""
+    import socket
+
+    from canarykit.cli import main
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(f"models:\n  - {{name: llama3, backend: ollama, model: 'llama3:8b', host: 'http://127.0.0.1:{port}'}}\n")
+    monkeypatch.chdir(ROOT)
+    assert main(["validate-config", "params.yaml", "--configfile", str(profile)]) == 0, "no key to check"
+    capsys.readouterr()
+    assert main(["validate-config", "params.yaml", "--configfile", str(profile), "--check-backends"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"canarykit: error: {profile}: models[0] (llama3): its backend at 127.0.0.1:{port} did not "
+                           f"answer: ConnectionRefused: connection refused by 127.0.0.1:{port}")

@@ -204,3 +204,130 @@ def test_a_failed_call_keeps_the_log_of_the_study_it_failed_next_to(tmp_path: Pa
     assert len(logs) == 2 and any("the main study, 67 jobs" in t for t in logs)  # the study's log is kept
     latest = out / FULL_LOG
     assert latest.is_symlink() and "did you mean" in latest.read_text() and "67 jobs" not in latest.read_text()
+
+
+# ---------------------------------------------------------------- issue 29: loud failures, one-line errors, progress
+
+
+def _started(view: ConsoleView, plan: dict[str, int]) -> None:
+    view.lines(record("Job stats", event="run_info", stats={**plan, "total": sum(plan.values())}))
+
+
+def test_failed_runs_close_with_the_first_failure_and_the_command_that_retries(tmp_path: Path, monkeypatch) -> None:
+    """Issue 29: "A profile whose Ollama is not running: runs: 6 (6 executed, 0 reused, 6 failed), then
+    `canarykit: done in 1m11s`, exit 0". The workflow's final check raises; the console closes with the
+    first failure's class, host and model and the user's own command, never "done"."""
+    from canarykit.study.failures import (
+        COMMAND_ENV,
+        Failures,
+        FirstFailure,
+        failure_message,
+        write_verdict,
+    )
+
+    monkeypatch.setenv(COMMAND_ENV, "canarykit run --configfile mine.yaml")
+    first = FirstFailure("llama3", "ConnectionRefused", "127.0.0.1:11434",
+                         "connection refused by 127.0.0.1:11434 (nothing listens there: is the server running?)", "r1")
+    failures = Failures(6, 6, 0.0, first)
+    write_verdict(tmp_path, failures)
+    view = ConsoleView(str(tmp_path), clock=Clock())
+    _started(view, {"run_agents": 1})
+    view.lines(record("", event="job_info", rule_name="run_agents", jobid=1))
+    view.lines(record("", event="job_finished", job_id=1))
+    text = ('WorkflowError:\ncanarykit: error: ' + failure_message(failures, "canarykit run --configfile mine.yaml") +
+            '\n  File "/w/rules/common.smk", line 330')
+    assert view.lines(record(text, logging.ERROR, event="error", exception="WorkflowError")) == [], \
+        "said once, in the closing block"
+    closing = view.closing()
+    block = "\n".join(closing)
+    assert "done" not in block and "FAILED" in closing[1] and "6 of 6 runs failed" in closing[1]
+    assert "ConnectionRefused from 127.0.0.1:11434 (model llama3)" in block
+    assert closing[-1].startswith("  next:") and "canarykit run --configfile mine.yaml" in closing[-1]
+    assert not view.succeeded()
+
+
+def test_allowed_failures_are_still_named_in_a_successful_closing_block(tmp_path: Path) -> None:
+    from canarykit.study.failures import Failures, FirstFailure, write_verdict
+
+    _study_outputs(tmp_path)
+    write_verdict(tmp_path, Failures(2, 600, 0.01, FirstFailure("gpt", "Timeout (408)", "openai", "", "r")))
+    view = ConsoleView(str(tmp_path), clock=Clock())
+    view.nothing_to_do = True
+    block = "\n".join(view.closing())
+    assert "done in" in block and "2 of 600 runs failed" in block and "allowed" in block and "Timeout (408) from openai" in block
+
+
+def test_a_misspelt_configfile_is_one_line_without_the_traceback() -> None:
+    """Issue 29: "A misspelt `--configfile` prints 14 lines of traceback without the FileNotFoundError line"."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/v/snakemake/cli.py", line 2168, in args_to_api\n    config_settings=ConfigSettings(\n'
+            '  File "/v/snakemake/common/configfile.py", line 38, in load_configfile\n'
+            '  File "/v/snakemake/common/configfile.py", line 12, in _load_configfile\n'
+            "    obj = open(configpath_or_obj, encoding=\"utf-8\")\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: 'profiles/mine.yml'\n")
+    smoke = text.replace("profiles/mine.yml", str(ROOT / "src/canarykit/resources/profiles/smok.yaml"))
+    view = ConsoleView("results")
+    lines = view.lines(record(text, logging.ERROR, event="error", exception="FileNotFoundError"))
+    assert lines == ["canarykit: error: profiles/mine.yml: --configfile: file not found"]
+    assert view.closing() == []
+    assert ConsoleView("results").lines(record(smoke, logging.ERROR, event="error")) == [
+        f"canarykit: error: {ROOT}/src/canarykit/resources/profiles/smok.yaml: --configfile: file not found "
+        "(did you mean 'smoke.yaml'?)"]
+
+
+def test_ctrl_c_is_one_line_with_the_exact_resume_command(monkeypatch) -> None:
+    """Issue 29: "Ctrl-C prints 110 lines with 4 KeyboardInterrupt tracebacks and ends `next: fix what the error
+    says`". One line, the command that was running (here a plain snakemake with the user's profile), no block."""
+    monkeypatch.delenv("CANARYKIT_COMMAND", raising=False)
+    monkeypatch.setattr("sys.argv", ["/x/.venv/bin/snakemake", "--cores", "2", "results/mine/table1.csv",
+                                     "--configfile", "my study.yaml"])
+    view = ConsoleView("results/mine", clock=Clock())
+    _started(view, {"run_agents": 4, "all": 1})
+    lines: list[str] = []
+    for j in range(1, 5):
+        lines += view.lines(record("", event="job_info", rule_name="run_agents", jobid=j))
+    lines += view.lines(record("Terminating processes on user request, this might take some time."))
+    for j in range(1, 5):
+        lines += view.lines(record("Error in rule run_agents", logging.ERROR, event="job_error", rule_name="run_agents",
+                                   jobid=j, log=[]))
+        lines += view.lines(record("Traceback (most recent call last):\nKeyboardInterrupt", logging.ERROR, event="error"))
+    lines += view.lines(record("Cancelling snakemake on user request.", logging.ERROR, event="error"))
+    lines += view.closing()
+    assert lines == ["canarykit: interrupted (Ctrl-C); finished work is kept. Resume with: "
+                     "snakemake --cores 2 results/mine/table1.csv --configfile 'my study.yaml'"]
+
+
+def test_next_names_the_users_own_study_not_make_run(tmp_path: Path, monkeypatch) -> None:
+    """Issue 29: the closing line "says `next: ... then make run again`, which runs the default study"."""
+    monkeypatch.setenv("CANARYKIT_COMMAND", "canarykit run --configfile profiles/mine.yaml")
+    view = ConsoleView(str(tmp_path), clock=Clock())
+    _started(view, {"stats": 1})
+    view.lines(record("", event="job_info", rule_name="stats", jobid=1))
+    view.lines(record("Error in rule stats", logging.ERROR, event="job_error", rule_name="stats", jobid=1, log=[]))
+    closing = view.closing()
+    assert "make run" not in "\n".join(closing) and "canarykit run --configfile profiles/mine.yaml" in closing[-1]
+
+
+def test_a_silent_stage_prints_runs_rate_eta_and_spend_every_30_s(tmp_path: Path) -> None:
+    """Issue 29: "Nothing prints for 4 min 22 s between `assemble` and `run_agents`". The heartbeat reads the
+    agent jobs' progress lines from their logs."""
+    t = {"now": 0.0}
+    view = ConsoleView(str(tmp_path), clock=lambda: t["now"])
+    _started(view, {"run_agents": 2, "run_index": 1})
+    logs = [tmp_path / f"a{j}.log" for j in (1, 2)]
+    for j, log in enumerate(logs, 1):
+        view.lines(record("", event="job_info", rule_name="run_agents", jobid=j, log=[str(log)]))
+    t["now"] = 29.0
+    assert view.heartbeat() == [], "nothing to say before 30 s of silence"
+    logs[0].write_text("[canarykit runs] 10/100 done, 1.0/s, 0 errors, spend $0.0500\n"
+                       "[canarykit runs] 60/100 done, 2.0/s, 1 errors, spend $0.1200\n")
+    logs[1].write_text("[canarykit runs] 40/100 done, 1.3/s, 0 errors, spend $0.0800\n")
+    t["now"] = 50.0
+    (line,) = view.heartbeat()
+    assert "runs 100/200" in line and "2.0/s" in line and "ETA 50s" in line and "$0.20 spent" in line and "[0/3 jobs" in line
+    assert view.heartbeat() == [], "the next one 30 s later"
+    t["now"] = 81.0
+    assert len(view.heartbeat()) == 1
+    view.lanes = lambda: "lanes: openai 8/16 in flight"  # the hook for the model layer's lanes
+    t["now"] = 112.0
+    assert "lanes: openai 8/16 in flight" in view.heartbeat()[0]

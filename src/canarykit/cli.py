@@ -91,8 +91,95 @@ def _validate_config(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise blame(exc, [(str(f), read_yaml_config(f)) for f in (args.params, *overlays)]) from None
     shown = " + ".join([args.params, *map(str, overlays)])
-    print(f"{shown}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}")
+    from .study.config import key_source
+    from .study.preflight import missing_keys, unreachable_backends
+
+    layers = [(str(f), read_yaml_config(f)) for f in (args.params, *overlays)]
+    problems = missing_keys(cfg["models"])
+    if args.check_backends:
+        problems += unreachable_backends(cfg["models"], cfg["agent"])
+    if problems:
+        for line in problems:
+            field = line.split(" ", 1)[0]
+            print(f"canarykit: error: {key_source(field, layers) or args.params}: {line}", file=sys.stderr)
+        return 2
+    checked = f"; {sum(m['backend'] != 'reference' for m in cfg['models'])} backends answered" if args.check_backends else ""
+    print(f"{shown}: valid. {len(cfg['models'])} agents, {len(tasks)} tasks, grid {grid}, seeds {cfg['study']['seeds']}{checked}")
     return 0
+
+
+def _run(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """``canarykit run``: Snakemake on a study with the one-screen console, as ``make run``."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from .errors import InputError
+    from .study.failures import COMMAND_ENV
+
+    for f in args.configfile:
+        if not Path(f).is_file():
+            what = "is a directory" if Path(f).is_dir() else "file not found"
+            raise InputError(f, "--configfile", what + did_you_mean(Path(f).name, _yaml_files_near(f)))
+    if not Path("Snakefile").is_file():
+        raise InputError("Snakefile", "<file>", "not found: run canarykit run from the workflow's directory (the clone)")
+    snakemake = shutil.which("snakemake", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if snakemake is None:
+        raise InputError("<command line>", "run", "snakemake is not installed in this environment (make install)")
+    cmd = [snakemake, "--cores", str(args.cores), "--scheduler", "greedy", "--logger", "canarykit", *extra]
+    if args.configfile:
+        cmd += ["--configfile", *args.configfile]
+    env = dict(os.environ)
+    env[COMMAND_ENV] = shlex.join(["canarykit", "run", *args.argv])
+    proc = subprocess.Popen(cmd, env=env)
+    # Ctrl-C reaches Snakemake and its jobs (one process group): Snakemake stops the jobs and
+    # the console prints one line with the resume command; this process only waits for it.
+    while True:
+        try:
+            return 130 if proc.wait() < 0 else proc.returncode
+        except KeyboardInterrupt:
+            continue
+
+
+def _run_args(words: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """``canarykit run``'s own options (``--configfile F ...``, ``--cores N``); every other word
+    (targets, Snakemake's options) goes to Snakemake as given, in order."""
+    from .errors import InputError
+
+    args = argparse.Namespace(configfile=[], cores="2", targets=[], argv=list(words))
+    extra: list[str] = []
+    words = list(words)
+    while words:
+        word = words.pop(0)
+        if word == "--configfile" or word.startswith("--configfile="):
+            if "=" in word:
+                args.configfile.append(word.split("=", 1)[1])
+            while words and not words[0].startswith("-"):
+                args.configfile.append(words.pop(0))
+            if not args.configfile:
+                raise InputError("<command line>", "--configfile", "give the profile file(s) after it")
+        elif word == "--cores" or word.startswith("--cores="):
+            if "=" in word:
+                args.cores = word.split("=", 1)[1]
+            elif words:
+                args.cores = words.pop(0)
+            else:
+                raise InputError("<command line>", "--cores", "give a number of cores (or all)")
+        else:
+            extra.append(word)
+    return args, extra
+
+
+def _yaml_files_near(path: str) -> list[str]:
+    from pathlib import Path
+
+    parent = Path(path).parent if str(Path(path).parent) else Path(".")
+    try:
+        return [p.name for p in parent.iterdir() if p.suffix in (".yaml", ".yml")]
+    except OSError:
+        return []
 
 
 def _list_mcp_tools(args: argparse.Namespace) -> int:
@@ -325,7 +412,26 @@ def _add_validate_config(sub: _Subcommands) -> None:
     v.add_argument("params", nargs="?", default="params.yaml", help="the params file to check (default params.yaml)")
     v.add_argument("--configfile", nargs="+", action="extend", metavar="PROFILE.yaml",
                    help="profiles merged over PARAMS the way snakemake --configfile merges them")
+    v.add_argument("--check-backends", action="store_true",
+                   help="also send each model's backend one cheap request (one attempt, 10 s) and name each that does not answer")
     v.set_defaults(func=_validate_config)
+
+
+def _add_run(sub: _Subcommands) -> None:
+    """The ``run`` subcommand's arguments."""
+    r = sub.add_parser(
+        "run", help="run a study (Snakemake with the one-screen console, as make run); resume it after Ctrl-C the same way",
+        description="Run the study of params.yaml (and the --configfile profiles merged over it) with Snakemake: "
+        "`snakemake --cores N --scheduler greedy --logger canarykit [TARGETS] --configfile F ...`. Finished work is "
+        "reused, so the same command resumes an interrupted study and retries its failed runs. Options it does not "
+        "know are passed to Snakemake (e.g. --forcerun run_agents, --resources llm_openai=16).",
+    )
+    r.add_argument("targets", nargs="*", metavar="TARGET", help="files or rules to make (default: the whole study)")
+    r.add_argument("--configfile", nargs="+", action="extend", default=[], metavar="F",
+                   help="profiles merged over params.yaml, as snakemake --configfile")
+    r.add_argument("--cores", default="2", help="cores Snakemake may use (default 2; `all` for every core)")
+    r.add_argument("snakemake_args", nargs="*", metavar="SNAKEMAKE_OPTION",
+                   help="any other option goes to Snakemake as given (e.g. --forcerun run_agents)")
 
 
 def _add_list_mcp_tools(sub: _Subcommands) -> None:
@@ -435,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Diagnose why LLM agents pick the wrong tool: canary tools, agent runs, traps, judges, statistics.",
         epilog="A user error (a bad file or field) prints one line naming the file and the field and exits with status 2.",
     )
+    p.add_argument("--version", action="version", version=f"canarykit {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_generate(sub)
     _add_audit_twins(sub)
@@ -442,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan(sub)
     _add_human_sheet(sub)
     _add_validate_config(sub)
+    _add_run(sub)
     _add_list_mcp_tools(sub)
     _add_proxy(sub)
     _add_diagnose(sub)
@@ -450,8 +558,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("canarykit")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        from . import __version__
+
+        return __version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] == "run" and not {"-h", "--help"} & set(argv[1:]):
+        try:
+            return _run(*_run_args(argv[1:]))
+        except CanaryKitError as exc:
+            print(f"canarykit: error: {exc}", file=sys.stderr)
+            return 2
+    args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except CanaryKitError as exc:

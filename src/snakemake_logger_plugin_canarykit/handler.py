@@ -1,13 +1,14 @@
 """The plugin's classes: :class:`LogHandler` feeds Snakemake's log records to the study console
 and the full log (:mod:`canarykit.study.console`)."""
 
-
 from __future__ import annotations
 
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
@@ -35,27 +36,104 @@ class LogHandler(LogHandlerBase):
         self.full = FullLog(self.view, formatter.format)
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
         self.closed = False
+        self.console_fd: int | None = None
+        self.jobs_stderr: str | None = None
+        if not dryrun and self.stream is sys.stderr:
+            self._route_jobs_stderr()
+        self.printing = threading.Lock()
+        self.status_shown = False
+        # a long stage (the agent runs, the judges) says where it is at least every 30 s
+        self.stop_heartbeat = threading.Event()
+        if not dryrun:
+            threading.Thread(target=self._heartbeat, name="canarykit-heartbeat", daemon=True).start()
+
+    def _route_jobs_stderr(self) -> None:
+        """The console keeps the terminal; file descriptor 2, which every job inherits, goes to
+        ``.snakemake/log/canarykit-stderr-<pid>.log``: what a job prints before its own log is
+        open (a KeyboardInterrupt traceback on Ctrl-C while it imports) stays off the screen."""
+        try:
+            path = Path(".snakemake/log") / f"canarykit-stderr-{os.getpid()}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            console_fd = os.dup(2)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError:  # no place for it: jobs keep the terminal
+            return
+        sys.stderr.flush()
+        os.dup2(fd, 2)
+        os.close(fd)
+        self.console_fd = console_fd
+        self.stream = os.fdopen(os.dup(console_fd), "w", buffering=1, encoding="utf-8", errors="replace")
+        self.jobs_stderr = str(path)
+
+    def _restore_stderr(self) -> None:
+        if self.console_fd is not None:
+            sys.stderr.flush()
+            os.dup2(self.console_fd, 2)
+            os.close(self.console_fd)
+            self.console_fd = None
+            if self.jobs_stderr and Path(self.jobs_stderr).is_file() and not Path(self.jobs_stderr).stat().st_size:
+                Path(self.jobs_stderr).unlink(missing_ok=True)
+
+    def _heartbeat(self) -> None:
+        # On a terminal the heartbeat is one status line rewritten in place (a long study does
+        # not fill the screen with them); elsewhere (a log, CI) each is a line of its own.
+        live = bool(getattr(self.stream, "isatty", lambda: False)())
+        while not self.stop_heartbeat.wait(5.0):
+            try:
+                with self.printing:
+                    lines = self.view.heartbeat()
+                    if lines and live:
+                        self.stream.write("\r\x1b[K" + lines[-1].strip())
+                        self.stream.flush()
+                        self.status_shown = True
+                        lines = []
+                self._print(lines)
+            except Exception:  # the heartbeat never stops the run
+                pass
+
+    def _print(self, lines: list[str]) -> None:
+        with self.printing:
+            if lines and self.status_shown:  # the status line gives way to the next line
+                self.stream.write("\r\x1b[K")
+                self.status_shown = False
+            for line in lines:
+                print(line, file=self.stream, flush=True)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             if not self.view.dryrun and self.full_filter.filter(record):
                 self.full.write(record)
-            for line in self.view.lines(record):
-                print(line, file=self.stream, flush=True)
+            with self.printing:
+                lines = self.view.lines(record)
+            self._print(lines)
         except Exception:
             self.handleError(record)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            for line in self.view.closing():
-                print(line, file=self.stream, flush=True)
+            self.stop_heartbeat.set()
+            self._print(self.view.closing())
             self.full.close()
+            self._restore_stderr()
         super().close()
 
-    # what Snakemake asks of a logger plugin: a console of our own, filtered and formatted here
-    writes_to_stream = True
-    writes_to_file = False
-    has_filter = True
-    has_formatter = True
-    needs_rulegraph = False
+    @property
+    def writes_to_stream(self) -> bool:
+        return True
+
+    @property
+    def writes_to_file(self) -> bool:
+        return False
+
+    @property
+    def has_filter(self) -> bool:
+        return True
+
+    @property
+    def has_formatter(self) -> bool:
+        return True
+
+    @property
+    def needs_rulegraph(self) -> bool:
+        return False

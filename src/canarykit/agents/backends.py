@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import os
 import threading
 import time
@@ -123,6 +124,58 @@ def _malformed(problem: str) -> BackendError:
     return BackendError(f"malformed reply: {problem}", error_type=MALFORMED_REPLY, retryable=True)
 
 
+# --------------------------------------------------------------------------- refused connections
+
+#: The error type of a call whose endpoint refused the connection (nothing listens there).
+CONNECTION_REFUSED = "ConnectionRefused"
+
+
+def host_port(url: str) -> tuple[str, int] | None:
+    """``(host, port)`` of an endpoint URL (``http://127.0.0.1:11434``), None without a host."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _refused_in_chain(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(12):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or getattr(seen, "errno", None) == errno.ECONNREFUSED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+async def _refuses(host: str, port: int) -> bool:
+    """Whether ``host:port`` refuses a TCP connection now (a client that dropped the cause,
+    as Ollama's does, is asked again this way; 2 s at most)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=2.0)
+    except ConnectionRefusedError:
+        return True
+    except (TimeoutError, OSError):
+        return False
+    writer.close()
+    return False
+
+
+async def refused_connection(exc: BaseException, url: str | None) -> BackendError | None:
+    """A connection failure to ``url`` labelled as what it is when the endpoint refused it:
+    ``ConnectionRefused``, naming ``host:port`` (else None: the caller's own mapping stands)."""
+    where = host_port(url) if url else None
+    if where is None:
+        return None
+    if not (_refused_in_chain(exc) or await _refuses(*where)):
+        return None
+    return BackendError(f"connection refused by {where[0]}:{where[1]} (nothing listens there: is the server running?)",
+                        error_type=CONNECTION_REFUSED, retryable=True)
+
+
 # --------------------------------------------------------------------------- litellm
 
 
@@ -193,7 +246,12 @@ class LiteLLMBackend:
         except BackendError:
             raise
         except Exception as exc:  # mapped and classified, never re-raised raw
-            raise self._map_error(exc, key) from None
+            mapped = self._map_error(exc, key)
+            # LiteLLM reports a refused connection as an InternalServerError (500) "Connection error."
+            if self.api_base and mapped.retryable and (mapped.status_code is None or "Connection error" in str(exc)
+                                                         or _refused_in_chain(exc)):
+                mapped = await refused_connection(exc, str(self.api_base)) or mapped
+            raise mapped from None
         latency = time.perf_counter() - t0
         return self._normalise(resp, latency)
 
@@ -366,7 +424,9 @@ class OllamaBackend:
         except httpx.TimeoutException as exc:
             raise BackendError(_scrub(f"timeout: {exc}", None), error_type="Timeout", status_code=408, retryable=True) from None
         except (httpx.TransportError, ConnectionError) as exc:
-            raise BackendError(_scrub(f"connection error: {exc}", None), error_type=type(exc).__name__, retryable=True) from None
+            refused = await refused_connection(exc, self.host)
+            raise refused or BackendError(_scrub(f"connection error at {self.host}: {exc}", None), error_type=type(exc).__name__,
+                                          retryable=True) from None
         latency = time.perf_counter() - t0
         msg = getattr(resp, "message", None)
         if msg is None:

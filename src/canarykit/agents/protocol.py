@@ -136,7 +136,7 @@ def is_retryable_status(status: int | None) -> bool:
 #: malformed replies (``malformed_reply``; records written before it say ``MalformedResponse``),
 #: a tool server that died, a spent budget (each invocation has its own).
 TRANSIENT_ERROR_TYPES = frozenset({
-    "Timeout", "TimeoutError", "APIConnectionError", "ConnectionError", "ServiceUnavailableError",
+    "Timeout", "TimeoutError", "APIConnectionError", "ConnectionError", "ConnectionRefused", "ServiceUnavailableError",
     "InternalServerError", "RateLimitError", "MalformedResponse", "ToolServerError", "BudgetExhausted",
     "malformed_reply",
 })

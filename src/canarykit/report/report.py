@@ -451,6 +451,8 @@ def build_report(
     ``links_from``: the directory the report is written to (each table links its CSV relative to
     it; None: no links).
     """
+    from .failure_banner import failure_banner
+
     result = _read_json(stats, "stats.json")
     if not isinstance(result, Mapping):
         raise InputError(str(stats), "<root>", "stats.json must be a JSON object")
@@ -487,6 +489,8 @@ def build_report(
         "title": title or f"canarykit study report: {(cfg.get('study') or {}).get('output_dir', 'study')}",
         "version": _package_version(),
         "oracle": _oracle_view(val),
+        # failed runs lead the first screen (canarykit.report.failure_banner)
+        "failures": failure_banner(runs_df, store, cfg),
         "study": summary,
         "counts": counts,
         "diagnoses": diagnoses(result, cfg),

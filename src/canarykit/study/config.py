@@ -242,13 +242,47 @@ def key_source(field: str, layers: list[tuple[str, dict[str, Any]]]) -> str | No
     return None
 
 
+def key_line(path: str | Path, field: str) -> int | None:
+    """The line (1-based) of ``path`` that sets ``field`` (``models[0].api_key_env``), or of
+    the deepest key on its way that the file sets; None when the file sets none of it or
+    cannot be read."""
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    node: Any = root
+    line = None
+    for part in _key_parts(field):
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
+            if hit is None:
+                break
+            line, node = hit[0].start_mark.line + 1, hit[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def with_line(exc: ConfigError) -> ConfigError:
+    """``exc`` whose message names the line of its file that sets its key
+    (``my.yaml:3: model: ...``); ``exc.file`` stays the file's path."""
+    line = key_line(exc.file, exc.field) if Path(exc.file).is_file() else None
+    if line is not None and not getattr(exc, "line", None):
+        exc.line = line  # type: ignore[attr-defined]
+        exc.args = (f"{exc.file}:{line}: {exc.field}: {exc.problem}",)
+    return exc
+
+
 def blame(exc: ConfigError, layers: list[tuple[str, dict[str, Any]]]) -> ConfigError:
     """``exc`` re-addressed to the file that set the offending key (a profile, not params.yaml,
-    when the value came from the profile)."""
+    when the value came from the profile), with the line that sets it."""
     source = key_source(exc.field, layers)
     if source is None or source == exc.file:
-        return exc
-    return ConfigError(source, exc.field, exc.problem)
+        return with_line(exc)
+    return with_line(ConfigError(source, exc.field, exc.problem))
 
 
 def load_params(path: str | Path = "params.yaml", overlays: list[str | Path] | tuple[str | Path, ...] = ()) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import did_you_mean
+from .failures import Failures, invocation_command, read_verdict, retry_command
 
 #: Set (to ``quiet``) by the console in the main Snakemake process, inherited by every job:
 #: a script's stderr then goes to its rule's log only, not to the terminal.
@@ -52,6 +54,12 @@ KEEP_LOGS = 50
 MAIN_TABLES = ("table1", "table2", "table3")
 #: Lines of an error message the console prints at most (the full text is in the log).
 MAX_ERROR_LINES = 12
+#: A long stage says where it is at least this often (seconds).
+HEARTBEAT_S = 30.0
+#: What Snakemake logs when Ctrl-C (SIGINT) reaches it.
+_INTERRUPTED = ("Terminating processes on user request", "Cancelling snakemake on user request")
+#: An agent job's progress line in its log (canarykit.agents._summary.Progress).
+_RUNS_PROGRESS = re.compile(r"\[canarykit runs\] (\d+)/(\d+) done, [\d.]+/s, \d+ errors, spend \$([\d.]+)")
 
 _NOISE = (
     "Building DAG of jobs",
@@ -139,6 +147,17 @@ class ConsoleView:
         self.errors = 0
         self.nothing_to_do = False
         self.started = False
+        #: Ctrl-C reached Snakemake: one line said it, everything after it is noise
+        self.interrupted = False
+        #: the workflow's final check refused the study's failed runs (study.allow_failed)
+        self.failures: Failures | None = None
+        #: when the console last printed a line (the heartbeat keeps silences under HEARTBEAT_S)
+        self.last_line_at = self.t0
+        #: the logs of the jobs started so far, by job id (the heartbeat reads agent jobs' progress)
+        self.logs_of: dict[int, list[str]] = {}
+        #: a live view of the model layer's lanes (concurrency, rate), added to the heartbeat
+        #: when given: the hook for the lanes' ``snapshot()``, as text
+        self.lanes: Callable[[], str] | None = None
 
     @property
     def out(self) -> str:
@@ -149,7 +168,19 @@ class ConsoleView:
         return f"{self.out}/{FULL_LOG}"
 
     def lines(self, record: logging.LogRecord) -> list[str]:
+        out = self._lines(record)
+        if out:
+            self.last_line_at = self.clock()
+        return out
+
+    def _lines(self, record: logging.LogRecord) -> list[str]:
         event = _event(record)
+        if self.interrupted:  # Ctrl-C: the jobs' and Snakemake's reactions to it are not news
+            return []
+        text0 = record.getMessage() if record.msg is not None and isinstance(record.msg, str) else ""
+        if text0.startswith(_INTERRUPTED):
+            self.interrupted = True
+            return [f"canarykit: interrupted (Ctrl-C); finished work is kept. Resume with: {invocation_command()}"]
         if event == "run_info" and isinstance(getattr(record, "stats", None), Mapping):
             stats = dict(record.stats)  # type: ignore[attr-defined]
             self.total = int(stats.pop("total", sum(stats.values())))
@@ -163,6 +194,7 @@ class ConsoleView:
         if event == "job_info":
             rule = str(getattr(record, "rule_name", ""))
             self.rule_of[int(record.jobid)] = rule  # type: ignore[attr-defined]
+            self.logs_of[int(record.jobid)] = [_path(f) for f in getattr(record, "log", None) or []]  # type: ignore[attr-defined]
             self.first_start.setdefault(rule, self.clock())
             return []
         if event == "job_finished":
@@ -226,8 +258,15 @@ class ConsoleView:
             return []
         self.errors += 1
         user = user_error_lines(text)
+        if user is not None and "study.allow_failed" in text:
+            verdict = read_verdict(self.out)
+            if verdict is not None and verdict.exceeded:  # the closing block says it, with the first failure
+                self.failures = verdict
+                return []
         if user is not None:
             return user
+        if "Traceback (most recent call last)" in text:
+            return [_exception_line(text)]
         lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
         if exception and lines and lines[0].rstrip(":") == exception:
             lines = lines[1:]  # "MissingRuleException:" on a line of its own
@@ -237,23 +276,94 @@ class ConsoleView:
             lines = [*lines[:MAX_ERROR_LINES], f"... (the full text: {self.full_log})"]
         return [f"error: {lines[0]}", *lines[1:]] if lines else []
 
+    def _failed_runs_block(self, failures: Failures, elapsed: str) -> list[str]:
+        """The closing block of a study whose failed runs exceed study.allow_failed: what failed
+        first (class, host, model), where the results and logs are, the command that retries."""
+        block = ["", f"canarykit: FAILED after {elapsed}: {failures.headline()}"]
+        if failures.first is not None:
+            first = failures.first
+            block.append(f"  first failure: {first.text()}" + (f": {first.message}" if first.message else ""))
+        report = Path(self.out, "report.html")
+        if report.exists():
+            block.append(f"  report:    {report} (its first screen leads with the failures)")
+        block.append(f"  run logs:  {self.out}/logs/run_agents/")
+        block.append(f"  full log:  {self.full_log}")
+        block.append(f"  next:      fix the cause, then retry them: {retry_command(failures.first)} "
+                     "(or accept them with study.allow_failed)")
+        return block
+
+    def heartbeat(self) -> list[str]:
+        """A line when the console has been silent for :data:`HEARTBEAT_S` while jobs run:
+        the agent runs done of the total, their rate, the ETA and the spend so far (from the
+        agent jobs' progress lines in their logs), else the rules still running."""
+        now = self.clock()
+        if (not self.started or self.dryrun or self.interrupted or self.nothing_to_do
+                or self.finished >= self.total or now - self.last_line_at < HEARTBEAT_S):
+            return []
+        self.last_line_at = now
+        clock = f"[{self.finished}/{self.total} jobs, {_duration(now - self.t0)}]"
+        lanes = ""
+        if self.lanes is not None:
+            try:
+                lanes = f"; {self.lanes()}"
+            except Exception:  # a view that failed to render never stops the run
+                lanes = ""
+        runs = self._runs_progress(now)
+        if runs:
+            return [f"  {'':<20} {runs}{lanes}   {clock}"]
+        running = Counter(rule for jid, rule in self.rule_of.items() if rule != "all") - self.done
+        what = ", ".join(f"{rule} ({n} job{'s' if n != 1 else ''})" for rule, n in sorted(running.items()) if n > 0)
+        return [f"  {'':<20} still running: {what or 'waiting for jobs'}{lanes}   {clock}"]
+
+    def _runs_progress(self, now: float) -> str:
+        """``runs 1,234/29,448, 41.2/s, ETA 11m40s, $0.00 spent`` over the agent jobs started
+        so far, the jobs not yet started counted at the started jobs' mean size ("" when no
+        agent job has reported yet)."""
+        if "run_agents" not in self.first_start or self.done["run_agents"] >= self.planned.get("run_agents", 0):
+            return ""
+        done = total = 0
+        spend = 0.0
+        jobs = 0
+        for jid, rule in self.rule_of.items():
+            if rule != "run_agents":
+                continue
+            for log in self.logs_of.get(jid, [])[:1]:
+                m = _last_progress(log)
+                if m is not None:
+                    done, total, spend, jobs = done + m[0], total + m[1], spend + m[2], jobs + 1
+        if not jobs:
+            return ""
+        planned = self.planned.get("run_agents", jobs)
+        total = round(total * max(planned, jobs) / jobs)
+        wall = now - self.first_start["run_agents"]
+        rate = done / wall if wall > 0 else 0.0
+        eta = f", ETA {_duration((total - done) / rate)}" if rate > 0 and total > done else ""
+        return f"runs {done:,}/{total:,}, {rate:.1f}/s{eta}, ${spend:.2f} spent"
+
     def succeeded(self) -> bool:
         return self.errors == 0 and (self.nothing_to_do or (self.started and self.finished >= self.total))
 
     def closing(self) -> list[str]:
-        """The closing block (nothing when the run did not start: its error was the message)."""
-        if self.dryrun or not (self.started or self.nothing_to_do or self.errors):
+        """The closing block (nothing when the run did not start: its error was the message,
+        nor after Ctrl-C: its one line said it)."""
+        if self.dryrun or self.interrupted or not (self.started or self.nothing_to_do or self.errors):
             return []
         elapsed = _duration(self.clock() - self.t0)
+        if self.failures is not None:
+            return self._failed_runs_block(self.failures, elapsed)
         if not self.succeeded():
             if not self.started and not self.nothing_to_do:
                 return []
             return ["", f"canarykit: the run stopped after {elapsed}: {self.failed_jobs} job(s) failed "
                         f"({self.finished} of {self.total} done)",
                     f"  full log:  {self.full_log}",
-                    "  next:      fix what the error says, then `make run` again (finished work is reused)"]
+                    f"  next:      fix what the error says, then run `{invocation_command()}` again (finished work is reused)"]
         out = self.out
         block = ["", f"canarykit: done in {elapsed}"]
+        verdict = read_verdict(out)
+        if verdict is not None and verdict.failed:  # allowed by study.allow_failed, still said
+            first = f"; the first: {verdict.first.text()}" if verdict.first else ""
+            block.append(f"  failed runs: {verdict.headline()}, allowed{first}")
         block.append(f"  instrument check: {instrument_check(out)}")
         report = Path(out, "report.html")
         if report.exists():
@@ -266,6 +376,40 @@ class ConsoleView:
         block.append(f"  full log:  {self.full_log}")
         block.append(f"  next:      open {report} in a browser, or: cat {out}/table1.md")
         return block
+
+
+def _last_progress(path: str | Path) -> tuple[int, int, float] | None:
+    """An agent job's last progress line in its log: (runs done, runs in the job, spend)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = _RUNS_PROGRESS.findall(tail)
+    if not found:
+        return None
+    done, total, spend = found[-1]
+    return int(done), int(total), float(spend)
+
+
+def _exception_line(text: str) -> str:
+    """A Python traceback inside an error text, as its one line that says what happened (the
+    last ``SomeError: message`` line): a misspelt ``--configfile`` reads
+    ``error: --configfile: No such file or directory: 'my.yaml'``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = next((line for line in reversed(lines) if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b", line)),
+                lines[-1] if lines else "an unexpected error")
+    missing = re.match(r"FileNotFoundError: .*No such file or directory: '(.+)'$", last)
+    if missing and "configfile" in text.lower():
+        path = Path(missing.group(1))
+        try:
+            near = [p.name for p in (path.parent if str(path.parent) else Path(".")).iterdir() if p.suffix in (".yaml", ".yml")]
+        except OSError:
+            near = []
+        return f"canarykit: error: {path}: --configfile: file not found{did_you_mean(path.name, near)}"
+    return f"error: {last[:400]}"
 
 
 def instrument_check(out: str | Path) -> str:

@@ -66,6 +66,14 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return "".join(parts) or "<root>"
 
 
+def _unexpected(error: jsonschema.ValidationError) -> list[str]:
+    """The keys an ``additionalProperties`` error is about (none for any other error)."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return []
+    known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+    return sorted(str(k) for k in error.instance if k not in known)
+
+
 def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
@@ -89,6 +97,9 @@ def raise_schema_errors(schema: Mapping[str, Any], value: Any, source: str, pref
 
     def key(error: jsonschema.ValidationError) -> str:
         path = _key_path(error)
+        extra = _unexpected(error)
+        if len(extra) == 1:  # the unexpected key itself, so the error points at its line
+            path = extra[0] if path == "<root>" else f"{path}.{extra[0]}"
         if not prefix:
             return path
         return prefix.rstrip(".") if path == "<root>" else prefix + path

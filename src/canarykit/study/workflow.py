@@ -79,6 +79,9 @@ def run_script(snakemake: Any, main: Callable[[Any], None], *, rule: str | Seque
     except CanaryKitError as exc:
         print(f"canarykit: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C: Snakemake says it once; the job's log says where it stopped
+        print("canarykit: interrupted (Ctrl-C); finished runs are kept", file=sys.stderr)
+        sys.exit(130)
     except Exception:
         traceback.print_exc(file=sys.stderr)
         raise
