@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..store.records import RunRecord
 from ._plan import Group, reuse_if_finished, save_group
 from ._summary import Progress
+from .adaptive import AdaptiveLimit, LaneBoard, LanePlan, lane_plan, use_board
 from .cache import ResponseCache
 from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .config import AgentConfig
@@ -45,11 +46,32 @@ def make_callers(
     return {mi: ModelCaller(b, cache=cache, retry=retry, limiter=None, stats=stats[mi], timeout_s=timeout_s) for mi, b in backends.items()}
 
 
-def limit_callers(callers: Mapping[int, ModelCaller], providers: Mapping[int, str], limits: Mapping[str, int]) -> None:
-    """Bound each provider's calls (semaphores bind to the running loop: call this inside it)."""
-    sems = {k: asyncio.Semaphore(max(1, n)) for k, n in limits.items()}
+def limit_callers(
+    callers: Mapping[int, ModelCaller],
+    providers: Mapping[int, str],
+    plan: LanePlan,
+    *,
+    board: LaneBoard | None = None,
+    shard: int = 0,
+    shards: int = 1,
+    max_pause_s: float = 60.0,
+) -> dict[str, AdaptiveLimit]:
+    """Give each provider's callers one adaptive lane (:mod:`.adaptive`): shard ``shard`` of
+    ``shards`` gets its share of each start and maximum. Call it inside the running loop."""
+    lanes: dict[str, AdaptiveLimit] = {}
+    for p in dict.fromkeys(providers[mi] for mi in callers):
+        if p not in plan.start:
+            continue
+        lanes[p] = AdaptiveLimit(max(1, share(plan.start[p], shards, shard)), max(1, share(plan.maximum[p], shards, shard)),
+                                 max_pause_s=max_pause_s, board=board, row=board.row(p, shard) if board is not None else 0)
     for mi, c in callers.items():
-        c.limiter = sems.get(providers[mi])
+        c.limiter = lanes.get(providers[mi])
+    return lanes
+
+
+def share(total: int, n: int, k: int) -> int:
+    """Shard ``k``'s part of ``total`` split over ``n`` shards (the parts sum to ``total``)."""
+    return total // n + (1 if k < total % n else 0)
 
 
 async def run_claimed(g: Group, lanes: Lanes) -> tuple[str, RunRecord | None]:
@@ -148,8 +170,9 @@ def run_here(
     ledger: SpendLedger | None,
     bar: Progress,
 ) -> bool:
-    """Both lanes in one event loop of this process, with ``agent.concurrency`` slots, the
-    provider limits and the budget; True if the budget stopped the model lane."""
+    """Both lanes in one event loop of this process, with ``agent.concurrency`` slots (raised
+    to the adaptive providers' maxima), the provider lanes and the budget; True if the budget
+    stopped the model lane."""
     cursor = itertools.count()
     budget = agent.budget_usd
 
@@ -164,10 +187,19 @@ def run_here(
             return False
         return spent(lanes.callers) + (ledger.others() if ledger is not None else 0.0) >= budget
 
+    plan = plan_lanes(agent, providers.values())
+    board = LaneBoard(list(plan.start))
+    use_board(board)
+
     async def main() -> bool:
-        limit_callers(lanes.callers, providers, agent.provider_concurrency)
-        lane = model_lane(model_groups, lambda: next(cursor), agent.concurrency, lanes, over_budget, on_done)
+        limit_callers(lanes.callers, providers, plan, board=board, max_pause_s=agent.retries.max_delay_s)
+        lane = model_lane(model_groups, lambda: next(cursor), plan.slots, lanes, over_budget, on_done)
         _, exhausted = await asyncio.gather(reference_lane(ref_groups, lanes, bar), lane)
         return bool(exhausted)
 
     return asyncio.run(main())
+
+
+def plan_lanes(agent: AgentConfig, providers: Iterable[str]) -> LanePlan:
+    """The provider lanes of a grid (see :func:`.adaptive.lane_plan`)."""
+    return lane_plan(agent.concurrency, agent.provider_concurrency, agent.provider_concurrency_max, list(providers))
