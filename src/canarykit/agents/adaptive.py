@@ -169,6 +169,11 @@ class AdaptiveLimit:
         """Calls the lane may have in flight now."""
         return max(1, math.floor(self.limit))
 
+    @property
+    def decreases(self) -> int:
+        """Times a rate-limit error shrank the limit."""
+        return self._epoch
+
     def _free(self) -> bool:
         return self.in_flight < self.current and self._clock() >= self.paused_until
 
