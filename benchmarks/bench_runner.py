@@ -6,9 +6,10 @@ pipeline's own overhead with zero-latency reference agents over the paper's full
 1. Throughput. ``benchmarks/fake_gateway.py`` (a separate process) answers every chat call
    after ``--latency`` seconds; each run makes two calls (a tool call, then an answer). With
    ``agent.concurrency = slots`` the ideal rate is ``slots / latency`` calls per second; the
-   benchmark prints the measured rate over that ideal (target >= 0.9), both over the
-   gateway's busy window and over the whole ``run_grid`` call (planning, index and summary
-   included), the client CPU per call (runner process and its shards) and the load average
+   benchmark prints the measured rate over that ideal (target >= 0.9), over the gateway's
+   busy window (first arrival to last answer: ramp-up and the last, partly filled round
+   included), over the whole ``run_grid`` call (planning, index and summary included) and in
+   steady state (between ``2 * latency`` after the first answer and before the last one), the client CPU per call (runner process and its shards) and the load average
    (other processes on the machine take CPU from the runner too). At the largest slot count
    it also runs with ``agent.workers = 1`` (one event loop, the pre-shard runner) for
    comparison.
@@ -21,7 +22,15 @@ pipeline's own overhead with zero-latency reference agents over the paper's full
    loop thus tops out near 150-200 calls/s, and 32 slots at 200 ms need 160 calls/s: the loop
    saturates and queueing stretches every call. The runner therefore spreads litellm runs over
    ``agent.workers`` processes (default: the CPU count), see :mod:`canarykit.agents.runner`.
-2. Overhead. The 8 reference agents of ``params.yaml`` (all but one planted agent, to match
+2. Adaptive concurrency (``--adaptive``). The gateway gets a hidden limit (``--hidden-limit``
+   requests in flight and per second, 429 with Retry-After above it); the provider lane starts
+   at ``--start`` (``agent.provider_concurrency``) with ``agent.provider_concurrency_max =
+   --max`` and the schema's retry policy, over one study's agent stage (120 tasks x 3
+   conditions). Printed: calls per second over ``hidden / latency`` (the busy window and the
+   whole call), the share of requests answered 429, runs lost (failed), the lane's final, peak
+   and mean limit (sampled from :func:`canarykit.agents.adaptive.snapshot`, summed over
+   shards); then the same without a limit and ``max = 2 * hidden``: it should reach its max.
+3. Overhead. The 8 reference agents of ``params.yaml`` (all but one planted agent, to match
    the paper's 8 models) over 3 conditions x 3 seeds x 120 tasks plus the 2,880-run subtle
    ablation (11,520 runs): a cold invocation (every run executed and written) and a warm one
    (every run reused), as runs per second and per-run cost relative to one gateway call.
@@ -131,6 +140,17 @@ def gw(url: str, path: str, method: str = "GET") -> dict[str, Any]:
         return dict(json.loads(r.read()))
 
 
+def steady_rate(done: list[float], latency: float) -> float:
+    """Calls answered per second between the end of the ramp-up and the start of the tail
+    (``2 * latency`` after the first answer, before the last): the rate while every slot has
+    work, not diluted by the last round's idle slots (a grid rarely divides into whole rounds)."""
+    if len(done) < 3:
+        return float("nan")
+    lo, hi = done[0] + 2 * latency, done[-1] - 2 * latency
+    inside = [t for t in done if lo <= t <= hi]
+    return len(inside) / (hi - lo) if hi - lo > latency and len(inside) > 1 else float("nan")
+
+
 def _cpu_s() -> float:
     """CPU seconds of this process and its reaped children (the runner's shards)."""
     t = os.times()
@@ -179,6 +199,7 @@ def throughput(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: floa
                 "slots": slots, "workers": "default" if n_workers is None else n_workers, "runs": s.total, "calls": st["count"], "failed": s.failed, "peak_in_flight": st["peak_in_flight"],
                 "ideal_calls_per_s": ideal, "busy_window_s": window, "wall_s": wall,
                 "ratio_busy": (st["count"] / window) / ideal, "ratio_wall": (st["count"] / wall) / ideal,
+                "ratio_steady": steady_rate(st["done"], latency) / ideal,
                 "cpu_ms_per_call": 1000 * cpu / max(st["count"], 1), "loadavg_1m": os.getloadavg()[0],
             })
     finally:
@@ -319,11 +340,11 @@ def main() -> None:
         results["throughput"] = rows
         print("\nthroughput (calls/s over ideal = slots/latency; target >= 0.9)")
         print(f"{'slots':>5} {'workers':>7} {'runs':>5} {'calls':>6} {'peak':>5} {'ideal/s':>8} {'busy s':>7} {'wall s':>7} "
-              f"{'ratio(busy)':>11} {'ratio(wall)':>11} {'cpu ms/call':>11} {'load':>5}")
+              f"{'ratio(busy)':>11} {'ratio(wall)':>11} {'ratio(steady)':>13} {'cpu ms/call':>11} {'load':>5}")
         for r in rows:
             print(f"{r['slots']:>5} {r['workers']:>7} {r['runs']:>5} {r['calls']:>6} {r['peak_in_flight']:>5} {r['ideal_calls_per_s']:>8.1f} "
                   f"{r['busy_window_s']:>7.2f} {r['wall_s']:>7.2f} {r['ratio_busy']:>11.3f} {r['ratio_wall']:>11.3f} "
-                  f"{r['cpu_ms_per_call']:>11.2f} {r['loadavg_1m']:>5.1f}")
+                  f"{r['ratio_steady']:>13.3f} {r['cpu_ms_per_call']:>11.2f} {r['loadavg_1m']:>5.1f}")
     if not a.skip_overhead:
         o = overhead(tasks_path, pools, a.latency)
         results["overhead"] = o

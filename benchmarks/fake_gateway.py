@@ -53,6 +53,7 @@ class Gateway:
         self.arrivals: deque[float] = deque()  # accepted requests' arrival times, last second
         self.started: deque[float] = deque()  # start times of the requests in flight, oldest first
         self.rejected = 0
+        self.done: list[float] = []  # completion times of the answered requests
         self.count = 0
         self.in_flight = 0
         self.peak = 0
@@ -92,15 +93,17 @@ class Gateway:
             self.in_flight -= 1
         self.count += 1
         self.last = time.time()
+        self.done.append(self.last)
         return web.json_response(reply(body))
 
     async def stats(self, request: web.Request) -> web.Response:
         return web.json_response({"count": self.count, "first": self.first, "last": self.last, "peak_in_flight": self.peak,
-                                  "rejected": self.rejected})
+                                  "rejected": self.rejected, "done": self.done})
 
     async def reset(self, request: web.Request) -> web.Response:
         self.count, self.peak, self.first, self.last, self.rejected = 0, 0, None, None, 0
         self.arrivals.clear()
+        self.done = []
         return web.json_response({"ok": True})
 
     async def models(self, request: web.Request) -> web.Response:

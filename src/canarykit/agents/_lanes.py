@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +21,12 @@ from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .config import AgentConfig
 from .loop import Environment, run_one
 from .protocol import Backend
-from .store import RunStore
+from .store import RunClaim, RunStore
+
+#: Threads of an event loop's default executor (asyncio's default) and at most how many a
+#: model lane with many slots gets for its file work.
+DEFAULT_THREADS = min(32, (os.cpu_count() or 1) + 4)
+MAX_THREADS = 64
 
 #: Seconds between two attempts to claim a run another invocation is executing.
 CLAIM_POLL_S = 0.25
@@ -77,19 +84,39 @@ def share(total: int, n: int, k: int) -> int:
 async def run_claimed(g: Group, lanes: Lanes) -> tuple[str, RunRecord | None]:
     """Run one identity group under its claim: ``("deferred", None)`` when another process
     holds it, ``("reused", None)`` when another invocation finished it, else
-    ``("executed", record)``. The file work runs in a thread (the event loop stays free)."""
-    head = g[0]
+    ``("executed", record)``. The file work runs in a thread (the event loop stays free), in
+    two hops per run: claim and check, then save and release."""
     store = lanes.store
-    claim = await asyncio.to_thread(store.try_claim, head.spec.identity_hash)
+    how, claim = await asyncio.to_thread(_claim_unless_finished, store, g)
+    if claim is None:
+        return how, None
+    try:
+        head = g[0]
+        mi = head.model_idx
+        rec = await run_one(head.spec, lanes.backends[mi], caller=lanes.callers[mi], env=lanes.env, timeout_s=lanes.timeout_s)
+        await asyncio.to_thread(_save_and_release, store, g, rec, claim)  # fsyncs
+        return "executed", rec
+    finally:
+        claim.release()  # idempotent: released above unless the run or its save failed
+
+
+def _claim_unless_finished(store: RunStore, g: Group) -> tuple[str, RunClaim | None]:
+    claim = store.try_claim(g[0].spec.identity_hash)
     if claim is None:
         return "deferred", None
     try:
-        if await asyncio.to_thread(reuse_if_finished, store, g):
+        if reuse_if_finished(store, g):
+            claim.release()
             return "reused", None
-        mi = head.model_idx
-        rec = await run_one(head.spec, lanes.backends[mi], caller=lanes.callers[mi], env=lanes.env, timeout_s=lanes.timeout_s)
-        await asyncio.to_thread(save_group, store, g, rec)  # fsyncs
-        return "executed", rec
+    except BaseException:
+        claim.release()
+        raise
+    return "run", claim
+
+
+def _save_and_release(store: RunStore, g: Group, rec: RunRecord, claim: RunClaim) -> None:
+    try:
+        save_group(store, g, rec)
     finally:
         claim.release()
 
@@ -135,7 +162,13 @@ async def model_lane(
                 continue
             on_done(g, rec, how)
 
-    await asyncio.gather(*(worker() for _ in range(min(slots, len(groups)))))
+    n = min(slots, len(groups))
+    if n > DEFAULT_THREADS:
+        # Each run's file work (claim, record, cache entries: fsyncs) waits on the loop's default
+        # executor; its default size (CPU count + 4) queues the writes of many slots behind
+        # each other, which stretched every run by the queue's wait.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=min(n, MAX_THREADS), thread_name_prefix="canarykit-io"))
+    await asyncio.gather(*(worker() for _ in range(n)))
     return exhausted
 
 
