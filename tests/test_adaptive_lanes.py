@@ -176,3 +176,13 @@ def test_the_global_cap_is_raised_to_the_adaptive_maxima_and_a_max_below_the_sta
         AgentConfig.parse({"provider_concurrency": {"openai": 8}, "provider_concurrency_max": {"openai": 4}})
     assert str(err.value) == ("params.yaml: agent.provider_concurrency_max.openai: 4 is below agent.provider_concurrency.openai (8), "
                               "where the lane starts; raise it or lower the start")
+
+
+def test_rate_limit_reset_headers_stand_in_for_a_missing_retry_after() -> None:
+    from canarykit.agents.backends import parse_retry_after
+
+    assert parse_retry_after({"x-ratelimit-reset-requests": "6m0s", "x-ratelimit-reset-tokens": "20ms"}) == pytest.approx(0.02)
+    assert parse_retry_after({"X-RateLimit-Reset-Requests": "1.5s"}) == pytest.approx(1.5)
+    assert parse_retry_after({"ratelimit-reset": "3"}) == 3.0
+    assert parse_retry_after({"retry-after": "2", "x-ratelimit-reset-requests": "9s"}) == 2.0  # Retry-After wins
+    assert parse_retry_after({"x-ratelimit-reset-requests": "soon"}) is None
