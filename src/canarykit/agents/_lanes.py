@@ -8,8 +8,8 @@ import asyncio
 import collections
 import itertools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..store.records import RunRecord

@@ -18,10 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.records import RunRecord
-from ._lanes import Lanes, limit_callers, make_callers, model_lane, plan_lanes, reference_lane, share, spent
-from .adaptive import LaneBoard, use_board
+from ._lanes import (
+    Lanes,
+    limit_callers,
+    make_callers,
+    model_lane,
+    plan_lanes,
+    reference_lane,
+    share,
+    spent,
+)
 from ._plan import Group
 from ._summary import Progress, RunSummary
+from .adaptive import LaneBoard, use_board
 from .cache import ResponseCache
 from .calls import CallStats, RetryPolicy, SpendLedger
 from .config import AgentConfig
