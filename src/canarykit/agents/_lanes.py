@@ -220,7 +220,7 @@ def run_here(
             return False
         return spent(lanes.callers) + (ledger.others() if ledger is not None else 0.0) >= budget
 
-    plan = plan_lanes(agent, providers.values())
+    plan = plan_lanes(agent, [providers[g[0].model_idx] for g in model_groups])  # reference agents need no lane
     board = LaneBoard(list(plan.start))
     use_board(board)
 

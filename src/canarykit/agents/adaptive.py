@@ -123,7 +123,8 @@ def use_board(board: LaneBoard | None) -> None:
 
 
 def snapshot() -> dict[str, LaneState]:
-    """The provider lanes of the grid running in this process (empty when none is): per
+    """The provider lanes of the grid running in this process (after it ends: its last
+    state; empty when none ran, or after ``use_board(None)``): per
     provider its current limit, calls in flight, calls completed, rate-limit errors and
     completed calls per second. Cheap (no lock, no I/O); see the module notes."""
     return _BOARD.read() if _BOARD is not None else {}
