@@ -126,10 +126,16 @@ def test_a_failing_provider_neither_shrinks_nor_grows_the_lane() -> None:
         outcomes = asyncio.run(main())
     assert all(isinstance(o, BackendFailure) and o.attempts == 2 for o in outcomes)  # failed runs, recorded as such
     assert lane.current == 3 and lane.decreases == 0 and lane.errors == 10 and lane.rate_limited == 0 and lane.in_flight == 0
-    with FakeOpenAIServer(simple_agent) as server:  # the provider recovers: successes grow it
+    with FakeOpenAIServer(simple_agent) as server:  # the provider recovers: successes of a full lane grow it
         c = caller(server.url, lane)
         asyncio.run(c(request(9)))
-    assert lane.current == 4 and lane.completed == 1
+        assert lane.current == 3  # one call does not fill a lane of 3: it says nothing about 4
+
+        async def burst() -> None:
+            await asyncio.gather(*(c(request(i)) for i in range(10, 22)))
+
+        asyncio.run(burst())
+    assert lane.current > 3 and lane.completed == 13 and lane.decreases == 0
 
 
 def test_without_a_limit_the_lane_grows_to_its_maximum_and_never_past_it() -> None:

@@ -8,7 +8,8 @@ The rule is TCP's congestion control (AIMD), applied to one attempt of one model
   ``min(agent.concurrency, max)``.
 - **Grow** while calls succeed: by one per success until the first rate-limit error (slow
   start: the limit doubles per round trip), then by ``1/limit`` per success (one more call in
-  flight per round trip), never above the maximum.
+  flight per round trip), never above the maximum; only while the lane is full (a lane with
+  fewer calls than its limit learns nothing about a larger one, as RFC 7661 says of TCP).
 - **Shrink** on a rate-limit error (HTTP 429, or LiteLLM's ``RateLimitError``): the limit is
   multiplied by :data:`BETA` (at least 1), once per round trip: a 429 of a call sent before
   the last decrease says nothing new and does not shrink it again.
@@ -213,7 +214,9 @@ class AdaptiveLimit:
 
     def on_success(self) -> None:
         self.completed += 1
-        if self._slow_start:
+        if self.in_flight + 1 < self.current:
+            pass  # the lane was not full: a success says nothing about a larger limit (RFC 7661)
+        elif self._slow_start:
             self.limit += 1.0
         else:
             self.limit += 1.0 / max(self.limit, 1.0)
