@@ -6,9 +6,10 @@ pipeline's own overhead with zero-latency reference agents over the paper's full
 1. Throughput. ``benchmarks/fake_gateway.py`` (a separate process) answers every chat call
    after ``--latency`` seconds; each run makes two calls (a tool call, then an answer). With
    ``agent.concurrency = slots`` the ideal rate is ``slots / latency`` calls per second; the
-   benchmark prints the measured rate over that ideal (target >= 0.9), both over the
-   gateway's busy window and over the whole ``run_grid`` call (planning, index and summary
-   included), the client CPU per call (runner process and its shards) and the load average
+   benchmark prints the measured rate over that ideal (target >= 0.9), over the gateway's
+   busy window (first arrival to last answer: ramp-up and the last, partly filled round
+   included), over the whole ``run_grid`` call (planning, index and summary included) and in
+   steady state (between ``2 * latency`` after the first answer and before the last one), the client CPU per call (runner process and its shards) and the load average
    (other processes on the machine take CPU from the runner too). At the largest slot count
    it also runs with ``agent.workers = 1`` (one event loop, the pre-shard runner) for
    comparison.
@@ -21,7 +22,15 @@ pipeline's own overhead with zero-latency reference agents over the paper's full
    loop thus tops out near 150-200 calls/s, and 32 slots at 200 ms need 160 calls/s: the loop
    saturates and queueing stretches every call. The runner therefore spreads litellm runs over
    ``agent.workers`` processes (default: the CPU count), see :mod:`canarykit.agents.runner`.
-2. Overhead. The 8 reference agents of ``params.yaml`` (all but one planted agent, to match
+2. Adaptive concurrency (``--adaptive``). The gateway gets a hidden limit (``--hidden-limit``
+   requests in flight and per second, 429 with Retry-After above it); the provider lane starts
+   at ``--start`` (``agent.provider_concurrency``) with ``agent.provider_concurrency_max =
+   --max`` and the schema's retry policy, over one study's agent stage (120 tasks x 3
+   conditions). Printed: calls per second over ``hidden / latency`` (the busy window and the
+   whole call), the share of requests answered 429, runs lost (failed), the lane's final, peak
+   and mean limit (sampled from :func:`canarykit.agents.adaptive.snapshot`, summed over
+   shards); then the same without a limit and ``max = 2 * hidden``: it should reach its max.
+3. Overhead. The 8 reference agents of ``params.yaml`` (all but one planted agent, to match
    the paper's 8 models) over 3 conditions x 3 seeds x 120 tasks plus the 2,880-run subtle
    ablation (11,520 runs): a cold invocation (every run executed and written) and a warm one
    (every run reused), as runs per second and per-run cost relative to one gateway call.
@@ -114,9 +123,9 @@ def subset_tasks(tasks_path: Path, n: int, out: Path) -> Path:
     return out
 
 
-def start_gateway(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "fake_gateway.py"), "--latency", str(latency), "--max-seconds", "900"],
-                            stdout=subprocess.PIPE, text=True)
+def start_gateway(latency: float, *limit: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "fake_gateway.py"), "--latency", str(latency), "--max-seconds", "900",
+                             *limit], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
     if not line or line[0] != "PORT":
@@ -129,6 +138,17 @@ def gw(url: str, path: str, method: str = "GET") -> dict[str, Any]:
     req = urllib.request.Request(url + path, method=method, data=b"" if method == "POST" else None)
     with urllib.request.urlopen(req, timeout=10) as r:
         return dict(json.loads(r.read()))
+
+
+def steady_rate(done: list[float], latency: float) -> float:
+    """Calls answered per second between the end of the ramp-up and the start of the tail
+    (``2 * latency`` after the first answer, before the last): the rate while every slot has
+    work, not diluted by the last round's idle slots (a grid rarely divides into whole rounds)."""
+    if len(done) < 3:
+        return float("nan")
+    lo, hi = done[0] + 2 * latency, done[-1] - 2 * latency
+    inside = [t for t in done if lo <= t <= hi]
+    return len(inside) / (hi - lo) if hi - lo > latency and len(inside) > 1 else float("nan")
 
 
 def _cpu_s() -> float:
@@ -179,12 +199,88 @@ def throughput(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: floa
                 "slots": slots, "workers": "default" if n_workers is None else n_workers, "runs": s.total, "calls": st["count"], "failed": s.failed, "peak_in_flight": st["peak_in_flight"],
                 "ideal_calls_per_s": ideal, "busy_window_s": window, "wall_s": wall,
                 "ratio_busy": (st["count"] / window) / ideal, "ratio_wall": (st["count"] / wall) / ideal,
+                "ratio_steady": steady_rate(st["done"], latency) / ideal,
                 "cpu_ms_per_call": 1000 * cpu / max(st["count"], 1), "loadavg_1m": os.getloadavg()[0],
             })
     finally:
         proc.terminate()
         proc.wait(timeout=10)
     return rows
+
+
+class LaneSampler:
+    """Samples :func:`canarykit.agents.adaptive.snapshot` every ``every_s`` seconds in a thread."""
+
+    def __init__(self, every_s: float = 0.5) -> None:
+        import threading
+
+        self.every_s, self.samples = every_s, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from canarykit.agents.adaptive import snapshot
+
+        t0 = time.perf_counter()
+        while not self._stop.wait(self.every_s):
+            for st in snapshot().values():
+                self.samples.append((time.perf_counter() - t0, st.limit, st.in_flight, st.rate))
+
+    def __enter__(self) -> LaneSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def adaptive(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: float, start: int, hidden: int | None,
+             maximum: int) -> dict[str, Any]:
+    """One study's agent stage against a gateway with a hidden limit (``hidden`` requests in
+    flight and per second; ``None``: no limit), the provider lane starting at ``start`` and
+    allowed to grow to ``maximum``; the schema's default retry policy."""
+    from canarykit.agents import run_grid
+    from canarykit.agents.adaptive import use_board
+    from canarykit.agents.backends import import_litellm
+
+    import_litellm()
+    os.environ[KEY_ENV] = "sk-bench"
+    limit = ["--max-concurrent", str(hidden), "--max-rps", str(hidden)] if hidden else []
+    proc, url = start_gateway(latency, *limit)
+    try:
+        work = OUT / f"adaptive-{hidden or 'none'}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        model = {"name": "bench", "backend": "litellm", "group": "bench", "model": "openai/gpt-4o-mini",
+                 "api_base": url + "/v1", "api_key_env": KEY_ENV}
+        agent: dict[str, Any] = {"max_turns": 4, "timeout_s": 30, "cache_dir": str(work / "cache"),
+                                 "provider_concurrency": {"openai": start}, "provider_concurrency_max": {"openai": maximum}}
+        seeds = [0] if hidden else [0, 1]
+        t0 = time.perf_counter()
+        with LaneSampler() as sampler:
+            s = run_grid([model], tasks_path, {"standard": pools["standard"]}, seeds, agent, work / "store", work / "runs.parquet",
+                         work / "summary.json", progress=False)
+        wall = time.perf_counter() - t0
+        st = gw(url, "/stats")
+        from canarykit.agents.adaptive import snapshot
+
+        final = snapshot().get("openai")
+        use_board(None)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    window = (st["last"] - st["first"]) if st["count"] else float("nan")
+    ideal = min(hidden or maximum, maximum) / latency
+    limits = [lim for _, lim, _, _ in sampler.samples]
+    return {
+        "hidden_limit": hidden, "start": start, "max": maximum, "runs": s.total, "failed": s.failed, "calls_ok": st["count"],
+        "rejected_429": st["rejected"], "share_429": st["rejected"] / max(st["count"] + st["rejected"], 1),
+        "peak_in_flight": st["peak_in_flight"], "ideal_calls_per_s": ideal, "busy_window_s": window, "wall_s": wall,
+        "ratio_busy": (st["count"] / window) / ideal, "ratio_wall": (st["count"] / wall) / ideal,
+        "final_limit": final.limit if final else None, "peak_limit": max(limits, default=None),
+        "mean_limit": sum(limits) / len(limits) if limits else None, "loadavg_1m": os.getloadavg()[0],
+    }
 
 
 def overhead(tasks_path: Path, pools: dict[str, dict[str, Any]], latency: float) -> dict[str, Any]:
@@ -215,22 +311,40 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="agent.workers (default: the runner's default, the CPU count)")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--adaptive", action="store_true", help="only the adaptive-concurrency runs (hidden limit, then none)")
+    ap.add_argument("--hidden-limit", type=int, default=16, help="the gateway's hidden limit (requests in flight and per second)")
+    ap.add_argument("--start", type=int, default=4, help="agent.provider_concurrency of the adaptive runs")
+    ap.add_argument("--max", type=int, default=64, help="agent.provider_concurrency_max of the adaptive runs")
     a = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tasks_path, pools, tasks = build_study(OUT / "study")
     print(f"study: {len(tasks)} tasks ({'project suite' if (ROOT / 'data' / 'tasks.json').exists() else 'generated'}), "
           f"gateway latency {a.latency * 1000:.0f} ms, {os.cpu_count()} CPUs")
     results: dict[str, Any] = {"latency_s": a.latency}
+    if a.adaptive:
+        a.skip_throughput = a.skip_overhead = True
+        print(f"\nadaptive concurrency (start {a.start}, max {a.max}; ratio over min(hidden limit, max) / latency; "
+              "targets: >= 0.8 with <= 10% 429s and no run lost; reaches max without a limit)")
+        print(f"{'hidden':>6} {'runs':>5} {'failed':>6} {'calls':>6} {'429s':>5} {'429 %':>6} {'peak':>5} {'ideal/s':>8} "
+              f"{'busy s':>7} {'ratio(busy)':>11} {'ratio(wall)':>11} {'final':>5} {'peak lim':>8} {'mean lim':>8} {'load':>5}")
+        rows = []
+        for hidden, maximum in ((a.hidden_limit, a.max), (None, 2 * a.hidden_limit)):
+            r = adaptive(tasks_path, pools, a.latency, a.start, hidden, maximum)
+            rows.append(r)
+            print(f"{hidden or 'none':>6} {r['runs']:>5} {r['failed']:>6} {r['calls_ok']:>6} {r['rejected_429']:>5} {100 * r['share_429']:>5.1f}% "
+                  f"{r['peak_in_flight']:>5} {r['ideal_calls_per_s']:>8.1f} {r['busy_window_s']:>7.2f} {r['ratio_busy']:>11.3f} "
+                  f"{r['ratio_wall']:>11.3f} {r['final_limit']!s:>5} {r['peak_limit']!s:>8} {r['mean_limit'] or 0:>8.1f} {r['loadavg_1m']:>5.1f}")
+        results["adaptive"] = rows
     if not a.skip_throughput:
         rows = throughput(tasks_path, pools, a.latency, a.slots, a.workers)
         results["throughput"] = rows
         print("\nthroughput (calls/s over ideal = slots/latency; target >= 0.9)")
         print(f"{'slots':>5} {'workers':>7} {'runs':>5} {'calls':>6} {'peak':>5} {'ideal/s':>8} {'busy s':>7} {'wall s':>7} "
-              f"{'ratio(busy)':>11} {'ratio(wall)':>11} {'cpu ms/call':>11} {'load':>5}")
+              f"{'ratio(busy)':>11} {'ratio(wall)':>11} {'ratio(steady)':>13} {'cpu ms/call':>11} {'load':>5}")
         for r in rows:
             print(f"{r['slots']:>5} {r['workers']:>7} {r['runs']:>5} {r['calls']:>6} {r['peak_in_flight']:>5} {r['ideal_calls_per_s']:>8.1f} "
                   f"{r['busy_window_s']:>7.2f} {r['wall_s']:>7.2f} {r['ratio_busy']:>11.3f} {r['ratio_wall']:>11.3f} "
-                  f"{r['cpu_ms_per_call']:>11.2f} {r['loadavg_1m']:>5.1f}")
+                  f"{r['ratio_steady']:>13.3f} {r['cpu_ms_per_call']:>11.2f} {r['loadavg_1m']:>5.1f}")
     if not a.skip_overhead:
         o = overhead(tasks_path, pools, a.latency)
         results["overhead"] = o

@@ -7,18 +7,26 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..store.records import RunRecord
 from ._plan import Group, reuse_if_finished, save_group
 from ._summary import Progress
+from .adaptive import AdaptiveLimit, LaneBoard, LanePlan, lane_plan, use_board
 from .cache import ResponseCache
 from .calls import CallStats, ModelCaller, RetryPolicy, SpendLedger
 from .config import AgentConfig
 from .loop import Environment, run_one
 from .protocol import Backend
-from .store import RunStore
+from .store import RunClaim, RunStore
+
+#: Threads of an event loop's default executor (asyncio's default) and at most how many a
+#: model lane with many slots gets for its file work.
+DEFAULT_THREADS = min(32, (os.cpu_count() or 1) + 4)
+MAX_THREADS = 64
 
 #: Seconds between two attempts to claim a run another invocation is executing.
 CLAIM_POLL_S = 0.25
@@ -45,29 +53,70 @@ def make_callers(
     return {mi: ModelCaller(b, cache=cache, retry=retry, limiter=None, stats=stats[mi], timeout_s=timeout_s) for mi, b in backends.items()}
 
 
-def limit_callers(callers: Mapping[int, ModelCaller], providers: Mapping[int, str], limits: Mapping[str, int]) -> None:
-    """Bound each provider's calls (semaphores bind to the running loop: call this inside it)."""
-    sems = {k: asyncio.Semaphore(max(1, n)) for k, n in limits.items()}
+def limit_callers(
+    callers: Mapping[int, ModelCaller],
+    providers: Mapping[int, str],
+    plan: LanePlan,
+    *,
+    board: LaneBoard | None = None,
+    shard: int = 0,
+    shards: int = 1,
+    max_pause_s: float = 60.0,
+) -> dict[str, AdaptiveLimit]:
+    """Give each provider's callers one adaptive lane (:mod:`.adaptive`): shard ``shard`` of
+    ``shards`` gets its share of each start and maximum. Call it inside the running loop."""
+    lanes: dict[str, AdaptiveLimit] = {}
+    for p in dict.fromkeys(providers[mi] for mi in callers):
+        if p not in plan.start:
+            continue
+        lanes[p] = AdaptiveLimit(max(1, share(plan.start[p], shards, shard)), max(1, share(plan.maximum[p], shards, shard)),
+                                 max_pause_s=max_pause_s, board=board, row=board.row(p, shard) if board is not None else 0)
     for mi, c in callers.items():
-        c.limiter = sems.get(providers[mi])
+        c.limiter = lanes.get(providers[mi])
+    return lanes
+
+
+def share(total: int, n: int, k: int) -> int:
+    """Shard ``k``'s part of ``total`` split over ``n`` shards (the parts sum to ``total``)."""
+    return total // n + (1 if k < total % n else 0)
 
 
 async def run_claimed(g: Group, lanes: Lanes) -> tuple[str, RunRecord | None]:
     """Run one identity group under its claim: ``("deferred", None)`` when another process
     holds it, ``("reused", None)`` when another invocation finished it, else
-    ``("executed", record)``. The file work runs in a thread (the event loop stays free)."""
-    head = g[0]
+    ``("executed", record)``. The file work runs in a thread (the event loop stays free), in
+    two hops per run: claim and check, then save and release."""
     store = lanes.store
-    claim = await asyncio.to_thread(store.try_claim, head.spec.identity_hash)
+    how, claim = await asyncio.to_thread(_claim_unless_finished, store, g)
+    if claim is None:
+        return how, None
+    try:
+        head = g[0]
+        mi = head.model_idx
+        rec = await run_one(head.spec, lanes.backends[mi], caller=lanes.callers[mi], env=lanes.env, timeout_s=lanes.timeout_s)
+        await asyncio.to_thread(_save_and_release, store, g, rec, claim)  # fsyncs
+        return "executed", rec
+    finally:
+        claim.release()  # idempotent: released above unless the run or its save failed
+
+
+def _claim_unless_finished(store: RunStore, g: Group) -> tuple[str, RunClaim | None]:
+    claim = store.try_claim(g[0].spec.identity_hash)
     if claim is None:
         return "deferred", None
     try:
-        if await asyncio.to_thread(reuse_if_finished, store, g):
+        if reuse_if_finished(store, g):
+            claim.release()
             return "reused", None
-        mi = head.model_idx
-        rec = await run_one(head.spec, lanes.backends[mi], caller=lanes.callers[mi], env=lanes.env, timeout_s=lanes.timeout_s)
-        await asyncio.to_thread(save_group, store, g, rec)  # fsyncs
-        return "executed", rec
+    except BaseException:
+        claim.release()
+        raise
+    return "run", claim
+
+
+def _save_and_release(store: RunStore, g: Group, rec: RunRecord, claim: RunClaim) -> None:
+    try:
+        save_group(store, g, rec)
     finally:
         claim.release()
 
@@ -113,7 +162,13 @@ async def model_lane(
                 continue
             on_done(g, rec, how)
 
-    await asyncio.gather(*(worker() for _ in range(min(slots, len(groups)))))
+    n = min(slots, len(groups))
+    if n > DEFAULT_THREADS:
+        # Each run's file work (claim, record, cache entries: fsyncs) waits on the loop's default
+        # executor; its default size (CPU count + 4) queues the writes of many slots behind
+        # each other, which stretched every run by the queue's wait.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=min(n, MAX_THREADS), thread_name_prefix="canarykit-io"))
+    await asyncio.gather(*(worker() for _ in range(n)))
     return exhausted
 
 
@@ -148,8 +203,9 @@ def run_here(
     ledger: SpendLedger | None,
     bar: Progress,
 ) -> bool:
-    """Both lanes in one event loop of this process, with ``agent.concurrency`` slots, the
-    provider limits and the budget; True if the budget stopped the model lane."""
+    """Both lanes in one event loop of this process, with ``agent.concurrency`` slots (raised
+    to the adaptive providers' maxima), the provider lanes and the budget; True if the budget
+    stopped the model lane."""
     cursor = itertools.count()
     budget = agent.budget_usd
 
@@ -164,10 +220,19 @@ def run_here(
             return False
         return spent(lanes.callers) + (ledger.others() if ledger is not None else 0.0) >= budget
 
+    plan = plan_lanes(agent, [providers[g[0].model_idx] for g in model_groups])  # reference agents need no lane
+    board = LaneBoard(list(plan.start))
+    use_board(board)
+
     async def main() -> bool:
-        limit_callers(lanes.callers, providers, agent.provider_concurrency)
-        lane = model_lane(model_groups, lambda: next(cursor), agent.concurrency, lanes, over_budget, on_done)
+        limit_callers(lanes.callers, providers, plan, board=board, max_pause_s=agent.retries.max_delay_s)
+        lane = model_lane(model_groups, lambda: next(cursor), plan.slots, lanes, over_budget, on_done)
         _, exhausted = await asyncio.gather(reference_lane(ref_groups, lanes, bar), lane)
         return bool(exhausted)
 
     return asyncio.run(main())
+
+
+def plan_lanes(agent: AgentConfig, providers: Iterable[str]) -> LanePlan:
+    """The provider lanes of a grid (see :func:`.adaptive.lane_plan`)."""
+    return lane_plan(agent.concurrency, agent.provider_concurrency, agent.provider_concurrency_max, list(providers))

@@ -18,9 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.records import RunRecord
-from ._lanes import Lanes, limit_callers, make_callers, model_lane, reference_lane, spent
+from ._lanes import (
+    Lanes,
+    limit_callers,
+    make_callers,
+    model_lane,
+    plan_lanes,
+    reference_lane,
+    share,
+    spent,
+)
 from ._plan import Group
 from ._summary import Progress, RunSummary
+from .adaptive import LaneBoard, use_board
 from .cache import ResponseCache
 from .calls import CallStats, RetryPolicy, SpendLedger
 from .config import AgentConfig
@@ -88,11 +98,6 @@ class Shared:
         return i
 
 
-def share(total: int, n: int, k: int) -> int:
-    """Shard ``k``'s part of ``total`` split over ``n`` shards (the parts sum to ``total``)."""
-    return total // n + (1 if k < total % n else 0)
-
-
 @dataclass
 class ShardJob:
     """Everything a shard needs; inherited through ``fork``, never pickled."""
@@ -109,6 +114,12 @@ class ShardJob:
     n: int
     parent_pid: int = field(default_factory=os.getpid)
     shared: Shared = field(default_factory=lambda: Shared(mp.get_context("fork")))
+    #: where the shards' provider lanes publish their state (read by :func:`.adaptive.snapshot`)
+    board: LaneBoard | None = None
+
+    def __post_init__(self) -> None:
+        if self.board is None:
+            self.board = LaneBoard(list(plan_lanes(self.agent, self.providers.values()).start), self.n)
 
 
 def n_shards(agent: AgentConfig, model_groups: Sequence[Group], backends: Mapping[int, Backend]) -> int:
@@ -119,7 +130,7 @@ def n_shards(agent: AgentConfig, model_groups: Sequence[Group], backends: Mappin
     if any(backends[g[0].model_idx].kind not in SHARDED_KINDS for g in model_groups):
         return 1
     limits = agent.provider_concurrency
-    caps = [n, agent.concurrency, len(model_groups)]
+    caps = [n, plan_lanes(agent, (g[0].provider for g in model_groups)).slots, len(model_groups)]
     caps += [max(1, limits[p]) for p in {g[0].provider for g in model_groups} if p in limits]
     return min(caps)
 
@@ -164,8 +175,10 @@ def _shard_main(job: ShardJob, k: int, conn: Any) -> None:
         report = _ShardReport(job, lanes)
 
         async def main() -> bool:
-            limit_callers(callers, job.providers, {p: share(n, job.n, k) for p, n in job.agent.provider_concurrency.items()})
-            return await model_lane(job.groups, job.shared.claim, share(job.agent.concurrency, job.n, k), lanes,
+            plan = plan_lanes(job.agent, job.providers.values())
+            limit_callers(callers, job.providers, plan, board=job.board, shard=k, shards=job.n,
+                          max_pause_s=job.agent.retries.max_delay_s)
+            return await model_lane(job.groups, job.shared.claim, max(1, share(plan.slots, job.n, k)), lanes,
                                     report.over_budget, report.on_done)
 
         exhausted = asyncio.run(main())
@@ -244,6 +257,7 @@ async def run_sharded(job: ShardJob, ref_groups: Sequence[Group], lanes: Lanes, 
     """Fork ``job.n`` shards for the model groups; run the reference lane here meanwhile
     (``lanes``: this process's backends and callers, whose counters get the shards' calls)."""
     ctx = mp.get_context("fork")
+    use_board(job.board)
     procs: list[Any] = []
     conns: dict[int, Any] = {}
     try:

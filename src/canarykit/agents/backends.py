@@ -20,9 +20,11 @@ the first request and outside its timeout (:mod:`.calls`).
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import errno
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -76,7 +78,7 @@ def parse_retry_after(headers: Mapping[str, Any] | None) -> float | None:
             pass
     ra = lower.get("retry-after")
     if ra is None:
-        return None
+        return _rate_limit_reset(lower)
     try:
         return max(0.0, float(ra))
     except (TypeError, ValueError):
@@ -86,6 +88,40 @@ def parse_retry_after(headers: Mapping[str, Any] | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+#: Rate-limit reset headers (OpenAI's durations such as ``1s`` or ``6m0s``, Anthropic's RFC 3339
+#: times, the IETF draft's seconds), read when a 429 carries no Retry-After.
+_RESET_HEADERS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "anthropic-ratelimit-requests-reset",
+                  "anthropic-ratelimit-tokens-reset", "ratelimit-reset")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _rate_limit_reset(lower: Mapping[str, Any]) -> float | None:
+    """Seconds until the earliest rate-limit window named in the headers resets (``None``: none given)."""
+    waits = []
+    for name in _RESET_HEADERS:
+        raw = lower.get(name)
+        if raw is None:
+            continue
+        text = str(raw).strip()
+        try:
+            waits.append(max(0.0, float(text)))
+            continue
+        except ValueError:
+            pass
+        parts = _DURATION.findall(text)
+        if parts and "".join(n + u for n, u in parts) == text.replace(" ", ""):
+            waits.append(sum(float(n) * _UNIT_S[u] for n, u in parts))
+            continue
+        try:
+            when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if when.tzinfo is not None:
+            waits.append(max(0.0, when.timestamp() - time.time()))
+    return min(waits) if waits else None
 
 
 def _exception_headers(exc: BaseException) -> dict[str, Any]:

@@ -195,7 +195,7 @@ class ModelCaller:
         *,
         cache: ResponseCache | None = None,
         retry: RetryPolicy | None = None,
-        limiter: asyncio.Semaphore | None = None,
+        limiter: contextlib.AbstractAsyncContextManager[Any] | None = None,
         stats: CallStats | None = None,
         timeout_s: float | None = None,
         sleep: Any = asyncio.sleep,
@@ -204,6 +204,8 @@ class ModelCaller:
         self.backend = backend
         self.cache = cache if backend.cacheable else None
         self.retry = retry or RetryPolicy()
+        #: held over each attempt (never over the retry's wait): a semaphore, or a provider's
+        #: adaptive lane (:class:`~.adaptive.AdaptiveLimit`), which sees the attempt's outcome
         self.limiter = limiter
         self.stats = stats or CallStats()
         #: seconds per request (``None``: ``agent.timeout_s``'s schema default)

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from ..study.paramspec import validate_section
 
 RerunFailed = Literal["all", "transient", "none"]
@@ -53,6 +54,8 @@ class AgentConfig:
     concurrency: int
     workers: int | None
     provider_concurrency: Mapping[str, int]
+    #: where a provider's adaptive lane may grow to (:mod:`.adaptive`)
+    provider_concurrency_max: Mapping[str, int]
     retries: RetryConfig
     budget_usd: float | None
     #: ``None``: beside the run store (see the module notes)
@@ -72,6 +75,7 @@ class AgentConfig:
             concurrency=int(d["concurrency"]),
             workers=None if d["workers"] is None else int(d["workers"]),
             provider_concurrency=MappingProxyType({str(k): int(v) for k, v in d["provider_concurrency"].items()}),
+            provider_concurrency_max=MappingProxyType(_maxima(d, source)),
             retries=_retry_from(d["retries"]),
             budget_usd=d["budget_usd"],  # as given (the summary reports it as configured)
             cache_dir=str(given["cache_dir"]) if given.get("cache_dir") else None,
@@ -80,6 +84,17 @@ class AgentConfig:
     def response_cache_dir(self, store_dir: str | Path) -> Path:
         """Where model responses are cached: ``cache_dir``, else beside the run store."""
         return Path(self.cache_dir) if self.cache_dir else Path(store_dir).parent / "cache" / "responses"
+
+
+def _maxima(d: Mapping[str, Any], source: str) -> dict[str, int]:
+    """``provider_concurrency_max``, checked against where each lane starts."""
+    out = {str(k): int(v) for k, v in d["provider_concurrency_max"].items()}
+    for p, n in out.items():
+        start = d["provider_concurrency"].get(p)
+        if start is not None and int(start) > n:
+            raise ConfigError(source, f"agent.provider_concurrency_max.{p}",
+                              f"{n} is below agent.provider_concurrency.{p} ({start}), where the lane starts; raise it or lower the start")
+    return out
 
 
 def _retry_from(d: Mapping[str, Any]) -> RetryConfig:

@@ -23,17 +23,24 @@ rest in one asyncio event loop and writes the run index (Parquet) and the run su
   a plain ``snakemake``/``dvc repro`` retries it. ``agent.retries.rerun_failed`` says which
   failures mark the gate: ``all`` (default), ``transient`` (refusals for good are accepted
   as failed) or ``none``; a run that leaves none settles the gate.
-- **Concurrency.** ``agent.concurrency`` model runs are in flight at once (a global
-  semaphore; one call in flight per run), and each provider's calls are also bounded by
-  ``agent.provider_concurrency[provider]`` when given. Reference agents need no slot: they
-  run in their own lane, which yields to the event loop between runs.
+- **Concurrency.** ``agent.concurrency`` model runs are in flight at once (one call in
+  flight per run), raised to the sum of ``agent.provider_concurrency_max`` over the grid's
+  providers when that is larger: the global cap never holds a provider's lane below what the
+  provider allows. Each provider's calls go through one adaptive lane
+  (:mod:`.adaptive`): it starts at ``agent.provider_concurrency[provider]`` (unlisted:
+  ``concurrency``), grows while calls succeed up to ``provider_concurrency_max`` (unlisted:
+  its start), shrinks on a 429 and pauses for the server's Retry-After;
+  :func:`.adaptive.snapshot` reports each lane for a progress line. Reference agents need no
+  slot: they run in their own lane, which yields to the event loop between runs.
 - **Shards.** A litellm call costs ~5 ms of client CPU (litellm's request building, response
   parsing, success logging and cost lookup), so one event loop tops out near 150-200 calls/s
   whatever the latency. On Linux, litellm model runs are therefore spread over
   ``agent.workers`` processes (default: the CPU count; ``1`` keeps everything in this process;
   a study whose tools are MCP servers always runs in one process, one connection per server),
   forked after planning, each with its own event loop and its share of ``concurrency`` and of
-  every provider limit (the shares sum to the configured limits; the number of shards never
+  every provider lane's start and maximum (the shares sum to the configured limits; each
+  shard's lane adapts on its own and publishes its state to shared memory for
+  :func:`.adaptive.snapshot`; the number of shards never
   exceeds the smallest of them nor the number of runs). Shards claim runs from a shared
   cursor, share the response cache and the run store (atomic writes), report progress and
   spend through shared counters, and die with the parent (``PR_SET_PDEATHSIG``); the parent

@@ -189,7 +189,8 @@ def agent_job_resources(model: Mapping[str, Any], agent_cfg: Mapping[str, Any], 
     """What one agent job (``runs`` runs of ``model``) declares to Snakemake.
 
     - ``llm_<provider>`` and ``llm_calls``: the runs it keeps in flight, ``agent.concurrency``
-      capped by ``agent.provider_concurrency.<provider>`` (1 when ``sequential``: a stateful
+      capped by ``agent.provider_concurrency.<provider>``, or ``agent.provider_concurrency_max.<provider>``
+      when the provider's lane adapts (:mod:`canarykit.agents.adaptive`) (1 when ``sequential``: a stateful
       MCP environment's runs go one at a time); 0 for reference agents, which call no model.
       Snakemake lowers a job's share to the global limit when that is smaller, and the job runs
       with the share it was granted (:func:`granted_slots`).
@@ -205,7 +206,11 @@ def agent_job_resources(model: Mapping[str, Any], agent_cfg: Mapping[str, Any], 
     if backend == "reference":
         return {"_threads": 1, LLM_CALLS: 0, "gpu": 0, "mem_mb": 1000, "runtime": 30}
     limits = {resource_name(str(k)): int(v) for k, v in (agent_cfg.get("provider_concurrency") or {}).items()}
-    slots = 1 if sequential else max(1, min(int(agent_cfg.get("concurrency", 8)), limits.get(res, 1 << 30)))
+    maxima = {resource_name(str(k)): int(v) for k, v in (agent_cfg.get("provider_concurrency_max") or {}).items()}
+    if res in maxima:  # an adaptive lane asks for its maximum (agent.concurrency does not hold it below)
+        slots = 1 if sequential else max(1, maxima[res])
+    else:
+        slots = 1 if sequential else max(1, min(int(agent_cfg.get("concurrency", 8)), limits.get(res, 1 << 30)))
     threads = 1
     if backend == "litellm" and not sequential:
         workers = agent_cfg.get("workers")
@@ -245,7 +250,8 @@ def default_limits(cfg: Mapping[str, Any]) -> dict[str, int]:
     """The global limits the workflow registers for the providers of a study (params.yaml
     validated), each unless ``--resources`` gives it.
 
-    ``llm_<provider>``: ``agent.provider_concurrency.<provider>`` when listed; otherwise, for a
+    ``llm_<provider>``: ``agent.provider_concurrency_max.<provider>``, else
+    ``agent.provider_concurrency.<provider>``, when listed; otherwise, for a
     hosted provider (a LiteLLM model's or an LLM judge's), the largest share one of its jobs
     holds (``agent.concurrency``, ``judge.concurrency``), so that provider keeps one job's calls
     in flight over all its jobs. Providers of different models never wait for each other, and
@@ -254,6 +260,7 @@ def default_limits(cfg: Mapping[str, Any]) -> dict[str, int]:
     No ``llm_calls`` limit: give ``--resources llm_calls=N`` to cap all providers together.
     """
     listed = {resource_name(str(k)): int(v) for k, v in (cfg["agent"].get("provider_concurrency") or {}).items()}
+    listed |= {resource_name(str(k)): int(v) for k, v in (cfg["agent"].get("provider_concurrency_max") or {}).items()}
     out: dict[str, int] = {}
 
     def share(name: str, n: int) -> None:

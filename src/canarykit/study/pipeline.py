@@ -75,6 +75,8 @@ def run_job(
         cfg["concurrency"] = max(1, int(concurrency))
         limits = dict(cfg.get("provider_concurrency") or {})
         cfg["provider_concurrency"] = {p: min(int(n), cfg["concurrency"]) for p, n in limits.items()}
+        maxima = dict(cfg.get("provider_concurrency_max") or {})  # an adaptive lane grows within the grant
+        cfg["provider_concurrency_max"] = {p: min(int(n), cfg["concurrency"]) for p, n in maxima.items()}
     # The shared run store and response cache (no DVC outputs: caches of every study) exist
     # even when no model response is cached (reference agents).
     Path(cfg.get("cache_dir") or Path(store_dir).parent / "cache" / "responses").mkdir(parents=True, exist_ok=True)
