@@ -16,6 +16,8 @@ rule detect:
         runtime=15,
     log:
         out("logs/detect/{model}.log"),
+    benchmark:
+        out("benchmarks/detect/{model}.tsv")
     script:
         "../scripts/detect.py"
 
