@@ -11,6 +11,7 @@ rule detect:
         calls=out("detect/{model}.calls.parquet"),
     params:
         store=RUN_STORE,
+        memo=STAGE_MEMO,
     resources:
         mem_mb=1500,
         runtime=15,
@@ -37,6 +38,7 @@ rule judge_primary:
         models=config["models"],
         retries=config["agent"]["retries"],
         store=RUN_STORE,
+        memo=STAGE_MEMO,
         resource=_JUDGE_RES.get("primary", {}).get("provider"),
     resources:
         **judge_resources("primary"),
@@ -63,6 +65,7 @@ rule judge_cross:
         models=config["models"],
         retries=config["agent"]["retries"],
         store=RUN_STORE,
+        memo=STAGE_MEMO,
         resource=_JUDGE_RES.get("cross", {}).get("provider"),
     resources:
         **judge_resources("cross"),
