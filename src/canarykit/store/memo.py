@@ -75,22 +75,22 @@ class RunMemo:
               if d != NO_RECORD and digests.get(rid) == d}
         if not ok:
             return set(), {}
-        keep = pl.Series(sorted(ok), dtype=pl.String)
-        return ok, {t: f.filter(pl.col("run_id").is_in(keep)) for t, f in frames.items()}
+        keep = pl.DataFrame({"run_id": sorted(ok)}, schema={"run_id": pl.String})
+        return ok, {t: f.join(keep, on="run_id", how="semi", maintain_order="left") for t, f in frames.items()}
 
     def save(self, digests: Mapping[str, str], tables: Mapping[str, pl.DataFrame], exclude: set[str] | None = None) -> None:
         """Remember ``tables`` (rows of the runs in ``digests``) for the next invocation;
         the runs in ``exclude`` (e.g. failed judge calls, to be retried) are left out."""
         exclude = exclude or set()
         ids = [rid for rid in digests if rid not in exclude]
-        keep = pl.Series(ids, dtype=pl.String)
+        keep = pl.DataFrame({"run_id": ids}, schema={"run_id": pl.String})
         tmp = self.dir.with_name(f".{self.dir.name}.{os.getpid()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         pl.DataFrame({"run_id": ids, "digest": [digests[r] for r in ids]},
                      schema={"run_id": pl.String, "digest": pl.String}).write_parquet(tmp / "runs.parquet")
         for name, frame in tables.items():
-            frame.filter(pl.col("run_id").is_in(keep)).write_parquet(tmp / f"{name}.parquet")
+            frame.join(keep, on="run_id", how="semi", maintain_order="left").write_parquet(tmp / f"{name}.parquet")
         (tmp / "scope.txt").write_text(self.scope, encoding="utf-8")
         old = self.dir.with_name(f".{self.dir.name}.{os.getpid()}.old")
         try:

@@ -205,7 +205,7 @@ def detect_model(
         memo = RunMemo(memo_dir, _memo_name("detect", metrics_out),
                        source_digest(detect_module, records_module))
         reused, old = memo.reusable(digests, ("metrics", "calls"))
-    todo = index.filter(~pl.col("run_id").is_in(pl.Series(sorted(reused), dtype=pl.String))) if reused else index
+    todo = _without(index, reused)
     source = ", ".join(index_paths[:1]) + (" ..." if len(index_paths) > 1 else "")
     calls, metrics = detect(load_records(todo, store_dir, source))
     if reused:
@@ -219,6 +219,14 @@ def detect_model(
         memo.save(digests, {"metrics": metrics, "calls": calls})
     for p in index_paths:
         mark_failed_runs_for_retry(p, store_dir)
+
+
+def _without(index: pl.DataFrame, run_ids: set[str]) -> pl.DataFrame:
+    """The rows of ``index`` whose run is not in ``run_ids`` (in index order)."""
+    if not run_ids:
+        return index
+    drop = pl.DataFrame({"run_id": sorted(run_ids)}, schema={"run_id": pl.String})
+    return index.join(drop, on="run_id", how="anti", maintain_order="left")
 
 
 def _memo_name(stage: str, output: str) -> str:
@@ -279,7 +287,7 @@ def judge_model(
                               "tasks": hashlib.sha256(Path(tasks_path).read_bytes()).hexdigest()})
         memo = RunMemo(memo_dir, _memo_name(f"judge_{role}", verdicts_out), scope)
         reused, old = memo.reusable(digests, ("verdicts",))
-    todo = index.filter(~pl.col("run_id").is_in(pl.Series(sorted(reused), dtype=pl.String))) if reused else index
+    todo = _without(index, reused)
     records = load_records(todo, store_dir, index_paths[0] if index_paths else "index")
     inputs = judge_inputs(records, task_map(tasks_path) if records else {}, tasks_path)
     verdicts, counts = judges.judge_all(role, inputs)
