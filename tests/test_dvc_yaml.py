@@ -121,11 +121,12 @@ def test_dvc_sees_an_edit_of_the_configured_task_file_and_judge_template(tmp_pat
     run(repo, "git", "init", "-q")
     run(repo, "dvc", "init", "-q")
     # Stand-ins for the two stages' other deps and outputs: DVC records hashes, it runs nothing.
-    for d in ("results/canaries", "results/runs/jobs", "results/detect", "results/judge", "results/cache/verdicts"):
+    for d in ("results/canaries", "results/runs/jobs", "results/detect", "results/judge", "results/cache/verdicts",
+              "results/cache/memo"):
         (repo / d).mkdir(parents=True, exist_ok=True)
     for f in ("results/tools.json", "results/canaries/standard.json", "results/runs/jobs/x.json",
               "results/runs/index.parquet", "results/detect/x", "results/judge/x", "results/runs.parquet",
-              "results/cache/verdicts/x"):
+              "results/cache/verdicts/x", "results/cache/memo/x"):
         (repo / f).write_text("x")
     run(repo, "dvc", "commit", "-f", "generate_canaries@standard", "runs_table")
 
