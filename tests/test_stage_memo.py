@@ -13,7 +13,14 @@ from fakes.records import call_events
 
 import canarykit.detection.detect as detect_module
 from canarykit.agents._summary import INDEX_SCHEMA
-from canarykit.store.records import FinalAnswerEvent, ModelTurnEvent, OfferedTool, RunRecord, record_path, write_record
+from canarykit.store.records import (
+    FinalAnswerEvent,
+    ModelTurnEvent,
+    OfferedTool,
+    RunRecord,
+    record_path,
+    write_record,
+)
 from canarykit.study.pipeline import detect_model, judge_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -209,8 +209,8 @@ def detect_model(
     source = ", ".join(index_paths[:1]) + (" ..." if len(index_paths) > 1 else "")
     calls, metrics = detect(load_records(todo, store_dir, source))
     if reused:
-        metrics = in_index_order(ids, pl.concat([old["metrics"], metrics], how="vertical")).cast(RUN_METRIC_COLUMNS)
-        calls = in_index_order(ids, pl.concat([old["calls"], calls], how="vertical"), within="idx").cast(CALL_TABLE_COLUMNS)
+        metrics = in_index_order(ids, pl.concat([old["metrics"], metrics], how="vertical")).cast(pl.Schema(RUN_METRIC_COLUMNS))
+        calls = in_index_order(ids, pl.concat([old["calls"], calls], how="vertical"), within="idx").cast(pl.Schema(CALL_TABLE_COLUMNS))
     Path(metrics_out).parent.mkdir(parents=True, exist_ok=True)
     metrics.rechunk().write_parquet(metrics_out)
     Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
@@ -300,7 +300,7 @@ def judge_model(
             counts[str(status)] += int(n)
             if status != "skipped":
                 counts["reused"] += int(n)
-        verdicts = in_index_order(ids, pl.concat([kept, verdicts], how="vertical")).cast(VERDICT_COLUMNS).rechunk()
+        verdicts = in_index_order(ids, pl.concat([kept, verdicts], how="vertical")).cast(pl.Schema(VERDICT_COLUMNS)).rechunk()
     for line in judge_lines(role, counts, verdicts):
         print(line, file=out)
     Path(verdicts_out).parent.mkdir(parents=True, exist_ok=True)
