@@ -71,6 +71,9 @@ FIGURES = STAGES["outputs"]["figures"]
 OUT = os.path.normpath(config["study"]["output_dir"])
 os.environ[OUT_ENV] = OUT  # the console (make run) finds the study's outputs and writes its full log there
 RUN_STORE = "results/runs/store"
+#: the stages after the agents remember their rows per run by the record's content (shared by
+#: all studies like the store: canarykit.store.memo), so an edit recomputes only changed runs
+STAGE_MEMO = "results/cache/memo"
 #: pool -> conditions run against it (main grid plus the subtlety ablation)
 GRID = run_grid(config)
 POOLS = sorted(GRID)

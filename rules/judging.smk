@@ -11,11 +11,14 @@ rule detect:
         calls=out("detect/{model}.calls.parquet"),
     params:
         store=RUN_STORE,
+        memo=STAGE_MEMO,
     resources:
         mem_mb=1500,
         runtime=15,
     log:
         out("logs/detect/{model}.log"),
+    benchmark:
+        out("benchmarks/detect/{model}.tsv")
     script:
         "../scripts/detect.py"
 
@@ -36,6 +39,7 @@ rule judge_primary:
         models=config["models"],
         retries=config["agent"]["retries"],
         store=RUN_STORE,
+        memo=STAGE_MEMO,
         resource=_JUDGE_RES.get("primary", {}).get("provider"),
     resources:
         **judge_resources("primary"),
@@ -63,6 +67,7 @@ rule judge_cross:
         models=config["models"],
         retries=config["agent"]["retries"],
         store=RUN_STORE,
+        memo=STAGE_MEMO,
         resource=_JUDGE_RES.get("cross", {}).get("provider"),
     resources:
         **judge_resources("cross"),

@@ -5,7 +5,7 @@ from canarykit.study.workflow import run_script
 
 
 def main(smk):
-    detect_model(smk.input.indexes, smk.params.store, smk.output.metrics, smk.output.calls)
+    detect_model(smk.input.indexes, smk.params.store, smk.output.metrics, smk.output.calls, memo_dir=smk.params.memo)
 
 
 if __name__ == "__main__":

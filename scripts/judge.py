@@ -14,7 +14,7 @@ def main(smk):
     judge_model(
         smk.params.role, smk.input.indexes, smk.params.store, smk.input.tasks, judge, smk.params.models,
         smk.params.retries, smk.output.verdicts, smk.output.counts,
-        job=f"judge_{smk.params.role}-{smk.wildcards.model}",
+        job=f"judge_{smk.params.role}-{smk.wildcards.model}", memo_dir=smk.params.memo,
     )
 
 

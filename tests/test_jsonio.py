@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from canarykit.store.jsonio import atomic_write_text, write_json
+from canarykit.store.jsonio import HostileJSONError, atomic_write_text, safe_json_loads, write_json
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
@@ -30,3 +30,29 @@ def test_a_rewrite_replaces_the_whole_file_and_leaves_no_temporary(tmp_path: Pat
     atomic_write_text(target, "new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["t.txt"]
+
+
+@pytest.mark.parametrize(
+    "text, depth",
+    [
+        ('{"a": "[[[[{{{{", "b": [1, {"c": "\\"]]}}"}]}', 3),  # brackets inside strings never count
+        ('[1, "\\\\", [2]]', 2),  # an escaped backslash ends before the closing quote
+        ("[" * 64 + "]" * 64, 64),
+        ("[]", 1),
+        ('"plain"', 0),
+    ],
+)
+def test_nesting_within_the_limit_parses_and_strings_do_not_count(text: str, depth: int) -> None:
+    from canarykit.store.jsonio import _nesting
+
+    assert _nesting(text, 64) == depth
+    safe_json_loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 65 + "]" * 65, "[" * 100_000, '{"a": ' * 70 + "1" + "}" * 70, '["open string' + "[" * 100],
+)
+def test_nesting_beyond_the_limit_or_unbalanced_is_refused_not_crashed(text: str) -> None:
+    with pytest.raises(HostileJSONError):
+        safe_json_loads(text)

@@ -18,8 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import FEW_CLUSTERS, CrossedResampler, Sample, TaskBootstrap
-
 
 def kappa_interval(
     a: Sequence[bool | None], b: Sequence[bool | None], tasks: Sequence[Any], alpha: float = 0.05
@@ -27,6 +25,10 @@ def kappa_interval(
     """``kappa_lo``, ``kappa_hi`` (at ``1 - alpha``), ``clusters`` (tasks) and ``few_clusters``
     over the runs where both verdicts are defined. No interval (None) without two tasks, or
     when kappa has no sampling variability to show (every run agrees, or one label only)."""
+    # imported here: canarykit.stats loads scipy.stats (seconds), which a judging job, importing
+    # canarykit.judging for its judges, never needs (only the validation report does)
+    from ..stats import FEW_CLUSTERS, CrossedResampler, Sample, TaskBootstrap
+
     pairs = [(bool(x), bool(y), str(t)) for x, y, t in zip(a, b, tasks, strict=True) if x is not None and y is not None]
     out: dict[str, Any] = {"kappa_lo": None, "kappa_hi": None, "clusters": len({t for *_, t in pairs}), "few_clusters": True}
     out["few_clusters"] = out["clusters"] < FEW_CLUSTERS

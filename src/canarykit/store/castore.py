@@ -4,8 +4,10 @@ responses, verdicts, rewordings).
 A value lives at ``root/<key[:2]>/<key><suffix>`` where ``key`` is a hex digest of what
 decides it (:func:`canarykit.store.jsonio.content_hash`): two writers of one key write the same
 value, so no write needs a lock. Writes are atomic (a reader sees the whole old file or the
-whole new one, a crash leaves no partial entry), and a missing or damaged entry reads as a
-miss, never as an error: the caller recomputes it.
+whole new one, a killed writer leaves no partial entry), and a missing or damaged entry reads
+as a miss, never as an error: the caller recomputes it. So writes are not flushed to the disk
+one by one (no fsync: it cost more than the rest of writing a reference run's record); a power
+loss may leave an empty entry, which is a miss like any damaged one.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class ContentStore:
     def write_text(self, key: str, text: str) -> Path:
         """Store ``text`` under ``key`` atomically; returns its path."""
         p = self.path(key)
-        atomic_write_text(p, text)
+        atomic_write_text(p, text, durable=False)
         return p
 
     def keys(self) -> Iterator[str]:

@@ -63,21 +63,70 @@ def code_closure(script: str | Path, root: str | Path = ".") -> list[str]:
     return sorted(str(p.relative_to(base)) for p in _closure(str(Path(script).resolve()), str(base)))
 
 
+#: Where the imports read from each source file are remembered, by the file's content, under
+#: the workflow root: parsing the package's ~170 modules (ast) costs seconds on every start of
+#: Snakemake, and a `dvc repro` starts it once per stage.
+IMPORTS_CACHE = ".snakemake/canarykit-code-imports.json"
+
+
 @cache
 def _closure(script: str, root: str) -> frozenset[Path]:
     pkg_dir = Path(root) / "src" / "canarykit"
     seen: set[Path] = set()
     todo = [Path(script)]
+    known = _imports_cache(root)
     while todo:
         path = todo.pop()
-        for mod in _imports(path, pkg_dir):
+        for mod in _imports_remembered(path, pkg_dir, known):
             f = _module_file(mod, pkg_dir)
             if f is not None and f not in seen:
                 seen.add(f)
                 todo.append(f)
+    _save_imports_cache(root, known)
     return frozenset(seen)
 
 
+@cache
+def _imports_cache(root: str) -> dict[str, Any]:
+    """The remembered imports (``{"<file> <sha256 of its text> <package dir>": [modules]}``);
+    empty when missing or unreadable (then everything is parsed again)."""
+    import json
+
+    try:
+        data = json.loads((Path(root) / IMPORTS_CACHE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"entries": {}, "dirty": False}
+    entries = data if isinstance(data, dict) else {}
+    return {"entries": {k: v for k, v in entries.items() if isinstance(v, list)}, "dirty": False}
+
+
+def _save_imports_cache(root: str, known: dict[str, Any]) -> None:
+    if not known["dirty"]:
+        return
+    from ..store.jsonio import atomic_write_text, canonical_json
+
+    try:
+        atomic_write_text(Path(root) / IMPORTS_CACHE, canonical_json(known["entries"]), durable=False)
+        known["dirty"] = False
+    except OSError:
+        pass  # a read-only checkout parses on every start, as before
+
+
+def _imports_remembered(path: Path, pkg_dir: Path, known: dict[str, Any]) -> frozenset[str]:
+    """:func:`_imports`, remembered by the file's content (and where the package lives)."""
+    import hashlib
+
+    key = f"{path} {hashlib.sha256(path.read_bytes()).hexdigest()} {pkg_dir}"
+    hit = known["entries"].get(key)
+    if hit is not None:
+        return frozenset(hit)
+    found = _imports(path, pkg_dir)
+    known["entries"][key] = sorted(found)
+    known["dirty"] = True
+    return found
+
+
+@cache
 def _module_file(mod: str, pkg_dir: Path) -> Path | None:
     parts = mod.split(".")
     if parts[0] != "canarykit":
@@ -90,7 +139,10 @@ def _module_file(mod: str, pkg_dir: Path) -> Path | None:
     return None
 
 
-def _imports(path: Path, pkg_dir: Path) -> set[str]:
+@cache
+def _imports(path: Path, pkg_dir: Path) -> frozenset[str]:
+    """The modules ``path`` imports (parsed once per process: every rule's closure shares the
+    package's modules, and the Snakefile computes 16 closures on each start)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     here = ""
     if path.is_relative_to(pkg_dir):
@@ -119,7 +171,7 @@ def _imports(path: Path, pkg_dir: Path) -> set[str]:
         parts = mod.split(".")
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__
             out.add(".".join(parts[:i]))
-    return out
+    return frozenset(out)
 
 
 def load_stages(root: str | Path = ".") -> dict[str, Any]:

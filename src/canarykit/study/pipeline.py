@@ -11,6 +11,7 @@ package and writes its outputs; the scripts under ``scripts/`` only pass Snakema
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -194,19 +195,59 @@ def _read_indexes(index_paths: Sequence[str]) -> pl.DataFrame:
     return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
 
-def detect_model(index_paths: Sequence[str], store_dir: str, metrics_out: str, calls_out: str) -> None:
-    """Classify every call of one model's runs: the per-run trap metrics and the per-call table."""
-    from ..detection.detect import detect, load_records
+def detect_model(
+    index_paths: Sequence[str], store_dir: str, metrics_out: str, calls_out: str, *, memo_dir: str | None = None
+) -> None:
+    """Classify every call of one model's runs: the per-run trap metrics and the per-call table.
+
+    With ``memo_dir`` (rules/judging.smk: ``results/cache/memo``), a run whose record did not
+    change since the last invocation keeps its rows (:class:`~canarykit.store.memo.RunMemo`): an
+    edit that re-executes some runs re-classifies only those."""
+    from ..detection import detect as detect_module
+    from ..detection.detect import CALL_TABLE_COLUMNS, RUN_METRIC_COLUMNS, detect, load_records
+    from ..store import records as records_module
+    from ..store.memo import RunMemo, in_index_order, record_digests, source_digest
 
     index = _read_indexes(index_paths)
-    records = load_records(index, store_dir, ", ".join(index_paths[:1]) + (" ..." if len(index_paths) > 1 else ""))
-    calls, metrics = detect(records)
+    ids = index["run_id"].to_list()
+    memo = digests = None
+    reused: set[str] = set()
+    old: dict[str, pl.DataFrame] = {}
+    if memo_dir is not None:
+        digests = record_digests(ids, store_dir)
+        memo = RunMemo(memo_dir, _memo_name("detect", metrics_out),
+                       source_digest(detect_module, records_module))
+        reused, old = memo.reusable(digests, ("metrics", "calls"))
+    todo = _without(index, reused)
+    source = ", ".join(index_paths[:1]) + (" ..." if len(index_paths) > 1 else "")
+    calls, metrics = detect(load_records(todo, store_dir, source))
+    if reused:
+        metrics = in_index_order(ids, pl.concat([old["metrics"], metrics], how="vertical")).cast(pl.Schema(RUN_METRIC_COLUMNS))
+        calls = in_index_order(ids, pl.concat([old["calls"], calls], how="vertical"), within="idx").cast(pl.Schema(CALL_TABLE_COLUMNS))
     Path(metrics_out).parent.mkdir(parents=True, exist_ok=True)
-    metrics.write_parquet(metrics_out)
+    metrics.rechunk().write_parquet(metrics_out)
     Path(calls_out).parent.mkdir(parents=True, exist_ok=True)
-    validate(calls, CallsTable, calls_out).write_parquet(calls_out)
+    validate(calls, CallsTable, calls_out).rechunk().write_parquet(calls_out)
+    if memo is not None and digests is not None:
+        memo.save(digests, {"metrics": metrics, "calls": calls})
     for p in index_paths:
         mark_failed_runs_for_retry(p)
+
+
+def _without(index: pl.DataFrame, run_ids: set[str]) -> pl.DataFrame:
+    """The rows of ``index`` whose run is not in ``run_ids`` (in index order)."""
+    if not run_ids:
+        return index
+    drop = pl.DataFrame({"run_id": sorted(run_ids)}, schema={"run_id": pl.String})
+    return index.join(drop, on="run_id", how="anti", maintain_order="left")
+
+
+def _memo_name(stage: str, output: str) -> str:
+    """A stage's memo for one output: ``<stage>/<output stem>-<hash of its path>`` (the memo
+    root is shared by every study; two studies' outputs never share a memo)."""
+    import hashlib
+
+    return f"{stage}/{Path(output).stem}-{hashlib.sha256(os.path.abspath(output).encode('utf-8')).hexdigest()[:12]}"
 
 
 def judge_model(
@@ -222,12 +263,16 @@ def judge_model(
     *,
     job: str,
     log: Any = None,
+    memo_dir: str | None = None,
 ) -> dict[str, Any]:
     """Judge one model's runs with one judge (``role``: ``primary`` or ``cross``).
 
     Verdicts are cached by content (an unchanged run is never judged twice); failed verdicts
     are not cached and are judged again by the next invocation. Writes the verdict table and
-    ``counts_out`` (``{judged, reused, skipped, ok, unparseable, error, model_calls}``)."""
+    ``counts_out`` (``{judged, reused, skipped, ok, unparseable, error, model_calls}``).
+    With ``memo_dir``, a run whose record, judge, judging code and task file did not change
+    keeps its verdict without being read or keyed again (:class:`~canarykit.store.memo.RunMemo`;
+    it counts as reused)."""
     from ..detection.detect import load_records
     from ..judging import StudyJudges, judge_inputs, judge_lines
     from ..tasks.suite import task_map
@@ -236,16 +281,47 @@ def judge_model(
     if not judge_cfg.get(role):
         raise InputError("params.yaml", f"judge.{role}", "no judge configured for this role")
     index = _read_indexes(index_paths)
-    records = load_records(index, store_dir, index_paths[0] if index_paths else "index")
-    inputs = judge_inputs(records, task_map(tasks_path), tasks_path)
+    ids = index["run_id"].to_list()
     stats = CallStats()
     judges = StudyJudges.from_config(judge_cfg, models, retries, cache_dir=judge_cfg.get("cache_dir"),
                                      ledger=ledger(store_dir, job), stats={role: stats})
+    memo = digests = None
+    reused: set[str] = set()
+    old: dict[str, pl.DataFrame] = {}
+    if memo_dir is not None:
+        from ..judging import _base as base_module
+        from ..judging import _offline as offline_module
+        from ..judging import _run as run_module
+        from ..store.jsonio import content_hash
+        from ..store.memo import RunMemo, record_digests, source_digest
+
+        digests = record_digests(ids, store_dir)
+        scope = content_hash({"judge": judges.judge(role).identity(), "code": source_digest(base_module, offline_module, run_module),
+                              "tasks": hashlib.sha256(Path(tasks_path).read_bytes()).hexdigest()})
+        memo = RunMemo(memo_dir, _memo_name(f"judge_{role}", verdicts_out), scope)
+        reused, old = memo.reusable(digests, ("verdicts",))
+    todo = _without(index, reused)
+    records = load_records(todo, store_dir, index_paths[0] if index_paths else "index")
+    inputs = judge_inputs(records, task_map(tasks_path) if records else {}, tasks_path)
     verdicts, counts = judges.judge_all(role, inputs)
+    if reused:
+        from ..judging._run import VERDICT_COLUMNS
+        from ..store.memo import in_index_order
+
+        kept = old["verdicts"]
+        for status, n in kept.group_by("status").len().iter_rows():  # as judge_all counts a cached verdict
+            counts[str(status)] += int(n)
+            if status != "skipped":
+                counts["reused"] += int(n)
+        verdicts = in_index_order(ids, pl.concat([kept, verdicts], how="vertical")).cast(pl.Schema(VERDICT_COLUMNS)).rechunk()
     for line in judge_lines(role, counts, verdicts):
         print(line, file=out)
     Path(verdicts_out).parent.mkdir(parents=True, exist_ok=True)
     validate(verdicts, VerdictsTable, verdicts_out).write_parquet(verdicts_out)
+    if memo is not None and digests is not None:
+        # a failed judge call is judged again next time, never remembered (as in the verdict cache)
+        failed = set(verdicts.filter(pl.col("status") == "error")["run_id"].to_list())
+        memo.save(digests, {"verdicts": verdicts}, exclude=failed)
     doc: dict[str, Any] = dict(counts)
     doc["model_calls"] = {"requests": stats.backend_calls, "cached": stats.cached_calls, "retries": stats.retries,
                           "cost_usd": round(stats.cost_usd, 8)}
