@@ -328,6 +328,13 @@ def test_a_silent_stage_prints_runs_rate_eta_and_spend_every_30_s(tmp_path: Path
     assert view.heartbeat() == [], "the next one 30 s later"
     t["now"] = 81.0
     assert len(view.heartbeat()) == 1
-    view.lanes = lambda: "lanes: openai 8/16 in flight"  # the hook for the model layer's lanes
+    # issue 31: the progress line shows each provider lane's current concurrency and rate,
+    # summed over the agent jobs still running (canarykit.agents._summary.lanes_text)
+    logs[0].write_text("[canarykit runs] 70/100 done, 2.0/s, 1 errors, spend $0.1300; lanes openai 12/64 9.5/s\n")
+    logs[1].write_text("[canarykit runs] 50/100 done, 1.3/s, 0 errors, spend $0.0900; lanes openai 8/64 4.5/s\n")
     t["now"] = 112.0
-    assert "lanes: openai 8/16 in flight" in view.heartbeat()[0]
+    line = view.heartbeat()[0]
+    assert "runs 120/200" in line and "openai concurrency 20/128, 14.0 calls/s" in line
+    view.lines(record("", event="job_finished", job_id=1))
+    t["now"] = 143.0
+    assert "openai concurrency 8/64, 4.5 calls/s" in view.heartbeat()[0], "a finished job's lane no longer counts"

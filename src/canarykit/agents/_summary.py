@@ -14,6 +14,7 @@ import polars as pl
 
 from ..store.jsonio import atomic_write_bytes
 from ._plan import Planned
+from .adaptive import snapshot
 from .calls import CallStats
 from .config import agent_defaults
 from .protocol import is_transient_reason
@@ -87,8 +88,18 @@ class Progress:
         if self.out is not None and (force or now - self.last >= self.every_s):
             self.last = now
             rate = self.done / max(now - self.t0, 1e-9)
-            print(f"[canarykit runs] {self.done}/{self.total} done, {rate:.1f}/s, {self.errors} errors, spend ${self.spend:.4f}",
-                  file=self.out, flush=True)
+            print(f"[canarykit runs] {self.done}/{self.total} done, {rate:.1f}/s, {self.errors} errors, spend ${self.spend:.4f}"
+                  f"{lanes_text()}", file=self.out, flush=True)
+
+
+def lanes_text() -> str:
+    """The adaptive provider lanes of this process's grid, for its progress line (the
+    console's heartbeat sums them over the agent jobs): ``; lanes openai 12/128 9.8/s``
+    (current limit / maximum, completed calls per second); "" when no lane adapts."""
+    lanes = snapshot()
+    if not lanes:
+        return ""
+    return "; lanes " + ", ".join(f"{p} {s.limit}/{s.maximum} {s.rate:.1f}/s" for p, s in sorted(lanes.items()))
 
 
 def count(summary: RunSummary, tally: ModelTally, name: str, n: int = 1) -> None:

@@ -59,7 +59,9 @@ HEARTBEAT_S = 30.0
 #: What Snakemake logs when Ctrl-C (SIGINT) reaches it.
 _INTERRUPTED = ("Terminating processes on user request", "Cancelling snakemake on user request")
 #: An agent job's progress line in its log (canarykit.agents._summary.Progress).
-_RUNS_PROGRESS = re.compile(r"\[canarykit runs\] (\d+)/(\d+) done, [\d.]+/s, \d+ errors, spend \$([\d.]+)")
+_RUNS_PROGRESS = re.compile(r"\[canarykit runs\] (\d+)/(\d+) done, [\d.]+/s, \d+ errors, spend \$([\d.]+)(?:; lanes (.*))?")
+#: One adaptive provider lane in a progress line (canarykit.agents._summary.lanes_text).
+_LANE = re.compile(r"(\S+) (\d+)/(\d+) ([\d.]+)/s")
 
 _NOISE = (
     "Building DAG of jobs",
@@ -140,6 +142,8 @@ class ConsoleView:
         self.rule_of: dict[int, str] = {}
         self.planned: Counter[str] = Counter()
         self.done: Counter[str] = Counter()
+        #: the jobs that have finished (a finished agent job's lanes no longer count)
+        self.done_jobs: set[int] = set()
         self.first_start: dict[str, float] = {}
         self.total = 0
         self.finished = 0
@@ -215,6 +219,7 @@ class ConsoleView:
 
     def _finished(self, jobid: int) -> list[str]:
         self.finished += 1
+        self.done_jobs.add(jobid)
         rule = self.rule_of.get(jobid)
         if rule is None:
             return []
@@ -324,6 +329,7 @@ class ConsoleView:
         done = total = 0
         spend = 0.0
         jobs = 0
+        lanes: dict[str, list[float]] = {}  # provider: [limit, maximum, calls/s] over running jobs
         for jid, rule in self.rule_of.items():
             if rule != "run_agents":
                 continue
@@ -331,6 +337,10 @@ class ConsoleView:
                 m = _last_progress(log)
                 if m is not None:
                     done, total, spend, jobs = done + m[0], total + m[1], spend + m[2], jobs + 1
+                    if jid not in self.done_jobs:
+                        for p, limit, maximum, rate in _LANE.findall(m[3]):
+                            lane = lanes.setdefault(p, [0.0, 0.0, 0.0])
+                            lane[0], lane[1], lane[2] = lane[0] + int(limit), lane[1] + int(maximum), lane[2] + float(rate)
         if not jobs:
             return ""
         planned = self.planned.get("run_agents", jobs)
@@ -338,7 +348,8 @@ class ConsoleView:
         wall = now - self.first_start["run_agents"]
         rate = done / wall if wall > 0 else 0.0
         eta = f", ETA {_duration((total - done) / rate)}" if rate > 0 and total > done else ""
-        return f"runs {done:,}/{total:,}, {rate:.1f}/s{eta}, ${spend:.2f} spent"
+        shown = "".join(f"; {p} concurrency {int(v[0])}/{int(v[1])}, {v[2]:.1f} calls/s" for p, v in sorted(lanes.items()))
+        return f"runs {done:,}/{total:,}, {rate:.1f}/s{eta}, ${spend:.2f} spent{shown}"
 
     def succeeded(self) -> bool:
         return self.errors == 0 and (self.nothing_to_do or (self.started and self.finished >= self.total))
@@ -378,8 +389,9 @@ class ConsoleView:
         return block
 
 
-def _last_progress(path: str | Path) -> tuple[int, int, float] | None:
-    """An agent job's last progress line in its log: (runs done, runs in the job, spend)."""
+def _last_progress(path: str | Path) -> tuple[int, int, float, str] | None:
+    """An agent job's last progress line in its log: (runs done, runs in the job, spend, its
+    adaptive lanes as text)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -390,8 +402,8 @@ def _last_progress(path: str | Path) -> tuple[int, int, float] | None:
     found = _RUNS_PROGRESS.findall(tail)
     if not found:
         return None
-    done, total, spend = found[-1]
-    return int(done), int(total), float(spend)
+    done, total, spend, lanes = found[-1]
+    return int(done), int(total), float(spend), lanes
 
 
 def _exception_line(text: str) -> str:
