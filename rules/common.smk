@@ -317,7 +317,8 @@ def check_failed_runs(log):
         covers_runs = True
     if not covers_runs:
         return
-    from canarykit.study.failures import failure_message, retry_command, study_failures, write_verdict
+    from canarykit.study.failed_runs import study_failures
+    from canarykit.study.failures import failure_message, retry_command, write_verdict
 
     failures = study_failures(out("runs/index.parquet"), RUN_STORE, config["models"], config["study"]["allow_failed"])
     write_verdict(OUT, failures)

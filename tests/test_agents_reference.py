@@ -149,7 +149,8 @@ def test_a_list_and_its_reworded_list_draw_independently_and_one_list_repeats_it
     both, not on the same tasks: no shared random numbers between a list and its twin list),
     while the same list run again makes exactly the same calls."""
     tasks_path, pools, _ = make_study(tmp_path / "study", n_tasks=30, pools={"standard": ["declared"], "subtle": ["declared"]})
-    models = [m for m in reference_models() if m["agent"] == "surface"]
+    # at an even take rate, so that "which tasks" can differ (the default study's 0.995 takes nearly always)
+    models = [{**m, "take_prob": 0.5} for m in reference_models() if m["agent"] == "surface"]
     assert models
 
     def calls(store: str) -> dict[tuple[str, str], list[str]]:

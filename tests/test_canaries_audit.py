@@ -49,7 +49,7 @@ def _main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str
 
 
 def test_the_shipped_pools_differ_in_their_tells_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The workflow's two pools (params.yaml: K = 3 held-back wordings per type, the task
+    """The workflow's two pools (params.yaml: K = 8 held-back wordings per type, the task
     suite's check) and the paper profile's: every pair clean, every span listed."""
     tasks = load_tasks(ROOT / "data" / "tasks.json")
     (tmp_path / "results" / "canaries").mkdir(parents=True)

@@ -195,6 +195,7 @@ def test_bad_twin_suffixes_and_variants_are_one_line_naming_the_field(tmp_path: 
     shutil_params.write_text(yaml.safe_dump(config))
     run = subprocess.run([sys.executable, "-m", "canarykit", "validate-config", str(shutil_params)],
                          capture_output=True, text=True, cwd=tmp_path)
+    line = next(i for i, text in enumerate(shutil_params.read_text().splitlines(), 1) if "Served live" in text)
     assert run.returncode == 2 and run.stderr.strip().splitlines() == [
-        f"canarykit: error: {shutil_params}: canaries.control_suffixes.subtle.semantic_decoy: the twin's suffix "
+        f"canarykit: error: {shutil_params}:{line}: canaries.control_suffixes.subtle.semantic_decoy: the twin's suffix "
         "carries the selling point 'live': a twin makes no freshness, accuracy, reliability or capability claim"]

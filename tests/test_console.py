@@ -227,7 +227,8 @@ def test_failed_runs_close_with_the_first_failure_and_the_command_that_retries(t
 
     monkeypatch.setenv(COMMAND_ENV, "canarykit run --configfile mine.yaml")
     first = FirstFailure("llama3", "ConnectionRefused", "127.0.0.1:11434",
-                         "connection refused by 127.0.0.1:11434 (nothing listens there: is the server running?)", "r1")
+                         "connection refused by 127.0.0.1:11434 (nothing listens there: is the server running?)", "r1",
+                         transient=True)
     failures = Failures(6, 6, 0.0, first)
     write_verdict(tmp_path, failures)
     view = ConsoleView(str(tmp_path), clock=Clock())

@@ -326,12 +326,12 @@ def _run(model: dict[str, Any], a: Any, pool: Any) -> RunRecord:
 def test_reference_agents_choose_by_text_and_slot_not_by_metadata(built: dict, pool: Any) -> None:
     """Reference agents read only text. A planted agent taking every look-alike it accepts
     calls, among the canaries of a declared list, only those of its own type (the others'
-    text shows their defect). The surface agent's draws do not depend on the look-alikes'
-    texts: with canaries and with controls in the same slots, its first call into each real
-    tool's family goes to the same slot."""
+    text shows their defect). The surface agent's draws depend on the list it is shown and on
+    nothing else: the same list run twice goes to the same slots, and (issue 27 item 5) a
+    list and its twin list draw independently, so over the lists they do not always agree."""
     surface = {"name": "s", "backend": "reference", "agent": "surface", "take_prob": 1.0, "backoff_prob": 1.0, "group": "planted"}
     lists = [a for (c, s, _t, _arm), a in built.items() if c == "control" and s == 0 and a.controls][:12]
-    own = 0
+    own = agree = 0
     for a in lists:
         dec = built[("declared", a.seed, a.task_id, "")]
         for t in {o.canary_type for o in dec.offered if o.canary_type}:
@@ -341,7 +341,7 @@ def test_reference_agents_choose_by_text_and_slot_not_by_metadata(built: dict, p
             assert taken <= {t}, (a.task_id, t, taken)
             own += taken == {t}
         firsts = []
-        for lst in (dec, a):
+        for lst in (dec, a, a):
             rec = _run(surface, lst, pool)
             assert rec.status == "completed"
             slot = {o.name: i for i, o in enumerate(lst.offered)}
@@ -351,5 +351,7 @@ def test_reference_agents_choose_by_text_and_slot_not_by_metadata(built: dict, p
                 if e.kind == "tool_call" and e.name in slot:
                     first.setdefault(str(shadows[e.name]), slot[e.name])
             firsts.append(first)
-        assert firsts[0] == firsts[1], a.task_id
+        assert firsts[1] == firsts[2], a.task_id  # one list, one set of draws
+        agree += firsts[0] == firsts[1]
     assert own >= 10
+    assert agree < len(lists), "a list and its twin list share no random numbers"

@@ -11,12 +11,12 @@ import polars as pl
 from canarykit.agents.store import RunStore
 from canarykit.report.failure_banner import failure_banner
 from canarykit.store.records import BackendErrorEvent, OfferedTool, RunRecord
+from canarykit.study.failed_runs import study_failures
 from canarykit.study.failures import (
     Failures,
     model_host,
     read_verdict,
     retry_command,
-    study_failures,
     write_verdict,
 )
 
@@ -53,6 +53,7 @@ def test_a_refused_backend_is_the_first_failure_with_its_class_host_and_model(tm
     assert failures is not None and failures.failed == 2 and failures.total == 4 and failures.exceeded
     assert failures.first is not None
     assert failures.first.text() == "ConnectionRefused from 127.0.0.1:11434 (model llama3)"
+    assert failures.first.transient, "a refused connection is retried by running the study again"
     assert failures.headline() == "2 of 4 runs failed (50%; study.allow_failed: 0)"
     assert not study_failures(index, store, MODELS, 0.5).exceeded, "a share up to allow_failed is accepted"
     assert study_failures(tmp_path / "none.parquet", store, MODELS, 0.0) is None
@@ -69,7 +70,7 @@ def test_the_retry_command_is_the_users_own_and_forces_the_agents_for_a_permanen
     from canarykit.study.failures import COMMAND_ENV, FirstFailure
 
     monkeypatch.setenv(COMMAND_ENV, "canarykit run --configfile mine.yaml")
-    refused = FirstFailure("llama3", "ConnectionRefused", "127.0.0.1:11434", "", "r")
+    refused = FirstFailure("llama3", "ConnectionRefused", "127.0.0.1:11434", "", "r", transient=True)
     assert retry_command(refused) == "canarykit run --configfile mine.yaml", "transient: the job is out of date already"
     missing = FirstFailure("gpt-4.1", "MissingAPIKey", "openai", "", "r")
     assert retry_command(missing) == "canarykit run --configfile mine.yaml --forcerun run_agents"

@@ -33,4 +33,4 @@ from ._orchestrate import (
 from ._panel import ROLES, StudyJudges
 from ._report import (
     oracle_check, oracle_lines, oracle_names, stability_sample, tracked_counts, validation_report)
-from ._run import VERDICT_COLUMNS, VerdictCache, judge_all, judge_inputs, judge_options, judge_runs
+from ._run import VERDICT_COLUMNS, VerdictCache, judge_all, judge_inputs, judge_options, judge_runs, judging_code_modules

@@ -282,3 +282,11 @@ def judge_runs(
     records = load_records(index_df, store_dir, index_source)
     inputs = judge_inputs(records, task_map(tasks), task_source(tasks))
     return judge_all(judge, inputs, VerdictCache(cache_dir) if cache_dir is not None else None)
+
+
+def judging_code_modules() -> tuple[object, ...]:
+    """The modules whose source decides a verdict of the offline judges (a stage's memo scope:
+    editing one judges every run again)."""
+    from . import _base, _offline, _run
+
+    return (_base, _offline, _run)

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 def failure_banner(runs: Any, store: str | Path | None, params: Mapping[str, Any]) -> Markup | None:
     """The banner's HTML (None without failed runs or without a per-run table)."""
-    from ..study.failures import first_failure
+    from ..study.failed_runs import first_failure
 
     if runs is None or "error" not in runs.columns or not runs.height:
         return None

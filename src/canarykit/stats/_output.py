@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from ..store.jsonio import atomic_write_text, write_json
-from ..study.console import brace_paths
+from ..store.paths import brace_paths
 from ..types import CANARY_TYPES, POOLS
 from ._config import StatsConfig
 from ._descriptives import DECLARED_FULL, POOLED

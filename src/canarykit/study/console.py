@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import did_you_mean
+from ..store.paths import brace_paths
 from .failures import Failures, invocation_command, read_verdict, retry_command
 
 #: Set (to ``quiet``) by the console in the main Snakemake process, inherited by every job:
@@ -486,23 +487,6 @@ def cli_targets(argv: Sequence[str]) -> list[str]:
     except SystemExit:
         return []
     return [str(t) for t in getattr(args, "targets", None) or []]
-
-
-def brace_paths(paths: Sequence[str]) -> list[str]:
-    """``paths`` in shell-brace groups: ``results/{table1,table2}.{csv,md}``."""
-    by_suffix: dict[tuple[str, str], list[str]] = {}
-    for p in paths:
-        path = Path(p)
-        by_suffix.setdefault((str(path.parent), path.suffix), []).append(path.stem)
-    merged: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for (parent, suffix), stems in by_suffix.items():
-        merged.setdefault((parent, tuple(stems)), []).append(suffix)
-
-    def brace(items: Sequence[str]) -> str:
-        return items[0] if len(items) == 1 else "{" + ",".join(items) + "}"
-
-    return [f"{parent}/{brace(stems)}.{brace([s.lstrip('.') for s in suffixes])}"
-            for (parent, stems), suffixes in merged.items()]
 
 
 def open_invocation_log(out: Path, now: float | None = None) -> Any:

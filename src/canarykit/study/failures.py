@@ -34,6 +34,9 @@ class FirstFailure:
     host: str
     message: str
     run_id: str
+    #: whether a retry alone can fix it (agents.protocol.is_transient_reason, decided where
+    #: the failure is read: this module stays free of the agents, so the console is too)
+    transient: bool = False
 
     def text(self) -> str:
         return f"{self.error_class} from {self.host} (model {self.model})"
@@ -90,46 +93,6 @@ def model_host(spec: Mapping[str, Any]) -> str:
         return "the embedded local server"
     model = str(spec.get("model") or "")
     return model.split("/", 1)[0] if "/" in model else (model or backend or "?")
-
-
-def first_failure(runs: Any, store: str | Path | None, models: Sequence[Mapping[str, Any]]) -> FirstFailure | None:
-    """The first failed run of ``runs`` (a run index or per-run table: ``model``, ``run_id``,
-    ``error``), with its error class and message from its record in ``store``."""
-    if runs is None or "error" not in runs.columns or not runs.height:
-        return None
-    failed = runs.filter(runs["error"].fill_null(False))
-    if not failed.height:
-        return None
-    row = failed.row(0, named=True)
-    model, run_id = str(row.get("model", "?")), str(row.get("run_id", ""))
-    spec = next((m for m in models if str(m.get("name")) == model), {})
-    error_class, message = "BackendError", ""
-    if store is not None and run_id:
-        from ..agents.store import RunStore
-
-        try:
-            rec = RunStore(store).load(run_id)
-        except Exception:  # an unreadable record: the class stays generic, the count still stands
-            rec = None
-        if rec is not None:
-            ev = next((e for e in reversed(rec.events) if e.kind == "backend_error"), None)
-            if ev is not None:
-                error_class = str(getattr(ev, "error_type", None) or error_class)
-                message = str(getattr(ev, "message", None) or "")[:300]
-    return FirstFailure(model, error_class, model_host(spec), message, run_id)
-
-
-def study_failures(index: str | Path, store: str | Path | None, models: Sequence[Mapping[str, Any]],
-                   allowed_share: float) -> Failures | None:
-    """The failed runs of a study's run index (None when the index is not there yet)."""
-    import polars as pl
-
-    path = Path(index)
-    if not path.is_file():
-        return None
-    runs = pl.read_parquet(path, columns=["model", "run_id", "error"])
-    failed = int(runs["error"].fill_null(False).sum())
-    return Failures(failed, runs.height, float(allowed_share), first_failure(runs, store, models) if failed else None)
 
 
 def write_verdict(out: str | Path, failures: Failures | None) -> None:
@@ -200,10 +163,8 @@ def retry_command(first: FirstFailure | None, argv: Sequence[str] | None = None)
     """The command that retries a study's failed runs: the study's command again (a transient
     failure keeps its agent job out of date, agent.retries.rerun_failed), plus ``--forcerun
     run_agents`` when the first failure is not transient (its job is otherwise up to date)."""
-    from ..agents.protocol import is_transient_reason
-
     cmd = invocation_command(argv)
-    if first is None or is_transient_reason(first.error_class) or "--forcerun" in cmd:
+    if first is None or first.transient or "--forcerun" in cmd:
         return cmd
     words = shlex.split(cmd)
     if words[:1] == ["make"]:  # make run / make resume: Snakemake's options go through SMK_ARGS

@@ -289,14 +289,12 @@ def judge_model(
     reused: set[str] = set()
     old: dict[str, pl.DataFrame] = {}
     if memo_dir is not None:
-        from ..judging import _base as base_module
-        from ..judging import _offline as offline_module
-        from ..judging import _run as run_module
+        from .. import judging
         from ..store.jsonio import content_hash
         from ..store.memo import RunMemo, record_digests, source_digest
 
         digests = record_digests(ids, store_dir)
-        scope = content_hash({"judge": judges.judge(role).identity(), "code": source_digest(base_module, offline_module, run_module),
+        scope = content_hash({"judge": judges.judge(role).identity(), "code": source_digest(*judging.judging_code_modules()),
                               "tasks": hashlib.sha256(Path(tasks_path).read_bytes()).hexdigest()})
         memo = RunMemo(memo_dir, _memo_name(f"judge_{role}", verdicts_out), scope)
         reused, old = memo.reusable(digests, ("verdicts",))
@@ -305,7 +303,7 @@ def judge_model(
     inputs = judge_inputs(records, task_map(tasks_path) if records else {}, tasks_path)
     verdicts, counts = judges.judge_all(role, inputs)
     if reused:
-        from ..judging._run import VERDICT_COLUMNS
+        from ..judging import VERDICT_COLUMNS
         from ..store.memo import in_index_order
 
         kept = old["verdicts"]
