@@ -34,6 +34,7 @@ class LogHandler(LogHandlerBase):
         self.full_filter = DefaultFilter(None, getattr(common, "debug_dag", False), getattr(common, "verbose", False),
                                          getattr(common, "dryrun", False), getattr(common, "printshellcmds", False))
         self.full = FullLog(self.view, formatter.format)
+        self.format = formatter.format
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
         self.closed = False
         self.console_fd: int | None = None
@@ -101,6 +102,13 @@ class LogHandler(LogHandlerBase):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            if self.view.dryrun and record.levelno < logging.ERROR:
+                # a dry run is for reading the plan: Snakemake's own job list (rules, files, why),
+                # errors still as the console's one line
+                if self.full_filter.filter(record):
+                    text = self.format(record)
+                    self._print([text] if text else [])
+                return
             if not self.view.dryrun and self.full_filter.filter(record):
                 self.full.write(record)
             with self.printing:

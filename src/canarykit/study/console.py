@@ -194,7 +194,8 @@ class ConsoleView:
                 return []
             self.started = True
             if self.dryrun:
-                return [f"canarykit: a dry run: {self.total} jobs over {len(self.planned)} rules would run"]
+                rules = ", ".join(f"{rule} ({n})" for rule, n in self.planned.items() if rule != "all")
+                return [f"canarykit: a dry run: {self.total} jobs over {len(self.planned)} rules would run: {rules}"]
             return [f"canarykit: {self.total} jobs over {len(self.planned)} rules; the full log: {self.full_log}"]
         if event == "job_info":
             rule = str(getattr(record, "rule_name", ""))
