@@ -130,7 +130,7 @@ def test_injected_faults_are_retried_and_never_recorded_as_traps_or_successes(tm
         runs = pl.read_parquet(repo / "results/runs.parquet")
         summary = json.loads((repo / "results/logs/run-summary.json").read_text())
         failed = runs.filter(pl.col("error"))
-        assert summary["failed"] == failed.height >= 2 and "fake-gw:" in first.stderr and "runs failed" in first.stderr
+        assert summary["failed"] == failed.height >= 2 and "(model fake-gw)" in first.stderr and "runs failed" in first.stderr
         assert set(failed["task_id"]) >= {"hard-002"}
         assert failed["success"].is_null().all() and not failed["trapped"].any()
         ok = runs.filter(~pl.col("error"))
