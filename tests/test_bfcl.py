@@ -173,12 +173,13 @@ def test_the_bfcl_profile_runs_offline_and_recovers_the_known_answers(tmp_path: 
     from canarykit.agents.known import known_diagnoses
 
     repo = copy_workflow(tmp_path / "repo")
-    # Reference agents draw once per task and real tool: on a few tasks the params.yaml rate (0.5)
-    # leaves too few picks to decide a type, so the overlay raises it (as tests/test_report.py does).
+    # Reference agents draw independently for a list and its twin list: on 20 tasks and one seed
+    # the equivalence test behind `blind` has power only for near-certain picks, so both agents
+    # take what they accept at params.yaml's planted rate (0.995).
     models = [{"name": "oracle", "backend": "reference", "agent": "oracle", "group": "reference"},
               {"name": "planted:capability_mirage", "backend": "reference", "agent": "planted", "group": "planted",
-               "canary_type": "capability_mirage", "take_prob": 0.9, "backoff_prob": 0.5},
-              {"name": "careful", "backend": "reference", "agent": "careful", "group": "reference", "take_prob": 0.9,
+               "canary_type": "capability_mirage", "take_prob": 0.995, "backoff_prob": 0.5},
+              {"name": "careful", "backend": "reference", "agent": "careful", "group": "reference", "take_prob": 0.995,
                "backoff_prob": 0.5}]
     (repo / "overlay.yaml").write_text(yaml.safe_dump({
         "study": {"limit_tasks": 20, "seeds": [0], "conditions": ["baseline", "declared", "control"]}, "models": models,

@@ -86,10 +86,11 @@ def test_repro_then_suffix_change_reruns_exactly_the_affected_runs(repo: Path) -
     changed = {i for i in pool_before.keys() | pool_after.keys() if pool_before.get(i) != pool_after.get(i)}
     assert changed and all(i.startswith("capability_mirage:") and "@v" not in i for i in changed), changed
     assembly = pl.concat([pl.read_parquet(p) for p in sorted((repo / "results/assembly/standard").glob("seed-*.parquet"))])
-    # the lists that offer one of them: declared, full, mirrored and the control lists of other arms
+    # the lists that offer one of them (a list's wording is drawn per list: which conditions offer
+    # this one is the draw's)
     hit = pl.col("canary_id").is_in(sorted(changed)) | pl.col("control_id").is_in(sorted(changed))
     with_mirage = assembly.filter(hit).select("condition", "seed", "task_id", "arm").unique().height
-    assert with_mirage > 0 and set(assembly.filter(hit)["condition"]) >= {"declared", "full", "mirrored"}
+    assert with_mirage > 0
     assert summary["executed"] == with_mirage * 3
     assert summary["reused"] == summary["total"] - summary["executed"] and summary["failed"] == 0
     # The backend call counter agrees: every call made belongs to a re-executed run.

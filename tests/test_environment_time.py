@@ -117,7 +117,7 @@ def test_proxy_in_front_of_mcp_server_time_and_diagnose(tmp_path: Path, time_exe
                                  "canary", "temporal_decoy")
                 assert old.structured_content["datetime"].startswith("2023-")
                 trap = await call(canary[("convert_time", "parameter_trap")], {}, "canary", "parameter_trap")
-                assert trap.is_error and "api_key" in text(trap)
+                assert trap.is_error and "missing required parameter" in text(trap)  # the credential its wording names
                 denied = await call(canary[("get_current_time", "prerequisite_blindness")], {"timezone": "Asia/Tokyo"},
                                     "canary", "prerequisite_blindness")
                 assert denied.is_error and "401" in text(denied)
