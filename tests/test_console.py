@@ -92,6 +92,29 @@ def test_a_default_study_fits_one_screen_and_ends_with_where_to_look(tmp_path: P
     assert view.succeeded()
 
 
+def test_a_dvc_stage_under_quiet_progress_ends_done_or_stopped_by_its_errors(tmp_path: Path) -> None:
+    """A DVC stage's command (`--quiet rules progress ...`): Snakemake reports no finished job,
+    so a stage that ran is done (two lines, with the study's allowed failed runs), not "stopped
+    with 0 of 1 done"; a failed job still stops it."""
+    out = tmp_path / "results"
+    (out / "logs").mkdir(parents=True)
+    (out / "logs/failures.json").write_text(json.dumps({"failed": 2, "total": 48, "allowed_share": 1.0, "first": {
+        "model": "gw", "error_class": "AuthenticationError (401)", "host": "127.0.0.1:9", "message": "", "run_id": "r"}}))
+    stats = {"run_agents": 2, "run_index": 1, "total": 3}
+    view = ConsoleView(str(out), clock=Clock(), counts_jobs=False)
+    lines = view.lines(record("Job stats: ...", event="run_info", stats=stats))
+    for i, rule in enumerate(("run_agents", "run_agents", "run_index"), 1):
+        lines += view.lines(record(f" Rule: {rule}", event="job_info", rule_name=rule, jobid=i))
+    lines += view.closing()
+    assert view.succeeded() and lines[-2].startswith("canarykit: done in") and len(lines) == 3, lines
+    assert lines[-1] == ("  failed runs: 2 of 48 runs failed (4%; study.allow_failed: 1), allowed; "
+                         "the first: AuthenticationError (401) from 127.0.0.1:9 (model gw)")
+    failing = ConsoleView(str(out), clock=Clock(), counts_jobs=False)
+    failing.lines(record("Job stats: ...", event="run_info", stats=stats))
+    failing.lines(record("Error in rule run_agents", logging.ERROR, event="job_error", jobid=1, rule_name="run_agents"))
+    assert not failing.succeeded() and any("the run stopped" in line for line in failing.closing())
+
+
 def test_a_user_error_is_one_line_without_the_workflow_error_wrapper() -> None:
     text = ('WorkflowError in file "/w/rules/common.smk", line 43:\n'
             "canarykit: error: params.yaml: study: Additional properties are not allowed ('sedes' was unexpected)\n"

@@ -225,6 +225,26 @@ def test_jobs_of_two_providers_run_at_once_under_the_default_limits(tmp_path: Pa
         targets = ["results/runs/jobs/a/standard-baseline-0.parquet", "results/runs/jobs/b/standard-baseline-0.parquet"]
         run(repo, "snakemake", "--cores", "2", "--scheduler", "greedy", *targets)
     assert met == {"alpha": True, "beta": True}  # each gateway was called while the other's job was running
-    for t in targets:
-        summary = json.loads((repo / t.replace(".parquet", ".json")).read_text())
+    for t in targets:  # a job's run summary sits beside its log (rules/common.smk: JOB_SUMMARY)
+        summary = json.loads((repo / t.replace("runs/jobs/", "logs/runs/").replace(".parquet", ".json")).read_text())
         assert summary["failed"] == 0 and summary["total"] == 1
+
+
+def test_one_stage_one_name_in_rules_scripts_and_the_package() -> None:
+    """Every rule of rules/<stage>.smk (but common.smk) runs scripts/<stage>/<step>.py; no
+    script stands loose in scripts/, and each stage names a package of canarykit."""
+    from canarykit.study.dvcyaml import rule_scripts
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = rule_scripts(root)
+    for smk in sorted((root / "rules").glob("*.smk")):
+        if smk.stem == "common":
+            continue
+        assert (root / "src/canarykit" / smk.stem / "__init__.py").is_file(), smk.stem
+        rules = re.findall(r"^rule (\w+):", smk.read_text(), re.M)
+        for rule in rules:
+            if rule in scripts:
+                assert scripts[rule].startswith(f"scripts/{smk.stem}/"), (smk.name, rule, scripts[rule])
+    assert not list((root / "scripts").glob("*.py")), "a script outside its stage's directory"
+    used = set(scripts.values())
+    assert {p.relative_to(root).as_posix() for p in (root / "scripts").rglob("*.py")} == used, "a script no rule runs"

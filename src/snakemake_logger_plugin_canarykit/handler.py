@@ -28,7 +28,9 @@ class LogHandler(LogHandlerBase):
         os.environ[CONSOLE_ENV] = "quiet"  # jobs inherit it: their stderr goes to their logs only
         common = self.common_settings
         dryrun = bool(getattr(common, "dryrun", False))
-        self.view = ConsoleView(dryrun=dryrun)
+        quiet = {str(getattr(q, "name", q)).lower() for q in getattr(common, "quiet", None) or ()}
+        # under --quiet progress (or all) Snakemake reports no finished job (a DVC stage's command)
+        self.view = ConsoleView(dryrun=dryrun, counts_jobs=not quiet & {"progress", "all"})
         formatter = DefaultFormatter(None, getattr(common, "show_failed_logs", False))
         # the full log keeps what Snakemake's own console shows (its filter, without --quiet)
         self.full_filter = DefaultFilter(None, getattr(common, "debug_dag", False), getattr(common, "verbose", False),

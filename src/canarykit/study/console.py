@@ -135,9 +135,13 @@ class ConsoleView:
     """
 
     def __init__(self, out: str | None = None, clock: Callable[[], float] = time.monotonic, *,
-                 dryrun: bool = False) -> None:
+                 dryrun: bool = False, counts_jobs: bool = True) -> None:
         self._out = out
         self.dryrun = dryrun
+        #: False under ``--quiet progress`` (a DVC stage's command): Snakemake then reports no
+        #: finished job, so success is the absence of errors and the closing block is short
+        #: (a study's summary belongs to the invocation that runs the whole study)
+        self.counts_jobs = counts_jobs
         self.clock = clock
         self.t0 = clock()
         self.rule_of: dict[int, str] = {}
@@ -354,6 +358,8 @@ class ConsoleView:
         return f"runs {done:,}/{total:,}, {rate:.1f}/s{eta}, ${spend:.2f} spent{shown}"
 
     def succeeded(self) -> bool:
+        if not self.counts_jobs:
+            return self.errors == 0 and self.failed_jobs == 0
         return self.errors == 0 and (self.nothing_to_do or (self.started and self.finished >= self.total))
 
     def closing(self) -> list[str]:
@@ -367,16 +373,19 @@ class ConsoleView:
         if not self.succeeded():
             if not self.started and not self.nothing_to_do:
                 return []
-            return ["", f"canarykit: the run stopped after {elapsed}: {self.failed_jobs} job(s) failed "
-                        f"({self.finished} of {self.total} done)",
+            done = f" ({self.finished} of {self.total} done)" if self.counts_jobs else ""
+            return ["", f"canarykit: the run stopped after {elapsed}: {self.failed_jobs} job(s) failed{done}",
                     f"  full log:  {self.full_log}",
                     f"  next:      fix what the error says, then run `{invocation_command()}` again (finished work is reused)"]
         out = self.out
-        block = ["", f"canarykit: done in {elapsed}"]
         verdict = read_verdict(out)
+        failed = []
         if verdict is not None and verdict.failed:  # allowed by study.allow_failed, still said
             first = f"; the first: {verdict.first.text()}" if verdict.first else ""
-            block.append(f"  failed runs: {verdict.headline()}, allowed{first}")
+            failed = [f"  failed runs: {verdict.headline()}, allowed{first}"]
+        if not self.counts_jobs:  # one stage of a DVC pipeline: done, and failed runs if any
+            return [f"canarykit: done in {elapsed}", *failed]
+        block = ["", f"canarykit: done in {elapsed}", *failed]
         block.append(f"  instrument check: {instrument_check(out)}")
         report = Path(out, "report.html")
         if report.exists():
