@@ -34,7 +34,7 @@ rule run_agents:
     benchmark:
         out("benchmarks/run_agents/{model}/{cell}.tsv")
     script:
-        "../scripts/run_agents.py"
+        "../scripts/agents/run_agents.py"
 
 
 # The study's run index and run summary (results/logs/run-summary.json): every agent job's, joined.
@@ -51,4 +51,4 @@ rule run_index:
     log:
         out("logs/run_index.log"),
     script:
-        "../scripts/run_index.py"
+        "../scripts/agents/run_index.py"

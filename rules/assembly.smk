@@ -17,7 +17,7 @@ rule assemble:
         mem_mb=1000,
         runtime=10,
     script:
-        "../scripts/assemble.py"
+        "../scripts/assembly/assemble.py"
 
 
 # Target of the DVC `assemble` stage: every assembly of the study.

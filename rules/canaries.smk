@@ -13,7 +13,7 @@ rule export_tools:
         mem_mb=500,
         runtime=5,
     script:
-        "../scripts/export_tools.py"
+        "../scripts/canaries/export_tools.py"
 
 
 rule generate_canaries:
@@ -39,4 +39,4 @@ rule generate_canaries:
         mem_mb=1000,
         runtime=30,
     script:
-        "../scripts/generate_canaries.py"
+        "../scripts/canaries/generate_canaries.py"

@@ -20,7 +20,7 @@ rule detect:
     benchmark:
         out("benchmarks/detect/{model}.tsv")
     script:
-        "../scripts/detect.py"
+        "../scripts/judging/detect.py"
 
 
 rule judge_primary:
@@ -48,7 +48,7 @@ rule judge_primary:
     benchmark:
         out("benchmarks/judge_primary/{model}.tsv")
     script:
-        "../scripts/judge.py"
+        "../scripts/judging/judge.py"
 
 
 rule judge_cross:
@@ -76,7 +76,7 @@ rule judge_cross:
     benchmark:
         out("benchmarks/judge_cross/{model}.tsv")
     script:
-        "../scripts/judge.py"
+        "../scripts/judging/judge.py"
 
 
 def cross_verdicts(wildcards):
@@ -109,7 +109,7 @@ rule runs_table:
     log:
         out("logs/runs_table.log"),
     script:
-        "../scripts/runs_table.py"
+        "../scripts/judging/runs_table.py"
 
 
 # The judges' validation: oracle check, cross-judge agreement, the primary judge's stability
@@ -139,23 +139,4 @@ rule judge_report:
     log:
         out("logs/judge_report.log"),
     script:
-        "../scripts/judge_report.py"
-
-
-# The DVC metrics: <out>/metrics/<model>/<cell>.json (cell: a main-grid condition, or
-# `ablation`). The script rewrites the directory whole: models and cells no longer in the
-# study leave nothing behind.
-rule metrics:
-    input:
-        runs=rules.runs_table.output.runs,
-        code=code("metrics"),
-    output:
-        METRICS,
-    params:
-        cells=metric_cells(config),
-        slugs=SLUGS,
-        directory=out("metrics"),
-    log:
-        out("logs/metrics.log"),
-    script:
-        "../scripts/metrics.py"
+        "../scripts/judging/judge_report.py"

@@ -1,3 +1,50 @@
+# The report stage: the figures, the `dvc plots` page template, the study's parameters as run,
+# the report and the optional Inspect export (the package: canarykit.report, canarykit.export).
+
+rule figures:
+    input:
+        stats=rules.stats.output.stats,
+        code=code("figures"),
+    output:
+        [reported(out(f"figures/{fig}.{fmt}"), "Figures", fig)
+         for fig in [*FIGURES, *(["fig11"] if DOSE else [])] for fmt in config["figures"]["formats"]],
+    params:
+        formats=config["figures"]["formats"],
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    log:
+        out("logs/figures.log"),
+    script:
+        "../scripts/report/figures.py"
+
+
+# The page template `dvc plots show/diff --html-template` renders into: Vega inlined, no CDN.
+rule plots_template:
+    input:
+        code=code("plots_template"),
+    output:
+        out("plots/vega-offline.html"),
+    log:
+        out("logs/plots_template.log"),
+    script:
+        "../scripts/report/plots_template.py"
+
+
+# The parameters of the study as run (params.yaml with every default filled in), for the report.
+rule study_parameters:
+    input:
+        code=code("study_parameters"),
+    output:
+        report(out("params.resolved.yaml"), category="Configuration", caption="../report/params.rst"),
+    params:
+        config=config,
+    log:
+        out("logs/study_parameters.log"),
+    script:
+        "../scripts/report/study_parameters.py"
+
+
 # The study report: one self-contained HTML file (open it in any browser, offline). It holds the
 # oracle instrument check, what was run, the diagnosis per model in words, the tables (sortable),
 # each figure once (interactive, with a PNG fallback), a seeded sample of trapped runs with
@@ -30,7 +77,7 @@ rule report:
     log:
         out("logs/report.log"),
     script:
-        "../scripts/report.py"
+        "../scripts/report/report.py"
 
 
 # report.export: [inspect] (optional): the study's runs as Inspect AI logs, one .eval file per

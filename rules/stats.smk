@@ -34,48 +34,23 @@ rule stats:
     benchmark:
         out("benchmarks/stats.tsv")
     script:
-        "../scripts/stats.py"
+        "../scripts/stats/stats.py"
 
 
-rule figures:
+# The DVC metrics: <out>/metrics/<model>/<cell>.json (cell: a main-grid condition, or
+# `ablation`). The script rewrites the directory whole: models and cells no longer in the
+# study leave nothing behind.
+rule metrics:
     input:
-        stats=rules.stats.output.stats,
-        code=code("figures"),
+        runs=rules.runs_table.output.runs,
+        code=code("metrics"),
     output:
-        [reported(out(f"figures/{fig}.{fmt}"), "Figures", fig)
-         for fig in [*FIGURES, *(["fig11"] if DOSE else [])] for fmt in config["figures"]["formats"]],
+        METRICS,
     params:
-        formats=config["figures"]["formats"],
-    resources:
-        mem_mb=2000,
-        runtime=15,
+        cells=metric_cells(config),
+        slugs=SLUGS,
+        directory=out("metrics"),
     log:
-        out("logs/figures.log"),
+        out("logs/metrics.log"),
     script:
-        "../scripts/figures.py"
-
-
-# The page template `dvc plots show/diff --html-template` renders into: Vega inlined, no CDN.
-rule plots_template:
-    input:
-        code=code("plots_template"),
-    output:
-        out("plots/vega-offline.html"),
-    log:
-        out("logs/plots_template.log"),
-    script:
-        "../scripts/plots_template.py"
-
-
-# The parameters of the study as run (params.yaml with every default filled in), for the report.
-rule study_parameters:
-    input:
-        code=code("study_parameters"),
-    output:
-        report(out("params.resolved.yaml"), category="Configuration", caption="../report/params.rst"),
-    params:
-        config=config,
-    log:
-        out("logs/study_parameters.log"),
-    script:
-        "../scripts/study_parameters.py"
+        "../scripts/stats/metrics.py"

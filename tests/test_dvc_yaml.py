@@ -73,7 +73,7 @@ print(json.dumps(out))
 def test_code_deps_cover_what_each_script_imports_when_it_runs() -> None:
     """Execute each script's imports in a fresh (forked) interpreter; every canarykit module
     loaded must be in the rule's code deps (the static closure also follows lazy imports)."""
-    scripts = {rule: str(ROOT / script_of(rule, SPEC)) for rule in RULES}
+    scripts = {rule: str(ROOT / script_of(rule, ROOT)) for rule in RULES}
     proc = subprocess.run([sys.executable, "-c", PROBE, *scripts.values()], capture_output=True, text=True,
                           timeout=600, cwd=ROOT, check=True)
     loaded_by = json.loads(proc.stdout.splitlines()[-1])

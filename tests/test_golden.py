@@ -163,8 +163,8 @@ def test_a_script_runs_by_hand_as_its_job_would(study: Path) -> None:
     target = study / "results/detect/oracle.parquet"
     before = target.read_bytes()
     target.unlink()
-    proc = run(study, sys.executable, "scripts/detect.py", "model=oracle")
+    proc = run(study, sys.executable, "scripts/judging/detect.py", "model=oracle")
     assert target.read_bytes() == before, proc.stderr
-    proc = run(study, sys.executable, "scripts/detect.py", check=False)
+    proc = run(study, sys.executable, "scripts/judging/detect.py", check=False)
     assert proc.returncode == 2 and "choose one of: model=lexical; model=oracle;" in proc.stderr
     assert "Traceback" not in proc.stderr

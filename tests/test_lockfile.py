@@ -31,7 +31,7 @@ def test_the_hashes_are_dvcs() -> None:
 
     fs = LocalFileSystem()
     odb = HashFileDB(fs, tempfile.mkdtemp())
-    for path in (ROOT / "report", ROOT / "scripts/stats.py"):
+    for path in (ROOT / "report", ROOT / "scripts/stats/stats.py"):
         _, _, obj = build(odb, str(path), fs, "md5")
         assert obj.hash_info.value == (dir_md5(path) if path.is_dir() else file_md5(path)), path
 
@@ -67,7 +67,7 @@ def test_an_edit_of_a_stages_code_or_params_is_named(tmp_path: Path) -> None:
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
     assert lock_mismatches(tmp_path) == []
 
-    with (tmp_path / "scripts/figures.py").open("a") as fh:
+    with (tmp_path / "scripts/report/figures.py").open("a") as fh:
         fh.write("\n# an edit\n")
     (tmp_path / "report/new_caption.rst").write_text("a new caption\n")
     params = yaml.safe_load((tmp_path / "params.yaml").read_text())
@@ -77,7 +77,7 @@ def test_an_edit_of_a_stages_code_or_params_is_named(tmp_path: Path) -> None:
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False))
 
     problems = lock_mismatches(tmp_path)
-    assert "dvc.lock: stage figures: scripts/figures.py: changed since the lock" in problems
+    assert "dvc.lock: stage figures: scripts/report/figures.py: changed since the lock" in problems
     assert "dvc.lock: stage report: report: changed since the lock" in problems
     assert "dvc.lock: stage stats: params.yaml: stats: differs from the lock" in problems
     assert "dvc.lock: stage report: params.yaml: stats.seed: differs from the lock" in problems

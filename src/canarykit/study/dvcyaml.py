@@ -179,14 +179,33 @@ def load_stages(root: str | Path = ".") -> dict[str, Any]:
     return spec
 
 
-def script_of(rule: str, spec: Mapping[str, Any]) -> str:
-    """The script of a rule, relative to the workflow root (``scripts/<rule>.py`` by default)."""
-    return f"scripts/{(spec.get('scripts') or {}).get(rule, rule + '.py')}"
+_RULE = re.compile(r"^rule (\w+):(.*?)(?=^rule |\Z)", re.M | re.S)
+_SCRIPT = re.compile(r"^\s+script:\s*\n\s+\"\.\./(scripts/[^\"]+)\"", re.M)
+
+
+def rule_scripts(root: str | Path = ".") -> dict[str, str]:
+    """Rule -> its script, relative to the workflow root, as ``rules/<stage>.smk`` names it
+    (``scripts/<stage>/<step>.py``: one stage, one name in rules/, scripts/ and canarykit/)."""
+    out: dict[str, str] = {}
+    for smk in sorted((Path(root) / "rules").glob("*.smk")):
+        for m in _RULE.finditer(smk.read_text(encoding="utf-8")):
+            script = _SCRIPT.search(m.group(2))
+            if script:
+                out[m.group(1)] = script.group(1)
+    return out
+
+
+def script_of(rule: str, root: str | Path = ".") -> str:
+    """The script of ``rule``, relative to the workflow root (:func:`rule_scripts`)."""
+    scripts = rule_scripts(root)
+    if rule not in scripts:
+        raise FileNotFoundError(f"rules/*.smk: rule {rule!r} has no `script:`")
+    return scripts[rule]
 
 
 def rule_code(rule: str, spec: Mapping[str, Any], root: str | Path = ".") -> list[str]:
     """A rule's script and every canarykit module it imports (relative to ``root``)."""
-    script = script_of(rule, spec)
+    script = script_of(rule, root)
     if not (Path(root) / script).is_file():
         raise FileNotFoundError(f"{STAGES_FILE}: rule {rule!r} has no script {script}")
     return [script, *code_closure(Path(root) / script, root)]

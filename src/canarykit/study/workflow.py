@@ -6,7 +6,7 @@ Every script ends with::
     if __name__ == "__main__":
         run_script(globals().get("snakemake"), main, rule="detect")
 
-Under Snakemake the ``snakemake`` object is given; run by hand (``python scripts/detect.py
+Under Snakemake the ``snakemake`` object is given; run by hand (``python scripts/judging/detect.py
 model=oracle``, from the workflow's directory) :func:`mock_snakemake` builds the same object
 from the workflow for the job of that rule with those wildcards, so the script reads the same
 inputs, params and config and writes the same outputs and log as the rule's job would.
