@@ -140,8 +140,11 @@ bench: install
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 # The documentation site (docs/, mkdocs.yml) into site/, offline: the theme loads no web fonts
-# and no plugin fetches anything; --strict fails on a broken link, anchor or nav entry.
+# and no plugin fetches anything; --strict fails on a broken link, anchor or nav entry. The numbers
+# the pages quote about the default study are first rewritten from docs/quoted.json, which
+# `make lock` generates from the study dvc.lock records (canarykit.report.quoted).
 docs: install
+	$(BIN)/python -m canarykit.report.quoted sync
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	@echo "open site/index.html in a browser"
 

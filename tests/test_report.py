@@ -410,6 +410,23 @@ def test_the_first_screen_says_what_the_instrument_recovered_when_no_model_is_un
     assert power["answers"] and f"the design's power for each: at least {power['min']:.2f}" in " ".join(findings.text().split())
 
 
+def test_the_docs_quote_what_the_first_screen_says(study: Study, doc: Node) -> None:
+    """The facts the README and docs quote (canarykit.report.quoted, issue 29 item 6), read from
+    a study's outputs: its run count and the same known answers as its report's first screen."""
+    from canarykit.report.quoted import render, study_facts
+
+    facts = study_facts(study.out)
+    runs = pl.read_parquet(study.out / "runs.parquet")
+    assert facts["runs"] == runs.height and facts["models"] == runs["model"].n_unique()
+    oracle = runs.filter(pl.col("model") == "oracle")
+    assert facts["oracle"] == {"runs": oracle.height, "passed": int(oracle["success"].sum())}
+    known = facts["known"]
+    assert f"{known['found']} of {known['total']} planted answers found" in doc.by_id("findings").text()
+    table = render("known-table", facts)
+    assert "| `oracle` |" in table and f"{facts['oracle']['runs']:,} runs passed" in table
+    assert "no known answer" in table.split("| `lexical` |")[1].splitlines()[0]
+
+
 def test_the_first_screen_leads_with_each_model_under_test() -> None:
     """Models under test: a row each, csr and tsr (declared) with their intervals and the
     diagnosis word per type, before anything else; the instruments are counted in one line."""

@@ -176,8 +176,12 @@ def refresh(root: str | Path = ".", cores: int = 2, keep: bool = False) -> Path:
         if record(scratch) != 0 or pending_retries(scratch, _out_dir(scratch)):
             raise SystemExit("make lock: the default study did not finish cleanly: dvc.lock not refreshed")
         shutil.copy2(scratch / LOCK, root / LOCK)
-        print(f"make lock: wrote {root / LOCK} in {time.monotonic() - t0:.0f} s; commit it with the code it records",
-              flush=True)
+        # the numbers the README and docs quote come from the study this lock records
+        from ..report.quoted import update
+
+        facts = update(root, scratch / _out_dir(scratch))
+        print(f"make lock: wrote {root / LOCK} and {facts.relative_to(root)} (the pages' quoted numbers) in "
+              f"{time.monotonic() - t0:.0f} s; commit them with the code they record", flush=True)
     finally:
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
