@@ -94,21 +94,32 @@ def test_a_default_study_fits_one_screen_and_ends_with_where_to_look(tmp_path: P
 
 def test_a_dvc_stage_under_quiet_progress_ends_done_or_stopped_by_its_errors(tmp_path: Path) -> None:
     """A DVC stage's command (`--quiet rules progress ...`): Snakemake reports no finished job,
-    so a stage that ran is done (two lines, with the study's allowed failed runs), not "stopped
-    with 0 of 1 done"; a failed job still stops it."""
+    so a stage that ran is done (with the failed runs and verdicts its own invocation found),
+    not "stopped with 0 of 1 done"; a later stage does not repeat them; a failed job still stops it."""
+    import os
+
     out = tmp_path / "results"
     (out / "logs").mkdir(parents=True)
-    (out / "logs/failures.json").write_text(json.dumps({"failed": 2, "total": 48, "allowed_share": 1.0, "first": {
-        "model": "gw", "error_class": "AuthenticationError (401)", "host": "127.0.0.1:9", "message": "", "run_id": "r"}}))
+    (out / "judge").mkdir()
     stats = {"run_agents": 2, "run_index": 1, "total": 3}
     view = ConsoleView(str(out), clock=Clock(), counts_jobs=False)
     lines = view.lines(record("Job stats: ...", event="run_info", stats=stats))
     for i, rule in enumerate(("run_agents", "run_agents", "run_index"), 1):
         lines += view.lines(record(f" Rule: {rule}", event="job_info", rule_name=rule, jobid=i))
+    (out / "logs/failures.json").write_text(json.dumps({"failed": 2, "total": 48, "allowed_share": 1.0, "first": {
+        "model": "gw", "error_class": "AuthenticationError (401)", "host": "127.0.0.1:9", "message": "", "run_id": "r"}}))
+    (out / "judge/validation.json").write_text(json.dumps({"counts": {"primary": {"ok": 40, "error": 8}, "cross": {"ok": 48}}}))
     lines += view.closing()
-    assert view.succeeded() and lines[-2].startswith("canarykit: done in") and len(lines) == 3, lines
-    assert lines[-1] == ("  failed runs: 2 of 48 runs failed (4%; study.allow_failed: 1), allowed; "
+    assert view.succeeded() and lines[-3].startswith("canarykit: done in") and len(lines) == 4, lines
+    assert lines[-2] == ("  failed runs: 2 of 48 runs failed (4%; study.allow_failed: 1), allowed; "
                          "the first: AuthenticationError (401) from 127.0.0.1:9 (model gw)")
+    assert lines[-1].startswith(f"  failed verdicts: judge primary 8 (never cached: the next run judges them again; why: {out}")
+    for f in ("logs/failures.json", "judge/validation.json"):  # written by an earlier stage
+        os.utime(out / f, (1, 1))
+    later = ConsoleView(str(out), clock=Clock(), counts_jobs=False)
+    later.lines(record("Job stats: ...", event="run_info", stats={"figures": 1, "total": 1}))
+    (said,) = later.closing()
+    assert said.startswith("canarykit: done in")
     failing = ConsoleView(str(out), clock=Clock(), counts_jobs=False)
     failing.lines(record("Job stats: ...", event="run_info", stats=stats))
     failing.lines(record("Error in rule run_agents", logging.ERROR, event="job_error", jobid=1, rule_name="run_agents"))

@@ -199,7 +199,7 @@ def test_dvc_repro_retries_failed_runs_and_keeps_keys_out_of_the_dvc_cache(tmp_p
         # each stage's console says it is done, and the failed runs (allowed) with the first one's model
         assert summary["failed"] == 2 and "failed runs: 2 of" in console and "(model fake-gw)" in console, console
         assert "stopped" not in console, console
-        assert "verdicts failed" in console  # the judge failed too, echoing its key
+        assert "failed verdicts: judge primary" in console, console  # the judge failed too, echoing its key
         status = run(repo, "dvc", "status").stdout
         assert "run_agents:" in status  # failures remain: the run stage is out of date
         sent = {h.get("authorization") for _, h in server.requests}

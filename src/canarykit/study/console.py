@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import did_you_mean
 from ..store.paths import brace_paths
-from .failures import Failures, invocation_command, read_verdict, retry_command
+from .failures import VERDICT, Failures, invocation_command, read_verdict, retry_command
 
 #: Set (to ``quiet``) by the console in the main Snakemake process, inherited by every job:
 #: a script's stderr then goes to its rule's log only, not to the terminal.
@@ -51,6 +51,8 @@ FULL_LOG = "logs/snakemake.log"
 #: One file per invocation, ``<UTC time>-<pid>.log``; the oldest beyond :data:`KEEP_LOGS` are removed.
 FULL_LOG_DIR = "logs/snakemake"
 KEEP_LOGS = 50
+#: The judges' validation (the oracle check, the verdicts by status), read by the closing block.
+VALIDATION = "judge/validation.json"
 #: The tables the closing block names (all of them are listed under ``outputs.tables``).
 MAIN_TABLES = ("table1", "table2", "table3")
 #: Lines of an error message the console prints at most (the full text is in the log).
@@ -144,6 +146,8 @@ class ConsoleView:
         self.counts_jobs = counts_jobs
         self.clock = clock
         self.t0 = clock()
+        #: wall clock at the start: a DVC stage says only what its own invocation found
+        self.started_at = time.time()
         self.rule_of: dict[int, str] = {}
         self.planned: Counter[str] = Counter()
         self.done: Counter[str] = Counter()
@@ -378,12 +382,16 @@ class ConsoleView:
                     f"  full log:  {self.full_log}",
                     f"  next:      fix what the error says, then run `{invocation_command()}` again (finished work is reused)"]
         out = self.out
-        verdict = read_verdict(out)
+        # a DVC stage (no job counts) says what its own invocation found, not an earlier stage's
+        since = None if self.counts_jobs else self.started_at
+        verdict = read_verdict(out) if _written_since(Path(out, VERDICT), since) else None
         failed = []
         if verdict is not None and verdict.failed:  # allowed by study.allow_failed, still said
             first = f"; the first: {verdict.first.text()}" if verdict.first else ""
             failed = [f"  failed runs: {verdict.headline()}, allowed{first}"]
-        if not self.counts_jobs:  # one stage of a DVC pipeline: done, and failed runs if any
+        verdicts = failed_verdicts(out) if _written_since(Path(out, VALIDATION), since) else None
+        failed += [verdicts] if verdicts else []
+        if not self.counts_jobs:  # one stage of a DVC pipeline: done, and failed runs or verdicts if any
             return [f"canarykit: done in {elapsed}", *failed]
         block = ["", f"canarykit: done in {elapsed}", *failed]
         block.append(f"  instrument check: {instrument_check(out)}")
@@ -435,9 +443,30 @@ def _exception_line(text: str) -> str:
     return f"error: {last[:400]}"
 
 
+def _written_since(path: Path, since: float | None) -> bool:
+    try:
+        return since is None or path.stat().st_mtime >= since
+    except OSError:
+        return False
+
+
+def failed_verdicts(out: str | Path) -> str | None:
+    """The closing block's line for verdicts a judge could not give (``judge/validation.json``
+    counts them by role), or None when every verdict was given."""
+    try:
+        counts = json.loads(Path(out, VALIDATION).read_text(encoding="utf-8")).get("counts") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    parts = [f"judge {role} {int(c['error'])}" for role, c in counts.items() if isinstance(c, Mapping) and c.get("error")]
+    if not parts:
+        return None
+    return (f"  failed verdicts: {', '.join(parts)} (never cached: the next run judges them again; "
+            f"why: {out}/logs/judge_<role>/)")
+
+
 def instrument_check(out: str | Path) -> str:
     """The oracle instrument check of a study's judge validation, in words."""
-    path = Path(out, "judge/validation.json")
+    path = Path(out, VALIDATION)
     try:
         check = json.loads(path.read_text(encoding="utf-8")).get("oracle_check")
     except (OSError, ValueError):
