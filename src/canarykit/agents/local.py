@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import CanaryKitError
-from ..store.jsonio import canonical_json, safe_json_loads
+from ..store.jsonio import canonical_json, json_char_roles, safe_json_loads
 from .backends import LiteLLMBackend
 from .config import AgentConfig
 from .protocol import ChatRequest, ChatResponse, ToolCall, register_backend
@@ -307,22 +307,8 @@ _TOOL_PREFIX = re.compile(r'^\s*\{\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arg
 
 def _escape_controls_in_strings(text: str) -> str:
     """Grammar output may put raw control characters inside JSON strings: escape them there."""
-    out: list[str] = []
-    in_str = escape = False
-    for ch in text:
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_str = False
-            elif _CONTROL.match(ch):
-                ch = f"\\u{ord(ch):04x}"
-        elif ch == '"':
-            in_str = True
-        out.append(ch)
-    return "".join(out)
+    return "".join(f"\\u{ord(ch):04x}" if role == "content" and _CONTROL.match(ch) else ch
+                   for ch, role in json_char_roles(text))
 
 
 def parse_answer(text: str | None, turn: int) -> tuple[str | None, list[ToolCall]]:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final, Literal
 
 from ._text import split_name
@@ -135,15 +135,8 @@ class ToolProfile:
     evidence: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "verb": self.verb,
-            "writes": self.writes,
-            "destructive": self.destructive,
-            "pure": self.pure,
-            "has_parameters": self.has_parameters,
-            "basis": self.basis,
-            "evidence": self.evidence,
-        }
+        """Every field, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def tool_verb(tool: Mapping[str, Any]) -> str:

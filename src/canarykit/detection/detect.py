@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 import polars as pl
@@ -151,19 +151,8 @@ class ClassifiedCall:
     control_type: str | None = None
 
     def to_row(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "idx": self.idx,
-            "call_idx": self.call_idx,
-            "name": self.name,
-            "status": self.status,
-            "cls": self.cls,
-            "canary_id": self.canary_id,
-            "canary_type": self.canary_type,
-            "shadows": self.shadows,
-            "control_id": self.control_id,
-            "control_type": self.control_type,
-        }
+        """Every field, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def load_records(

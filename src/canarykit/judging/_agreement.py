@@ -24,6 +24,7 @@ from ..detection.metrics import verdict_rate
 from ..errors import InputError
 from ..store.jsonio import atomic_write_text, content_hash, finite_or_none
 from ..store.records import Event, RunRecord, event_from_dict, read_record, record_path
+from ..store.schemas import read_table
 from ..types import CANARY_TYPES
 from ._base import Judge, JudgeInput, Verdict, render_trace
 from ._kappa import kappa_interval
@@ -562,12 +563,7 @@ def human_sheet_command(
 ) -> int:
     """``canarykit human-sheet``: write the sheet as CSV (atomically); returns exit status 0."""
     runs_p = Path(runs_path)
-    if not runs_p.is_file():
-        raise InputError(str(runs_p), "-", "runs table not found (run the study first, or pass --runs)")
-    try:
-        runs = pl.read_parquet(runs_p)
-    except Exception as exc:  # polars raises several error types for a broken file
-        raise InputError(str(runs_p), "-", f"not a readable parquet file: {exc}") from exc
+    runs = read_table(runs_p, "runs table not found (run the study first, or pass --runs)")
     tasks = None
     if tasks_path is not None:
         from ..tasks.suite import task_map

@@ -231,6 +231,12 @@ def read_template(path: str | os.PathLike[str], source: str = "params.yaml") -> 
     return text
 
 
+#: The options :func:`make_judge` hands on that an llm judge takes (with :class:`LLMJudge`'s
+#: defaults); the others are for other kinds of judge.
+_JUDGE_OPTIONS = ("max_attempts", "temperature", "completion_fn", "retry_delay_s", "retry", "response_cache", "budget",
+                  "stats", "concurrency", "sleep")
+
+
 @register_judge("llm")
 def _make_llm(
     cfg: dict[str, Any],
@@ -238,17 +244,7 @@ def _make_llm(
     source: str = "params.yaml",
     key: str = "judge",
     template_path: str | os.PathLike[str] | None = None,
-    max_attempts: int = 3,
-    temperature: float = 0.0,
-    completion_fn: CompletionFn | None = None,
-    retry_delay_s: float = 1.0,
-    retry: RetryPolicy | None = None,
-    response_cache: ResponseCache | None = None,
-    budget: Budget | None = None,
-    stats: CallStats | None = None,
-    concurrency: int = 8,
-    sleep: Any = None,
-    **_: Any,
+    **options: Any,
 ) -> LLMJudge:
     model = cfg.get("model")
     if not isinstance(model, str) or not model:
@@ -261,16 +257,7 @@ def _make_llm(
         api_base=cfg.get("api_base"),
         api_key_env=cfg.get("api_key_env"),
         timeout_s=float(cfg.get("timeout_s") or 120.0),
-        temperature=temperature,
-        max_attempts=max_attempts,
-        completion_fn=completion_fn,
-        retry_delay_s=retry_delay_s,
-        retry=retry,
-        response_cache=response_cache,
-        budget=budget,
-        stats=stats,
-        concurrency=concurrency,
         source=source,
         key=key,
-        sleep=sleep,
+        **{k: v for k, v in options.items() if k in _JUDGE_OPTIONS},
     )

@@ -5,6 +5,7 @@ configuration, the cells, the models and the one resampler of the study)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -229,6 +230,16 @@ class Study:
         for i, ci in zip(live, got, strict=True):
             out[i] = ci
         return out
+
+    def cell_intervals(
+        self, name: str, sample: Callable[[Cell], Sample]
+    ) -> list[tuple[str, str, Sample, float | None, float | None]]:
+        """``(condition, model, sample, lo, hi)`` of every primary-pool cell's ``name`` rate
+        (``sample`` draws it from the cell); one :meth:`intervals` call serves them all."""
+        keys = [(c, m) for c in self.conds for m in self.models[c]]
+        samples = [sample(self.cell(c, m)) for c, m in keys]
+        cis = self.intervals([((name, c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
+        return [(c, m, s, lo, hi) for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True)]
 
 
 def _counts(prim_all: pl.DataFrame) -> dict[str, dict[str, dict[str, int]]]:

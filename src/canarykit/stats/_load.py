@@ -64,11 +64,4 @@ def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
 
 def load_runs(path: str | Path) -> pl.DataFrame:
     """Read and validate ``results/runs.parquet`` (InputError naming the file on failure)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(str(p), "-", "runs table not found")
-    try:
-        df = pl.read_parquet(p)
-    except Exception as exc:  # polars raises several error types for a broken file
-        raise InputError(str(p), "-", f"not a readable parquet file: {exc}") from exc
-    return validate_runs(df, p)
+    return validate_runs(schemas.read_table(path, "runs table not found"), Path(path))

@@ -265,6 +265,19 @@ def _markdown_sensitivity(df: pl.DataFrame, caption: str, level: str = "95%") ->
     return _markdown(["Condition", "Model", "Judge", f"tsr [{level} CI]", "Judged", f"tsr delta [{level} CI]"], rows, caption)
 
 
+def _declared_by_model(result: dict[str, Any], groups: dict[str, str], section: str, key: str, value: str) -> pl.DataFrame:
+    """One row per model and key of ``result[section]["declared"]`` (model -> key -> number)."""
+    return pl.DataFrame(
+        [
+            {"model": m, "group": groups.get(m), key: k, value: v}
+            for m, by_key in result.get(section, {}).get("declared", {}).items()
+            for k, v in by_key.items()
+        ],
+        schema={"model": pl.String, "group": pl.String, key: pl.String, value: pl.Float64},
+        orient="row",
+    )
+
+
 def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
     """The tidy data behind each figure, keyed like :data:`FIGURE_DATA_FILES`."""
     groups: dict[str, str] = result.get("model_groups", {})
@@ -274,24 +287,8 @@ def figure_data(result: dict[str, Any]) -> dict[str, pl.DataFrame]:
         schema={"model": pl.String, "group": pl.String, "csr": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "n": pl.Int64},
         orient="row",
     )
-    fig4 = pl.DataFrame(
-        [
-            {"model": m, "group": groups.get(m), "difficulty": d, "csr": v}
-            for m, by_d in result.get("csr_by_difficulty", {}).get("declared", {}).items()
-            for d, v in by_d.items()
-        ],
-        schema={"model": pl.String, "group": pl.String, "difficulty": pl.String, "csr": pl.Float64},
-        orient="row",
-    )
-    fig5 = pl.DataFrame(
-        [
-            {"model": m, "group": groups.get(m), "type": t, "rate": r}
-            for m, rates in result.get("trap_rates", {}).get("declared", {}).items()
-            for t, r in rates.items()
-        ],
-        schema={"model": pl.String, "group": pl.String, "type": pl.String, "rate": pl.Float64},
-        orient="row",
-    )
+    fig4 = _declared_by_model(result, groups, "csr_by_difficulty", "difficulty", "csr")
+    fig5 = _declared_by_model(result, groups, "trap_rates", "type", "rate")
     fig6 = fig5.with_columns(
         axis_index=pl.col("type").replace_strict({t: i for i, t in enumerate(CANARY_TYPES)}, return_dtype=pl.Int64)
     )

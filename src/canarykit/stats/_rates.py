@@ -10,7 +10,7 @@ import numpy as np
 
 from ..types import CANARY_TYPES
 from ._bootstrap import Estimates, Sample, finite, rate_draws
-from ._cells import N_TYPES, Study
+from ._cells import N_TYPES, Cell, Study
 from ._crossed import FEW_CLUSTERS, FEW_WORDINGS
 
 
@@ -28,11 +28,8 @@ def n_items(s: Sample) -> int | None:
 
 
 def csr_ci(st: Study) -> dict[str, Any]:
-    keys = [(c, m) for c in st.conds for m in st.models[c]]
-    samples = [st.cell(c, m).csr_sample() for c, m in keys]
-    cis = st.intervals([(("csr", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
     out: dict[str, Any] = {c: {} for c in st.conds}
-    for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
+    for c, m, s, lo, hi in st.cell_intervals("csr", Cell.csr_sample):
         k = st.counts[c][m]
         out[c][m] = {
             "csr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_zero_call": k["zero_call"],
@@ -43,13 +40,10 @@ def csr_ci(st: Study) -> dict[str, Any]:
 
 
 def tsr_blocks(st: Study) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    keys = [(c, m) for c in st.conds for m in st.models[c]]
-    samples = [st.cell(c, m).tsr_sample() for c, m in keys]
-    cis = st.intervals([(("tsr", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
     ci: dict[str, Any] = {c: {} for c in st.conds}
     headline: dict[str, Any] = {c: {} for c in st.conds}
     taf: dict[str, Any] = {c: {} for c in st.conds}
-    for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
+    for c, m, s, lo, hi in st.cell_intervals("tsr", Cell.tsr_sample):
         cell = st.cell(c, m)
         t = cell.tsr_sample(truncated_as_failure=True).mean()
         ci[c][m] = {"tsr": s.mean(), "lo": lo, "hi": hi, "n": s.n, "n_truncated": int(cell.truncated.sum()),
@@ -108,10 +102,7 @@ def trap_rates(st: Study) -> tuple[dict[str, Any], dict[str, Any], TrapDraws]:
 
 
 def recovery_ci(st: Study) -> dict[str, Any]:
-    keys = [(c, m) for c in st.conds for m in st.models[c]]
-    samples = [st.cell(c, m).recovery_sample() for c, m in keys]
-    cis = st.intervals([(("recovery", c, m), s) for (c, m), s in zip(keys, samples, strict=True)])
     out: dict[str, Any] = {c: {} for c in st.conds}
-    for (c, m), s, (lo, hi) in zip(keys, samples, cis, strict=True):
+    for c, m, s, lo, hi in st.cell_intervals("recovery", Cell.recovery_sample):
         out[c][m] = {"rate": s.mean(), "n": s.n, "lo": lo, "hi": hi, "clusters": s.clusters, "few_clusters": few(s)}
     return out

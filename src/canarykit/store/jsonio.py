@@ -9,8 +9,9 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 #: Model output is hostile input: never parse more than this many characters.
 MAX_JSON_CHARS = 1_000_000
@@ -122,6 +123,9 @@ def nesting_depth(obj: Any, limit: int) -> int:
     return deepest
 
 
+#: Where a character of JSON text stands (:func:`json_char_roles`).
+JsonCharRole = Literal["outside", "syntax", "content"]
+
 #: What is not a bracket or a brace: a string literal (escapes included; one left open runs to
 #: the end, so a failed match never restarts inside it and the scan stays linear), or a run of
 #: other characters.
@@ -150,8 +154,10 @@ def _nesting(text: str, limit: int) -> int:
     return depth
 
 
-def _nesting_slow(text: str, limit: int) -> int:
-    depth = peak = 0
+def json_char_roles(text: str) -> Iterator[tuple[str, JsonCharRole]]:
+    """Each character of JSON ``text`` with its role: ``"outside"`` every string literal,
+    ``"syntax"`` of one (its quotes, a backslash and the character it escapes) or its plain
+    ``"content"``. A string left open runs to the end."""
     in_str = escape = False
     for ch in text:
         if in_str:
@@ -161,9 +167,23 @@ def _nesting_slow(text: str, limit: int) -> int:
                 escape = True
             elif ch == '"':
                 in_str = False
+            else:
+                yield ch, "content"
+                continue
+            yield ch, "syntax"
         elif ch == '"':
             in_str = True
-        elif ch in "[{":
+            yield ch, "syntax"
+        else:
+            yield ch, "outside"
+
+
+def _nesting_slow(text: str, limit: int) -> int:
+    depth = peak = 0
+    for ch, role in json_char_roles(text):
+        if role != "outside":
+            continue
+        if ch in "[{":
             depth += 1
             peak = max(peak, depth)
             if peak > limit:

@@ -331,6 +331,18 @@ class DoseRunsTable(pa.DataFrameModel):
         return data.lazyframe.select((pl.col("dose") > 0) | (~pl.col("trapped") & (pl.col("first_pick").is_null() | ~pl.col("first_pick"))))
 
 
+def read_table(path: str | Path, missing: str) -> pl.DataFrame:
+    """A parquet table given as input: :class:`InputError` naming the file when it is absent
+    (with ``missing`` as the message) or unreadable."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(str(p), "-", missing)
+    try:
+        return pl.read_parquet(p)
+    except Exception as exc:  # polars raises several error types for a broken file
+        raise InputError(str(p), "-", f"not a readable parquet file: {exc}") from exc
+
+
 def validate(df: pl.DataFrame, model: type[pa.DataFrameModel], source: str | Path) -> pl.DataFrame:
     """Validate ``df`` lazily; on failure raise :class:`InputError` naming the source and fields.
 

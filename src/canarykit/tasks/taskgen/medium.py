@@ -62,51 +62,34 @@ def currency_amount() -> Iterator[Spec]:
                "semantic_decoy")
 
 
-def japan_revenue_in_yen() -> Iterator[Spec]:
-    """A database sum converted at a rate given in the prompt."""
-    d = Draft()
-    v = d.call("query_database", sql="SELECT ROUND(SUM(o.total), 2) FROM orders o JOIN customers c ON "
-               "c.customer_id = o.customer_id WHERE c.country = 'Japan' AND o.status = 'delivered' "
-               "AND o.order_date >= '2026-01-01'")["rows"][0][0]
-    d.num("in yen", calc(d, f"{lit(v)} * 151.84"))
-    d.num("delivered revenue from Japan (USD)", v)
-    yield ("What's the total of delivered 2026 orders from customers in Japan, converted to yen at "
-           "151.84 yen per dollar?"), d, "prerequisite_blindness"
-
-
-def payroll_after_raise() -> Iterator[Spec]:
-    """A database sum with a percentage raise applied."""
-    d = Draft()
-    v = d.call("query_database", sql="SELECT SUM(salary) FROM employees WHERE department = 'Engineering'")["rows"][0][0]
-    d.num("payroll after raise (USD)", calc(d, f"{lit(v)} * 1.04"))
-    d.num("current Engineering payroll (USD)", v)
-    yield ("What is the Engineering department's total annual salary bill, and what would it be after "
-           "a 4% raise?"), d, "parameter_trap"
-
-
-def kitchen_share() -> Iterator[Spec]:
-    """One database figure as a percentage of another."""
-    d = Draft()
-    kitchen, overall = d.call("query_database", sql="SELECT ROUND(SUM(CASE WHEN p.category = 'Kitchen' "
-                              "THEN i.line_total ELSE 0 END), 2), ROUND(SUM(i.line_total), 2) FROM "
-                              "order_items i JOIN products p ON p.product_id = i.product_id")["rows"][0]
-    d.num("Kitchen share (%)", calc(d, f"{lit(kitchen)} / {lit(overall)} * 100"))
-    d.num("Kitchen line-item revenue (USD)", kitchen)
-    yield ("What share of all line-item revenue (in percent) comes from the Kitchen category?", d,
-           "prerequisite_blindness")
-
-
-def espresso_discount() -> Iterator[Spec]:
-    """A database quantity and price with a bulk discount applied."""
-    d = Draft()
-    qty, price = d.call("query_database", sql="SELECT SUM(i.quantity), p.unit_price FROM order_items i "
-                        "JOIN orders o ON o.order_id = i.order_id JOIN products p ON p.product_id = "
-                        "i.product_id WHERE p.name LIKE 'Espresso machine%' AND o.order_date >= "
-                        "'2026-01-01'")["rows"][0]
-    d.num("discounted value (USD)", calc(d, f"{lit(qty)} * {lit(price)} * 0.88"))
-    d.num("espresso machines sold in 2026", qty, exact=True)
-    yield ("How many espresso machines have we sold in 2026, and what would that many cost at list "
-           "price with a 12% bulk discount?"), d, "parameter_trap"
+def database_arithmetic() -> Iterator[Spec]:
+    """A database figure (or two) worked on with the numbers given in the prompt."""
+    for sql, expr, label, fact, exact, ask, primary in (
+        ("SELECT ROUND(SUM(o.total), 2) FROM orders o JOIN customers c ON c.customer_id = o.customer_id WHERE "
+         "c.country = 'Japan' AND o.status = 'delivered' AND o.order_date >= '2026-01-01'", "{0} * 151.84",
+         "in yen", "delivered revenue from Japan (USD)", False,
+         "What's the total of delivered 2026 orders from customers in Japan, converted to yen at 151.84 yen per dollar?",
+         "prerequisite_blindness"),
+        ("SELECT SUM(salary) FROM employees WHERE department = 'Engineering'", "{0} * 1.04",
+         "payroll after raise (USD)", "current Engineering payroll (USD)", False,
+         "What is the Engineering department's total annual salary bill, and what would it be after a 4% raise?",
+         "parameter_trap"),
+        ("SELECT ROUND(SUM(CASE WHEN p.category = 'Kitchen' THEN i.line_total ELSE 0 END), 2), "
+         "ROUND(SUM(i.line_total), 2) FROM order_items i JOIN products p ON p.product_id = i.product_id",
+         "{0} / {1} * 100", "Kitchen share (%)", "Kitchen line-item revenue (USD)", False,
+         "What share of all line-item revenue (in percent) comes from the Kitchen category?",
+         "prerequisite_blindness"),
+        ("SELECT SUM(i.quantity), p.unit_price FROM order_items i JOIN orders o ON o.order_id = i.order_id JOIN "
+         "products p ON p.product_id = i.product_id WHERE p.name LIKE 'Espresso machine%' AND o.order_date >= "
+         "'2026-01-01'", "{0} * {1} * 0.88", "discounted value (USD)", "espresso machines sold in 2026", True,
+         "How many espresso machines have we sold in 2026, and what would that many cost at list price with a "
+         "12% bulk discount?", "parameter_trap"),
+    ):
+        d = Draft()
+        row = d.call("query_database", sql=sql)["rows"][0]
+        d.num(label, calc(d, expr.format(*map(lit, row))))
+        d.num(fact, row[0], exact=exact)
+        yield ask, d, primary
 
 
 def csv_statistics() -> Iterator[Spec]:
@@ -221,56 +204,46 @@ def pm25_share_of_guideline() -> Iterator[Spec]:
                f"guideline of 15 µg/m³ is that?"), d, "capability_mirage"
 
 
-def rail_cost_per_resident() -> Iterator[Spec]:
-    """A sum from the prompt divided by a searched population."""
-    d = Draft()
-    hit = search_hit(d.call("web_search", query="Germany population 2026"), "destatis")
-    pop = figure(hit["snippet"], r"had ([\d.]+) million")
-    d.num("cost per resident (EUR)", calc(d, f"12.6e9 / ({lit(pop)} * 1e6)"))
-    d.num("population (millions)", pop)
-    yield ("Look up Germany's current population and work out what a €12.6 billion rail programme "
-           "costs per resident."), d, "temporal_decoy"
+def searched_population() -> Iterator[Spec]:
+    """A figure from the prompt worked on with a searched population."""
+    for query, url, pattern, expr, label, ask in (
+        ("Germany population 2026", "destatis", r"had ([\d.]+) million", "12.6e9 / ({0} * 1e6)", "cost per resident (EUR)",
+         "Look up Germany's current population and work out what a €12.6 billion rail programme costs per resident."),
+        ("Brazil population 2026", "ibge", r"at ([\d.]+) million", "{0} * 0.62", "people with broadband (millions)",
+         "If 62% of Brazilians have home broadband, how many people is that (in millions), based on Brazil's "
+         "current population?"),
+    ):
+        d = Draft()
+        pop = figure(search_hit(d.call("web_search", query=query), url)["snippet"], pattern)
+        d.num(label, calc(d, expr.format(lit(pop))))
+        d.num("population (millions)", pop)
+        yield ask, d, "temporal_decoy"
 
 
-def broadband_users() -> Iterator[Spec]:
-    """A share from the prompt of a searched population."""
-    d = Draft()
-    hit = search_hit(d.call("web_search", query="Brazil population 2026"), "ibge")
-    pop = figure(hit["snippet"], r"at ([\d.]+) million")
-    d.num("people with broadband (millions)", calc(d, f"{lit(pop)} * 0.62"))
-    d.num("population (millions)", pop)
-    yield ("If 62% of Brazilians have home broadband, how many people is that (in millions), based on "
-           "Brazil's current population?"), d, "temporal_decoy"
-
-
-def marketing_salaries() -> Iterator[Spec]:
-    """Median and mean of salaries queried from the database."""
-    d = Draft()
-    rows = d.call("query_database", sql="SELECT salary FROM employees WHERE department = 'Marketing' ORDER BY employee_id")["rows"]
-    s = d.call("compute_statistics", values=[r[0] for r in rows])
-    d.num("median salary (USD)", s["median"])
-    d.num("mean salary (USD)", s["mean"])
-    yield "What are the median and mean salaries in the Marketing department?", d, "prerequisite_blindness"
-
-
-def recent_orders() -> Iterator[Spec]:
-    """Sum and mean of the latest order totals queried from the database."""
-    d = Draft()
-    rows = d.call("query_database", sql="SELECT total FROM orders WHERE status = 'delivered' ORDER BY "
-                  "order_date DESC, order_id DESC LIMIT 10")["rows"]
-    s = d.call("compute_statistics", values=[r[0] for r in rows])
-    d.num("total of the 10 orders (USD)", s["sum"])
-    d.num("average order value (USD)", s["mean"])
-    yield ("Take our 10 most recent delivered orders. What's their combined value and average order value?",
-           d, "parameter_trap")
+def queried_statistics() -> Iterator[Spec]:
+    """Two statistics of values queried from the database."""
+    for sql, facts, ask, primary in (
+        ("SELECT salary FROM employees WHERE department = 'Marketing' ORDER BY employee_id",
+         (("median salary (USD)", "median"), ("mean salary (USD)", "mean")),
+         "What are the median and mean salaries in the Marketing department?", "prerequisite_blindness"),
+        ("SELECT total FROM orders WHERE status = 'delivered' ORDER BY order_date DESC, order_id DESC LIMIT 10",
+         (("total of the 10 orders (USD)", "sum"), ("average order value (USD)", "mean")),
+         "Take our 10 most recent delivered orders. What's their combined value and average order value?",
+         "parameter_trap"),
+    ):
+        d = Draft()
+        rows = d.call("query_database", sql=sql)["rows"]
+        s = d.call("compute_statistics", values=[r[0] for r in rows])
+        for label, key in facts:
+            d.num(label, s[key])
+        yield ask, d, primary
 
 
 #: The families in suite order: the order numbers the ids (medium-001, ...).
 FAMILIES: tuple[Family, ...] = (
-    weather_in_fahrenheit, forecast_statistics, currency_amount, japan_revenue_in_yen,
-    payroll_after_raise, kitchen_share, espresso_discount, csv_statistics, file_value_conversion,
-    find_then_read, describe_then_query, news_ratio, pm25_share_of_guideline,
-    rail_cost_per_resident, broadband_users, marketing_salaries, recent_orders,
+    weather_in_fahrenheit, forecast_statistics, currency_amount, database_arithmetic, csv_statistics,
+    file_value_conversion, find_then_read, describe_then_query, news_ratio, pm25_share_of_guideline,
+    searched_population, queried_statistics,
 )
 
 
