@@ -218,4 +218,3 @@ def test_the_bfcl_profile_runs_offline_and_recovers_the_known_answers(tmp_path: 
             for t in ("parameter_trap", "capability_mirage", "prerequisite_blindness")]
     shown = [k for k in core if words[k] == (known_diagnoses(configs[k[0]]) or {})[k[1]]]
     assert len(shown) >= 5 and words[("planted:capability_mirage", "capability_mirage")] == "blind", words
-    assert decided >= len(shown)
