@@ -202,12 +202,10 @@ def test_the_bfcl_profile_runs_offline_and_recovers_the_known_answers(tmp_path: 
     assert "oracle runs pass the task checker (BFCL)" in report
     controls = pl.read_csv(out / "table_controls.csv")
     configs = {m["name"]: m for m in yaml.safe_load((out / "params.resolved.yaml").read_text())["models"]}
-    decided = 0
     for row in controls.iter_rows(named=True):
         expected = (known_diagnoses(configs[row["model"]]) or {}).get(row["type"])
         if expected is None or row["diagnosis"] in ("inconclusive", "n/a"):
             continue
-        decided += 1
         assert row["diagnosis"] == expected, row
     words = {(r["model"], r["type"]): r["diagnosis"] for r in controls.iter_rows(named=True)}
     # the types every BFCL function offers (decoys fit only read tools of open worlds; no
